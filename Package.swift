@@ -1,0 +1,25 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layering: the C libraries are system-library targets imported only by HaulLoop; HaulCore (the engine) and
+// HaulAPI (router, handlers, JSON) never see a C type; `haul` wires them together.
+let package = Package(
+    name: "haul",
+    products: [
+        .executable(name: "haul", targets: ["haul"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CEvent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "HaulLoop", dependencies: ["CEvent", "CCurl", "CSQLite"]),
+        .target(name: "HaulCore", dependencies: ["HaulLoop"]),
+        .target(name: "HaulAPI", dependencies: ["HaulCore", "HaulLoop"]),
+        .executableTarget(name: "haul", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"]),
+        .executableTarget(name: "TestOrigin", dependencies: ["HaulLoop"], path: "Tests/TestOrigin"),
+        .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore"]),
+        .testTarget(name: "HaulAPITests", dependencies: ["HaulAPI", "HaulCore"]),
+        .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulLoop"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,55 @@
+#ifndef HAUL_CCURL_SHIM_H
+#define HAUL_CCURL_SHIM_H
+
+#include <curl/curl.h>
+
+// curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic, which Swift cannot call: one typed
+// wrapper per argument shape.
+
+static inline CURLcode haul_easy_setopt_long(CURL *_Nonnull h, CURLoption o, long v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode haul_easy_setopt_off_t(CURL *_Nonnull h, CURLoption o, curl_off_t v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode haul_easy_setopt_string(CURL *_Nonnull h, CURLoption o, const char *_Nullable v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode haul_easy_setopt_ptr(CURL *_Nonnull h, CURLoption o, void *_Nullable v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode haul_easy_setopt_slist(CURL *_Nonnull h, CURLoption o, struct curl_slist *_Nullable v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode haul_easy_setopt_writefn(CURL *_Nonnull h, CURLoption o, curl_write_callback _Nullable f) {
+    return curl_easy_setopt(h, o, f);
+}
+static inline CURLcode haul_easy_getinfo_long(CURL *_Nonnull h, CURLINFO i, long *_Nonnull v) {
+    return curl_easy_getinfo(h, i, v);
+}
+static inline CURLcode haul_easy_getinfo_off_t(CURL *_Nonnull h, CURLINFO i, curl_off_t *_Nonnull v) {
+    return curl_easy_getinfo(h, i, v);
+}
+static inline CURLcode haul_easy_getinfo_string(CURL *_Nonnull h, CURLINFO i, char *_Nullable *_Nonnull v) {
+    return curl_easy_getinfo(h, i, v);
+}
+static inline CURLcode haul_easy_getinfo_ptr(CURL *_Nonnull h, CURLINFO i, void *_Nullable *_Nonnull v) {
+    return curl_easy_getinfo(h, i, v);
+}
+static inline CURLMcode haul_multi_setopt_long(CURLM *_Nonnull m, CURLMoption o, long v) {
+    return curl_multi_setopt(m, o, v);
+}
+static inline CURLMcode haul_multi_setopt_ptr(CURLM *_Nonnull m, CURLMoption o, void *_Nullable v) {
+    return curl_multi_setopt(m, o, v);
+}
+static inline CURLMcode haul_multi_setopt_socketfn(CURLM *_Nonnull m, curl_socket_callback _Nonnull f) {
+    return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, f);
+}
+static inline CURLMcode haul_multi_setopt_timerfn(CURLM *_Nonnull m, curl_multi_timer_callback _Nonnull f) {
+    return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, f);
+}
+
+// CURLMsg's payload is an anonymous union; this reads the transfer's result without relying on how Swift names it.
+static inline CURLcode haul_msg_result(CURLMsg *_Nonnull msg) { return msg->data.result; }
+
+#endif

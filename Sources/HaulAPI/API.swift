@@ -1,0 +1,171 @@
+import Foundation
+import HaulCore
+import HaulLoop
+
+/// The REST API: routes, handlers and JSON shapes, independent of any transport. `handle` turns a request into a
+/// response; the HTTP server only carries bytes.
+public final class API {
+    private let engine: Engine
+    private var router: Router!
+
+    public init(engine: Engine) {
+        self.engine = engine
+        router = Router(routes: [
+            Route(pattern: "/downloads", handlers: [
+                "GET": { [unowned self] c throws(Problem) in try self.listDownloads(c) },
+                "POST": { [unowned self] c throws(Problem) in try self.addDownload(c) },
+            ]),
+            Route(pattern: "/downloads/{id}", handlers: [
+                "GET": { [unowned self] c throws(Problem) in try self.getDownload(c) },
+                "PATCH": { [unowned self] c throws(Problem) in try self.patchDownload(c) },
+                "DELETE": { [unowned self] c throws(Problem) in try self.deleteDownload(c) },
+            ]),
+            Route(pattern: "/healthz", handlers: [
+                "GET": { _ in API.json(200, .object([("status", .string("ok"))])) },
+            ]),
+            Route(pattern: "/openapi.yaml", handlers: [
+                "GET": { _ in
+                    HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")],
+                                 body: Array(OpenAPIDocument.yaml.utf8))
+                },
+            ]),
+        ])
+    }
+
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        router.handle(request)
+    }
+
+    /// Every `(path, method)` the API serves, for the contract test.
+    public var operations: [(path: String, method: String)] { router.operations }
+
+    // MARK: handlers
+
+    private func addDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        var body = try RequestBody(c.request)
+        body.rejectUnknown(except: ["url", "filename", "directory", "connections", "headers", "priority",
+                                    "max_speed", "start_paused"])
+        let url = body.string("url", required: true)
+        if let url, let problem = Validate.url(url) { body.reject("url", problem) }
+        var request = NewDownload(url: url ?? "")
+        if let filename = body.string("filename") {
+            if filename.contains("/") || filename.contains("\\") || FileName.sanitize(filename) == nil {
+                body.reject("filename", "must be a plain file name without path separators")
+            } else {
+                request.filename = FileName.sanitize(filename)
+            }
+        }
+        if let directory = body.string("directory") {
+            if let problem = Validate.directory(directory) { body.reject("directory", problem) }
+            request.directory = directory.split(separator: "/").joined(separator: "/")
+        }
+        request.connections = body.integer("connections", in: 1...32).map(Int.init)
+        request.priority = body.integer("priority", in: -1000...1000).map(Int.init) ?? 0
+        request.maxSpeed = body.integer("max_speed", in: 0...Int64(1) << 50).flatMap { $0 == 0 ? nil : $0 }
+        request.startPaused = body.bool("start_paused") ?? false
+        if let headers = body.object("headers") {
+            for (name, value) in headers {
+                guard let text = value.stringValue else {
+                    body.reject("headers.\(name)", "must be a string")
+                    continue
+                }
+                if let problem = Validate.header(name: name, value: text) { body.reject("headers.\(name)", problem) }
+                request.headers.append(HeaderField(name: name, value: text))
+            }
+        }
+        try body.finish()
+        let (snapshot, created) = try attempt(engine.add(request))
+        let location = "/downloads/\(snapshot.download.id)"
+        return API.json(created ? 201 : 200, DownloadResource.json(snapshot), headers: [("Location", location)])
+    }
+
+    private func listDownloads(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        var states: Set<DownloadState>?
+        var errors: [(field: String, message: String)] = []
+        if let filter = c.query["state"] {
+            states = []
+            for name in filter.split(separator: ",") {
+                if let state = DownloadState(rawValue: String(name)) {
+                    states?.insert(state)
+                } else {
+                    errors.append(("state", "'\(name)' is not a state"))
+                }
+            }
+        }
+        var limit = 100
+        if let text = c.query["limit"] {
+            if let value = Int(text), (1...1000).contains(value) { limit = value }
+            else { errors.append(("limit", "must be an integer from 1 to 1000")) }
+        }
+        var after: Int64 = 0
+        if let cursor = c.query["cursor"] {
+            if let value = Int64(cursor), value >= 0 { after = value } else { errors.append(("cursor", "is not valid")) }
+        }
+        if !errors.isEmpty { throw Problem.invalid(errors) }
+        let matching = engine.list().filter {
+            $0.download.sequence > after && (states?.contains($0.download.state) ?? true)
+        }
+        let page = matching.prefix(limit)
+        let next: JSONValue = matching.count > limit ? .string(String(page.last!.download.sequence)) : .null
+        return API.json(200, .object([
+            ("downloads", .array(page.map(DownloadResource.json))),
+            ("next_cursor", next),
+        ]))
+    }
+
+    private func getDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        let id = c.parameters["id"]!
+        guard let snapshot = engine.snapshot(id) else { throw Problem(EngineError.notFound(id)) }
+        return API.json(200, DownloadResource.json(snapshot))
+    }
+
+    private func patchDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        let id = c.parameters["id"]!
+        guard engine.snapshot(id) != nil else { throw Problem(EngineError.notFound(id)) }
+        var body = try RequestBody(c.request)
+        body.rejectUnknown(except: ["state", "priority", "max_speed"])
+        var changes = DownloadChanges()
+        if let state = body.string("state") {
+            if state == DownloadState.paused.rawValue || state == DownloadState.queued.rawValue {
+                changes.state = DownloadState(rawValue: state)
+            } else {
+                body.reject("state", "must be 'paused' or 'queued'")
+            }
+        }
+        changes.priority = body.integer("priority", in: -1000...1000).map(Int.init)
+        if let speed = body.nullableInteger("max_speed", in: 0...Int64(1) << 50) {
+            changes.maxSpeed = .some(speed.flatMap { $0 == 0 ? nil : $0 })
+        }
+        try body.finish()
+        return API.json(200, DownloadResource.json(try attempt(engine.update(id, changes))))
+    }
+
+    private func deleteDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        let id = c.parameters["id"]!
+        var deleteFile = false
+        if let flag = c.query["delete_file"] {
+            guard flag == "true" || flag == "false" else {
+                throw Problem.invalid([("delete_file", "must be true or false")])
+            }
+            deleteFile = flag == "true"
+        }
+        try attempt(engine.remove(id, deleteFile: deleteFile))
+        return HTTPResponse(status: 204)
+    }
+
+    // MARK: helpers
+
+    /// Evaluates an engine call, mapping its error to a problem.
+    private func attempt<T>(_ call: @autoclosure () throws(EngineError) -> T) throws(Problem) -> T {
+        do {
+            return try call()
+        } catch {
+            throw Problem(error)
+        }
+    }
+
+    static func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers,
+                     body: Array(value.serialized().utf8))
+    }
+}

@@ -1,0 +1,287 @@
+// Generated from openapi.yaml by scripts/embed-openapi.sh (make spec). Do not edit.
+enum OpenAPIDocument {
+    static let yaml = #"""
+openapi: 3.1.0
+info:
+  title: Haul
+  version: 0.1.0
+  summary: A self-hosted download server.
+  description: |
+    Hand Haul a URL; it probes the file, downloads it with resumable Range requests into
+    `<name>.part`, and gives it its final name only when every byte is there.
+    All bodies are JSON with snake_case fields; times are RFC 3339 UTC; sizes are bytes.
+    Errors are `application/problem+json` (RFC 9457).
+  license:
+    name: MIT
+servers:
+  - url: http://127.0.0.1:8080
+paths:
+  /downloads:
+    get:
+      operationId: listDownloads
+      summary: List downloads in creation order.
+      parameters:
+        - name: state
+          in: query
+          description: Only downloads in these states, comma-separated (e.g. `downloading,queued`).
+          schema: { type: string }
+        - name: limit
+          in: query
+          schema: { type: integer, minimum: 1, maximum: 1000, default: 100 }
+        - name: cursor
+          in: query
+          description: The `next_cursor` of the previous page.
+          schema: { type: string }
+      responses:
+        "200":
+          description: One page of downloads.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/DownloadList" }
+        "422": { $ref: "#/components/responses/Invalid" }
+    post:
+      operationId: addDownload
+      summary: Add a download.
+      description: |
+        Answers 201 with the new download, or 200 with the existing one when the same URL is already being
+        downloaded to the same place.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/NewDownload" }
+      responses:
+        "201":
+          description: Added.
+          headers:
+            Location:
+              description: The new download's URL.
+              schema: { type: string }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Download" }
+        "200":
+          description: The same URL to the same destination is already there and unfinished.
+          headers:
+            Location:
+              schema: { type: string }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Download" }
+        "400": { $ref: "#/components/responses/Malformed" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /downloads/{id}:
+    parameters:
+      - name: id
+        in: path
+        required: true
+        schema: { type: string }
+    get:
+      operationId: getDownload
+      summary: One download.
+      responses:
+        "200":
+          description: The download.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Download" }
+        "404": { $ref: "#/components/responses/NotFound" }
+    patch:
+      operationId: updateDownload
+      summary: Pause, resume or retry a download, or change its priority or speed limit.
+      description: |
+        `{"state": "paused"}` stops the transfer and keeps the part file. `{"state": "queued"}` resumes a paused
+        download or retries a failed one, continuing from the bytes already received when the server allows it.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/DownloadPatch" }
+      responses:
+        "200":
+          description: The download after the change.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Download" }
+        "400": { $ref: "#/components/responses/Malformed" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "409":
+          description: The change is impossible in the download's current state (e.g. pausing a completed one).
+          content:
+            application/problem+json:
+              schema: { $ref: "#/components/schemas/Problem" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+        "422": { $ref: "#/components/responses/Invalid" }
+    delete:
+      operationId: removeDownload
+      summary: Cancel and forget a download; its part file is deleted.
+      parameters:
+        - name: delete_file
+          in: query
+          description: Also delete the finished file.
+          schema: { type: boolean, default: false }
+      responses:
+        "204": { description: Removed. }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /healthz:
+    get:
+      operationId: health
+      summary: Liveness.
+      responses:
+        "200":
+          description: The server is up.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [status]
+                properties:
+                  status: { type: string, const: ok }
+  /openapi.yaml:
+    get:
+      operationId: openapi
+      summary: This document.
+      responses:
+        "200":
+          description: The API contract.
+          content:
+            application/yaml:
+              schema: { type: string }
+components:
+  schemas:
+    State:
+      type: string
+      enum: [queued, probing, downloading, verifying, completed, paused, failed]
+    NewDownload:
+      type: object
+      additionalProperties: false
+      required: [url]
+      properties:
+        url: { type: string, format: uri, description: "http or https; credentials in it are never shown back." }
+        filename: { type: string, description: A plain file name; chosen from the server's answer when absent. }
+        directory: { type: string, description: "Relative to the download root; no `..`." }
+        connections: { type: integer, minimum: 1, maximum: 32 }
+        headers:
+          type: object
+          additionalProperties: { type: string }
+          description: Sent to the origin with every request; never shown back.
+        priority: { type: integer, minimum: -1000, maximum: 1000, default: 0 }
+        max_speed: { type: integer, minimum: 0, description: "Bytes per second; 0 for unlimited." }
+        start_paused: { type: boolean, default: false }
+    DownloadPatch:
+      type: object
+      additionalProperties: false
+      properties:
+        state: { type: string, enum: [paused, queued] }
+        priority: { type: integer, minimum: -1000, maximum: 1000 }
+        max_speed: { type: [integer, "null"], minimum: 0 }
+    Segment:
+      type: object
+      required: [start, end, received]
+      properties:
+        start: { type: integer }
+        end: { type: [integer, "null"], description: Last byte (inclusive); null when the size is unknown. }
+        received: { type: integer }
+    DownloadError:
+      type: object
+      required: [code, message]
+      properties:
+        code:
+          type: string
+          description: |
+            Stable: dns_failed, connect_failed, timeout, tls_failed, too_many_redirects, connection_cut,
+            network_error, write_failed, disk_full, size_mismatch, range_mismatch, remote_changed,
+            internal_error, or http_<status> (http_404, http_503, ...).
+        message: { type: string }
+    Download:
+      type: object
+      required: [id, url, final_url, filename, path, state, total_bytes, received_bytes, progress, speed,
+                 eta_seconds, connections, active_connections, resumable, segments, checksum, priority,
+                 max_speed, error, attempts, created_at, updated_at, started_at, completed_at]
+      properties:
+        id: { type: string }
+        url: { type: string }
+        final_url: { type: [string, "null"], description: After redirects. }
+        filename: { type: [string, "null"] }
+        path: { type: [string, "null"], description: Relative to the download root. }
+        state: { $ref: "#/components/schemas/State" }
+        total_bytes: { type: [integer, "null"] }
+        received_bytes: { type: integer }
+        progress: { type: [number, "null"], minimum: 0, maximum: 1 }
+        speed: { type: number, description: Bytes per second, smoothed. }
+        eta_seconds: { type: [number, "null"] }
+        connections: { type: integer }
+        active_connections: { type: integer }
+        resumable: { type: boolean }
+        segments:
+          type: array
+          items: { $ref: "#/components/schemas/Segment" }
+        checksum: { type: [string, "null"] }
+        priority: { type: integer }
+        max_speed: { type: [integer, "null"] }
+        error:
+          oneOf:
+            - { $ref: "#/components/schemas/DownloadError" }
+            - { type: "null" }
+        attempts: { type: integer }
+        created_at: { type: string, format: date-time }
+        updated_at: { type: string, format: date-time }
+        started_at: { type: [string, "null"], format: date-time }
+        completed_at: { type: [string, "null"], format: date-time }
+    DownloadList:
+      type: object
+      required: [downloads, next_cursor]
+      properties:
+        downloads:
+          type: array
+          items: { $ref: "#/components/schemas/Download" }
+        next_cursor: { type: [string, "null"] }
+    Problem:
+      type: object
+      required: [type, title, status, detail]
+      properties:
+        type: { type: string, description: "urn:haul:problem:<slug>" }
+        title: { type: string }
+        status: { type: integer }
+        detail: { type: string }
+        instance: { type: string }
+        errors:
+          type: array
+          items:
+            type: object
+            required: [field, message]
+            properties:
+              field: { type: string }
+              message: { type: string }
+  responses:
+    Malformed:
+      description: The body is not valid JSON, or not an object.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    NotFound:
+      description: No such download.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    TooLarge:
+      description: The body is larger than 1 MiB.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    UnsupportedMediaType:
+      description: The body is not sent as JSON.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    Invalid:
+      description: Fields are missing or invalid; `errors` lists them.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+"""#
+}

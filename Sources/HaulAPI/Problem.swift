@@ -1,0 +1,80 @@
+import HaulCore
+import HaulLoop
+
+/// An RFC 9457 problem: every error the API answers has this shape.
+struct Problem: Error {
+    var status: Int
+    /// Stable slug, published as `urn:haul:problem:<slug>`.
+    var slug: String
+    var title: String
+    var detail: String
+    /// For 422: the offending fields.
+    var fieldErrors: [(field: String, message: String)] = []
+    var headers: [(name: String, value: String)] = []
+
+    static func badRequest(_ detail: String) -> Problem {
+        Problem(status: 400, slug: "malformed-request", title: "Malformed request", detail: detail)
+    }
+
+    static func notFound(_ detail: String) -> Problem {
+        Problem(status: 404, slug: "not-found", title: "Not found", detail: detail)
+    }
+
+    static func methodNotAllowed(_ method: String, allowed: [String]) -> Problem {
+        Problem(status: 405, slug: "method-not-allowed", title: "Method not allowed",
+                detail: "\(method) is not allowed here; use \(allowed.joined(separator: ", "))",
+                headers: [("Allow", allowed.joined(separator: ", "))])
+    }
+
+    static func conflict(_ detail: String) -> Problem {
+        Problem(status: 409, slug: "invalid-transition", title: "Conflict with the download's state", detail: detail)
+    }
+
+    static func tooLarge(limit: Int) -> Problem {
+        Problem(status: 413, slug: "body-too-large", title: "Request body too large",
+                detail: "the body must be at most \(limit) bytes")
+    }
+
+    static func unsupportedMediaType(_ type: String) -> Problem {
+        Problem(status: 415, slug: "unsupported-media-type", title: "Unsupported media type",
+                detail: "send application/json, not \(type)")
+    }
+
+    static func invalid(_ errors: [(field: String, message: String)]) -> Problem {
+        Problem(status: 422, slug: "validation", title: "Invalid fields",
+                detail: errors.map { "\($0.field): \($0.message)" }.joined(separator: "; "), fieldErrors: errors)
+    }
+
+    static func internalError(_ detail: String) -> Problem {
+        Problem(status: 500, slug: "internal", title: "Internal server error", detail: detail)
+    }
+
+    func response(instance: String) -> HTTPResponse {
+        var members: [(String, JSONValue)] = [
+            ("type", .string("urn:haul:problem:\(slug)")),
+            ("title", .string(title)),
+            ("status", JSONValue(status)),
+            ("detail", .string(detail)),
+            ("instance", .string(instance)),
+        ]
+        if !fieldErrors.isEmpty {
+            members.append(("errors", .array(fieldErrors.map {
+                .object([("field", .string($0.field)), ("message", .string($0.message))])
+            })))
+        }
+        return HTTPResponse(status: status,
+                            headers: [("Content-Type", "application/problem+json")] + headers,
+                            body: Array(JSONValue.object(members).serialized().utf8))
+    }
+}
+
+extension Problem {
+    /// The one place engine errors become HTTP statuses.
+    init(_ error: EngineError) {
+        switch error {
+        case .notFound(let id): self = .notFound("no download with id '\(id)'")
+        case .conflict(let message): self = .conflict(message)
+        case .storage(let message): self = .internalError("the store failed: \(message)")
+        }
+    }
+}

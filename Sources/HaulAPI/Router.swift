@@ -1,0 +1,60 @@
+import HaulLoop
+
+/// A route: a path pattern whose `{name}` segments capture values, and a handler per method.
+struct Route {
+    let pattern: String
+    let handlers: [String: (RequestContext) throws(Problem) -> HTTPResponse]
+
+    /// The captured parameters if `path` matches, nil otherwise.
+    func match(_ path: String) -> [String: String]? {
+        let want = pattern.split(separator: "/", omittingEmptySubsequences: false)
+        let have = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard want.count == have.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (w, h) in zip(want, have) {
+            if w.hasPrefix("{"), w.hasSuffix("}") {
+                guard !h.isEmpty else { return nil }
+                parameters[String(w.dropFirst().dropLast())] = String(h)
+            } else if w != h {
+                return nil
+            }
+        }
+        return parameters
+    }
+}
+
+/// What a handler gets: the request and the path parameters.
+struct RequestContext {
+    let request: HTTPRequest
+    let parameters: [String: String]
+    let query: [String: String]
+}
+
+/// Matches a request to a route and method; answers 404 and 405 itself.
+struct Router {
+    let routes: [Route]
+
+    func handle(_ request: HTTPRequest) -> HTTPResponse {
+        let path = request.path
+        guard let (route, parameters) = routes.lazy.compactMap({ r in r.match(path).map { (r, $0) } }).first else {
+            return Problem.notFound("no route for \(path)").response(instance: path)
+        }
+        // HEAD is answered like GET; evhttp drops the body.
+        let method = request.method == "HEAD" ? "GET" : request.method
+        guard let handler = route.handlers[method] else {
+            var allowed = route.handlers.keys.sorted()
+            if allowed.contains("GET") { allowed.append("HEAD") }
+            return Problem.methodNotAllowed(request.method, allowed: allowed).response(instance: path)
+        }
+        do {
+            return try handler(RequestContext(request: request, parameters: parameters, query: request.query))
+        } catch {
+            return error.response(instance: path)
+        }
+    }
+
+    /// Every `(pattern, method)` served, for checking against the OpenAPI document.
+    var operations: [(path: String, method: String)] {
+        routes.flatMap { route in route.handlers.keys.sorted().map { (route.pattern, $0) } }
+    }
+}

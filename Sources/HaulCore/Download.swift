@@ -1,0 +1,124 @@
+import Foundation
+
+/// One download as the engine and the store know it. Runtime-only figures (speed, open connections) live in
+/// `DownloadSnapshot`.
+public struct Download: Sendable, Equatable {
+    public let id: String
+    /// Creation order, used for fair queueing and stable listing.
+    public var sequence: Int64
+    public var url: String
+    /// Sent to the origin on every request; never shown by the API.
+    public var headers: [HeaderField]
+    /// The name the client asked for, if any.
+    public var requestedFilename: String?
+    /// Relative to the download root; "" is the root itself.
+    public var directory: String
+    /// The name chosen for the file (set once probed); the part file is `filename + ".part"`.
+    public var filename: String?
+    public var state: DownloadState
+    public var finalURL: String?
+    public var totalBytes: Int64?
+    public var receivedBytes: Int64 = 0
+    public var acceptsRanges = false
+    public var etag: String?
+    public var lastModified: String?
+    public var contentType: String?
+    public var connections: Int
+    public var priority: Int
+    public var maxSpeed: Int64?
+    public var error: DownloadError?
+    public var attempts = 0
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var startedAt: Date?
+    public var completedAt: Date?
+
+    public init(id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
+                directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,
+                createdAt: Date) {
+        self.id = id
+        self.sequence = sequence
+        self.url = url
+        self.headers = headers
+        self.requestedFilename = requestedFilename
+        self.directory = directory
+        self.state = state
+        self.connections = connections
+        self.priority = priority
+        self.maxSpeed = maxSpeed
+        self.createdAt = createdAt
+        self.updatedAt = createdAt
+    }
+
+    /// Whether an interrupted transfer can continue where it stopped: ranges, a known size, and a validator.
+    public var resumable: Bool {
+        ProbeResult(finalURL: finalURL ?? url, totalBytes: totalBytes, acceptsRanges: acceptsRanges, etag: etag,
+                    lastModified: lastModified).resumable
+    }
+
+    /// The path of the file relative to the download root, once a name is chosen.
+    public var relativePath: String? {
+        filename.map { directory.isEmpty ? $0 : directory + "/" + $0 }
+    }
+}
+
+/// A request header given by the client, e.g. a cookie or an authorization token.
+public struct HeaderField: Sendable, Equatable {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// A download plus what only the running engine knows.
+public struct DownloadSnapshot: Sendable {
+    public var download: Download
+    /// Bytes per second, smoothed.
+    public var speed: Double
+    public var activeConnections: Int
+
+    public var etaSeconds: Double? {
+        guard let total = download.totalBytes, speed > 0, download.state == .downloading else { return nil }
+        return Double(max(0, total - download.receivedBytes)) / speed
+    }
+}
+
+/// Why a download failed: a stable machine code and a message for people.
+public struct DownloadError: Error, Sendable, Equatable {
+    public var code: ErrorCode
+    public var message: String
+    /// Worth another attempt (connection problems, 5xx, 429) as opposed to permanent (404, disk full).
+    public var retryable: Bool
+
+    public init(_ code: ErrorCode, _ message: String, retryable: Bool = false) {
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+    }
+}
+
+/// Stable error codes; clients switch on these, so they never change meaning.
+public struct ErrorCode: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let dnsFailed = ErrorCode(rawValue: "dns_failed")
+    public static let connectFailed = ErrorCode(rawValue: "connect_failed")
+    public static let timeout = ErrorCode(rawValue: "timeout")
+    public static let tlsFailed = ErrorCode(rawValue: "tls_failed")
+    public static let tooManyRedirects = ErrorCode(rawValue: "too_many_redirects")
+    public static let connectionCut = ErrorCode(rawValue: "connection_cut")
+    public static let networkError = ErrorCode(rawValue: "network_error")
+    public static let writeFailed = ErrorCode(rawValue: "write_failed")
+    public static let diskFull = ErrorCode(rawValue: "disk_full")
+    public static let sizeMismatch = ErrorCode(rawValue: "size_mismatch")
+    public static let rangeMismatch = ErrorCode(rawValue: "range_mismatch")
+    public static let remoteChanged = ErrorCode(rawValue: "remote_changed")
+    public static let internalError = ErrorCode(rawValue: "internal_error")
+
+    /// `http_404`, `http_503`, ...: the origin answered with this status.
+    public static func http(_ status: Int) -> ErrorCode { ErrorCode(rawValue: "http_\(status)") }
+}

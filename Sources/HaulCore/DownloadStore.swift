@@ -1,0 +1,144 @@
+import Foundation
+import HaulLoop
+
+/// Downloads and their options in SQLite (WAL) in the data directory. Schema changes are numbered migrations,
+/// applied in order and recorded in `PRAGMA user_version`, so a newer Haul opens an older Haul's database.
+public final class DownloadStore {
+    private let db: SQLiteDatabase
+
+    static let migrations: [String] = [
+        // 1: downloads and everything needed to resume them.
+        """
+        CREATE TABLE downloads (
+            id TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL UNIQUE,
+            url TEXT NOT NULL,
+            headers TEXT NOT NULL DEFAULT '[]',
+            requested_filename TEXT,
+            directory TEXT NOT NULL DEFAULT '',
+            filename TEXT,
+            state TEXT NOT NULL,
+            final_url TEXT,
+            total_bytes INTEGER,
+            received_bytes INTEGER NOT NULL DEFAULT 0,
+            accepts_ranges INTEGER NOT NULL DEFAULT 0,
+            etag TEXT,
+            last_modified TEXT,
+            content_type TEXT,
+            connections INTEGER NOT NULL,
+            priority INTEGER NOT NULL DEFAULT 0,
+            max_speed INTEGER,
+            error_code TEXT,
+            error_message TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            started_at REAL,
+            completed_at REAL
+        );
+        """,
+    ]
+
+    public init(path: String) throws {
+        db = try SQLiteDatabase(path: path)
+        try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+        try migrate()
+    }
+
+    public var schemaVersion: Int {
+        (try? db.query("PRAGMA user_version").first?.first?.int).flatMap { $0 }.map(Int.init) ?? 0
+    }
+
+    private func migrate() throws {
+        let current = schemaVersion
+        guard current <= Self.migrations.count else {
+            throw SQLiteError(code: 0, message: "database schema \(current) is newer than this Haul knows")
+        }
+        for (index, sql) in Self.migrations.enumerated() where index >= current {
+            try db.transaction {
+                try db.execute(sql)
+                try db.execute("PRAGMA user_version = \(index + 1)")
+            }
+        }
+    }
+
+    private static let columns = """
+        id, seq, url, headers, requested_filename, directory, filename, state, final_url, total_bytes,
+        received_bytes, accepts_ranges, etag, last_modified, content_type, connections, priority, max_speed,
+        error_code, error_message, attempts, created_at, updated_at, started_at, completed_at
+        """
+
+    /// Inserts or replaces the whole row.
+    public func save(_ d: Download) throws {
+        let placeholders = Array(repeating: "?", count: 25).joined(separator: ", ")
+        try db.run("INSERT OR REPLACE INTO downloads (\(Self.columns)) VALUES (\(placeholders))", [
+            .text(d.id), .integer(d.sequence), .text(d.url), .text(Self.encode(d.headers)),
+            text(d.requestedFilename), .text(d.directory), text(d.filename), .text(d.state.rawValue),
+            text(d.finalURL), integer(d.totalBytes), .integer(d.receivedBytes), .integer(d.acceptsRanges ? 1 : 0),
+            text(d.etag), text(d.lastModified), text(d.contentType), .integer(Int64(d.connections)),
+            .integer(Int64(d.priority)), integer(d.maxSpeed), text(d.error?.code.rawValue), text(d.error?.message),
+            .integer(Int64(d.attempts)), .real(d.createdAt.timeIntervalSince1970),
+            .real(d.updatedAt.timeIntervalSince1970), real(d.startedAt), real(d.completedAt),
+        ])
+    }
+
+    /// Records progress only: the cheap write made while a transfer runs.
+    public func saveProgress(id: String, receivedBytes: Int64, updatedAt: Date) throws {
+        try db.run("UPDATE downloads SET received_bytes = ?, updated_at = ? WHERE id = ?",
+                   [.integer(receivedBytes), .real(updatedAt.timeIntervalSince1970), .text(id)])
+    }
+
+    public func delete(id: String) throws {
+        try db.run("DELETE FROM downloads WHERE id = ?", [.text(id)])
+    }
+
+    public func loadAll() throws -> [Download] {
+        try db.query("SELECT \(Self.columns) FROM downloads ORDER BY seq").map(Self.decode)
+    }
+
+    private static func decode(_ row: [SQLValue]) throws -> Download {
+        func date(_ v: SQLValue) -> Date? { v.double.map(Date.init(timeIntervalSince1970:)) }
+        guard let id = row[0].string, let seq = row[1].int, let url = row[2].string,
+              let state = row[7].string.flatMap(DownloadState.init(rawValue:)),
+              let created = date(row[21]) else {
+            throw SQLiteError(code: 0, message: "malformed download row")
+        }
+        var d = Download(id: id, sequence: seq, url: url, headers: decodeHeaders(row[3].string ?? "[]"),
+                         requestedFilename: row[4].string, directory: row[5].string ?? "", state: state,
+                         connections: Int(row[15].int ?? 1), priority: Int(row[16].int ?? 0),
+                         maxSpeed: row[17].int, createdAt: created)
+        d.filename = row[6].string
+        d.finalURL = row[8].string
+        d.totalBytes = row[9].int
+        d.receivedBytes = row[10].int ?? 0
+        d.acceptsRanges = (row[11].int ?? 0) != 0
+        d.etag = row[12].string
+        d.lastModified = row[13].string
+        d.contentType = row[14].string
+        if let code = row[18].string {
+            d.error = DownloadError(ErrorCode(rawValue: code), row[19].string ?? "")
+        }
+        d.attempts = Int(row[20].int ?? 0)
+        d.updatedAt = date(row[22]) ?? created
+        d.startedAt = date(row[23])
+        d.completedAt = date(row[24])
+        return d
+    }
+
+    static func encode(_ headers: [HeaderField]) -> String {
+        JSONValue.array(headers.map { .array([.string($0.name), .string($0.value)]) }).serialized()
+    }
+
+    static func decodeHeaders(_ text: String) -> [HeaderField] {
+        guard case .array(let items)? = try? JSONValue.parse(text) else { return [] }
+        return items.compactMap { item in
+            guard case .array(let pair) = item, pair.count == 2, let name = pair[0].stringValue,
+                  let value = pair[1].stringValue else { return nil }
+            return HeaderField(name: name, value: value)
+        }
+    }
+}
+
+private func text(_ s: String?) -> SQLValue { s.map { .text($0) } ?? .null }
+private func integer(_ i: Int64?) -> SQLValue { i.map { .integer($0) } ?? .null }
+private func real(_ d: Date?) -> SQLValue { d.map { .real($0.timeIntervalSince1970) } ?? .null }

@@ -1,0 +1,296 @@
+import Foundation
+import HaulLoop
+
+/// Settings of the download engine.
+public struct EngineConfig: Sendable {
+    /// Absolute path under which every download lands.
+    public var downloadRoot: String
+    public var maxActive = 5
+    public var defaultConnections = 8
+    /// Attempts per download before it fails (the first one included).
+    public var maxAttempts = 5
+    /// First retry delay in seconds; doubles with each attempt up to `retryMaxDelay`.
+    public var retryBaseDelay: Double = 1
+    public var retryMaxDelay: Double = 60
+    /// How often progress is written to the store and speeds are sampled.
+    public var progressInterval: Double = 1
+    public var connectTimeout: Double = 30
+    /// A transfer below 1 byte/s for this many seconds is cut and retried.
+    public var stallTimeout = 60
+
+    public init(downloadRoot: String) { self.downloadRoot = downloadRoot }
+}
+
+/// What a client asks for when adding a download (already validated by the API layer).
+public struct NewDownload: Sendable {
+    public var url: String
+    public var headers: [HeaderField] = []
+    public var filename: String?
+    public var directory = ""
+    public var connections: Int?
+    public var priority = 0
+    public var maxSpeed: Int64?
+    public var startPaused = false
+
+    public init(url: String) { self.url = url }
+}
+
+/// Changes a client may make to a download.
+public struct DownloadChanges: Sendable {
+    public var state: DownloadState?
+    public var priority: Int?
+    /// `.some(nil)` removes the limit.
+    public var maxSpeed: Int64??
+
+    public init(state: DownloadState? = nil, priority: Int? = nil, maxSpeed: Int64?? = nil) {
+        self.state = state
+        self.priority = priority
+        self.maxSpeed = maxSpeed
+    }
+}
+
+public enum EngineError: Error, Equatable {
+    case notFound(String)
+    /// The change is impossible in the download's current state.
+    case conflict(String)
+    case storage(String)
+}
+
+/// The download engine: owns every download, the queue and the running jobs. Confined to the loop thread.
+public final class Engine {
+    let loop: EventLoop
+    let multi: CurlMulti
+    let store: DownloadStore
+    public let config: EngineConfig
+    let log: Logger
+    private(set) var downloads: [String: Download] = [:]
+    private var jobs: [String: Job] = [:]
+    private var nextSequence: Int64 = 1
+    private var tick: LoopTimer?
+
+    public init(loop: EventLoop, store: DownloadStore, config: EngineConfig, log: Logger) throws {
+        self.loop = loop
+        self.multi = try CurlMulti(loop: loop)
+        self.store = store
+        self.config = config
+        self.log = log
+    }
+
+    /// Loads the stored downloads, puts the ones that were running back in the queue and starts the queue.
+    public func start() throws {
+        for var download in try store.loadAll() {
+            if download.state.isActive {
+                download.state = .queued
+                try store.save(download)
+            }
+            downloads[download.id] = download
+            nextSequence = max(nextSequence, download.sequence + 1)
+        }
+        tick = LoopTimer(loop: loop, delay: config.progressInterval, repeating: true) { [unowned self] in
+            self.checkpoint()
+        }
+        tick?.start()
+        schedule()
+    }
+
+    /// Stops every transfer and records how far each got; they resume on the next start.
+    public func shutdown() {
+        tick?.cancel()
+        for (id, job) in jobs {
+            job.stop()
+            if let download = downloads[id] { persist(download) }
+        }
+        jobs.removeAll()
+    }
+
+    // MARK: queries
+
+    public func snapshot(_ id: String) -> DownloadSnapshot? {
+        guard let download = downloads[id] else { return nil }
+        let job = jobs[id]
+        return DownloadSnapshot(download: download, speed: job?.speed ?? 0,
+                                activeConnections: job?.activeConnections ?? 0)
+    }
+
+    /// All downloads in creation order.
+    public func list() -> [DownloadSnapshot] {
+        downloads.values.sorted { $0.sequence < $1.sequence }.compactMap { snapshot($0.id) }
+    }
+
+    // MARK: commands
+
+    /// Adds a download, or returns the unfinished one with the same URL and destination (`created` false).
+    public func add(_ request: NewDownload) throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool) {
+        if let existing = downloads.values.first(where: {
+            $0.url == request.url && $0.directory == request.directory
+                && $0.requestedFilename == request.filename && !$0.state.isFinished
+        }) {
+            return (snapshot(existing.id)!, false)
+        }
+        let now = Date()
+        let download = Download(
+            id: Engine.newID(), sequence: nextSequence, url: request.url, headers: request.headers,
+            requestedFilename: request.filename, directory: request.directory,
+            state: request.startPaused ? .paused : .queued,
+            connections: request.connections ?? config.defaultConnections, priority: request.priority,
+            maxSpeed: request.maxSpeed, createdAt: now)
+        do {
+            try store.save(download)
+        } catch {
+            throw .storage("\(error)")
+        }
+        nextSequence += 1
+        downloads[download.id] = download
+        log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
+        schedule()
+        return (snapshot(download.id)!, true)
+    }
+
+    public func update(_ id: String, _ changes: DownloadChanges) throws(EngineError) -> DownloadSnapshot {
+        guard var download = downloads[id] else { throw .notFound(id) }
+        if let target = changes.state, target != download.state {
+            let event: DownloadEvent
+            switch target {
+            case .paused: event = .pause
+            case .queued: event = .resume
+            default: throw .conflict("a download cannot be put in state '\(target.rawValue)' by a client")
+            }
+            guard download.state.next(after: event) != nil else {
+                throw .conflict("a \(download.state.rawValue) download cannot become \(target.rawValue)")
+            }
+        }
+        if let priority = changes.priority { download.priority = priority }
+        if let maxSpeed = changes.maxSpeed { download.maxSpeed = maxSpeed }
+        download.updatedAt = Date()
+        downloads[id] = download
+        persist(download)
+        if let target = changes.state, target != download.state {
+            if target == .paused { pause(id) } else { resume(id) }
+        }
+        schedule()
+        return snapshot(id)!
+    }
+
+    /// Cancels and forgets a download, deleting its part file (and its finished file with `deleteFile`).
+    public func remove(_ id: String, deleteFile: Bool) throws(EngineError) {
+        guard let download = downloads[id] else { throw .notFound(id) }
+        if let job = jobs.removeValue(forKey: id) { job.stop() }
+        if let name = download.filename {
+            let directory = path(ofDirectory: download.directory)
+            if download.state != .completed {
+                try? Files.remove(directory + "/" + name + ".part")
+            } else if deleteFile {
+                try? Files.remove(directory + "/" + name)
+            }
+        }
+        do {
+            try store.delete(id: id)
+        } catch {
+            throw .storage("\(error)")
+        }
+        downloads.removeValue(forKey: id)
+        log.info("download removed", ["download.id": id])
+        schedule()
+    }
+
+    // MARK: internals used by Job
+
+    func path(ofDirectory relative: String) -> String {
+        relative.isEmpty ? config.downloadRoot : config.downloadRoot + "/" + relative
+    }
+
+    /// Applies `change` to the stored download, persists it and returns the result.
+    @discardableResult
+    func modify(_ id: String, _ change: (inout Download) -> Void) -> Download? {
+        guard var download = downloads[id] else { return nil }
+        change(&download)
+        download.updatedAt = Date()
+        downloads[id] = download
+        persist(download)
+        return download
+    }
+
+    /// Progress without a full write: the hot path of every body chunk.
+    func setReceived(_ id: String, _ bytes: Int64) {
+        downloads[id]?.receivedBytes = bytes
+    }
+
+    func download(_ id: String) -> Download? { downloads[id] }
+
+    /// Called by a job that reached `completed` or `failed`: frees its slot.
+    func jobEnded(_ id: String) {
+        jobs.removeValue(forKey: id)
+        schedule()
+    }
+
+    private func persist(_ download: Download) {
+        do {
+            try store.save(download)
+        } catch {
+            log.error("cannot save download", ["download.id": download.id, "error": "\(error)"])
+        }
+    }
+
+    private func pause(_ id: String) {
+        if let job = jobs.removeValue(forKey: id) { job.stop() }
+        modify(id) { $0.state = .paused }
+        log.info("download paused", ["download.id": id])
+    }
+
+    private func resume(_ id: String) {
+        modify(id) {
+            $0.state = .queued
+            $0.error = nil
+            $0.attempts = 0
+        }
+        log.info("download queued", ["download.id": id])
+    }
+
+    /// Starts queued downloads, highest priority first, then oldest, while slots are free.
+    private func schedule() {
+        guard jobs.count < config.maxActive else { return }
+        let waiting = downloads.values.filter { $0.state == .queued }.sorted {
+            $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence
+        }
+        for download in waiting.prefix(config.maxActive - jobs.count) {
+            let job = Job(engine: self, id: download.id)
+            jobs[download.id] = job
+            job.start()
+        }
+    }
+
+    /// Periodic: sample speeds and write progress of running downloads.
+    private func checkpoint() {
+        let now = ProcessInfo.processInfo.systemUptime
+        for (id, job) in jobs {
+            guard let download = downloads[id] else { continue }
+            job.sampleSpeed(bytes: download.receivedBytes, at: now)
+            if job.lastSavedBytes != download.receivedBytes {
+                job.lastSavedBytes = download.receivedBytes
+                do {
+                    try store.saveProgress(id: id, receivedBytes: download.receivedBytes, updatedAt: Date())
+                } catch {
+                    log.error("cannot save progress", ["download.id": id, "error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    static func newID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz")
+        return String((0..<16).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
+    }
+}
+
+/// Keeping secrets out of logs and API answers.
+public enum Redact {
+    /// The URL with any user name and password replaced.
+    public static func url(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.user != nil || components.password != nil
+        else { return url }
+        components.user = "redacted"
+        components.password = nil
+        return components.string ?? url
+    }
+}

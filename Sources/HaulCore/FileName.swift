@@ -1,0 +1,77 @@
+import Foundation
+
+/// Turning what a server or a client proposes into a safe file name inside the download directory.
+public enum FileName {
+    static let maxBytes = 240
+    private static let reserved: Set<String> = [
+        "con", "prn", "aux", "nul", "com1", "com2", "com3", "com4", "com5", "com6", "com7", "com8", "com9",
+        "lpt1", "lpt2", "lpt3", "lpt4", "lpt5", "lpt6", "lpt7", "lpt8", "lpt9",
+    ]
+
+    /// A name that is safe as one path component: no separators, NUL or control characters, no leading dots or
+    /// trailing spaces and dots, not a reserved device name, at most 240 bytes. nil when nothing usable is left.
+    public static func sanitize(_ proposed: String) -> String? {
+        // A proposed path keeps only its last component.
+        let last = proposed.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        var name = String(String.UnicodeScalarView(last.unicodeScalars.filter { scalar in
+            !(scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value))
+                && !"<>:\"|?*".unicodeScalars.contains(scalar)
+        }))
+        name = name.trimmingCharacters(in: .whitespaces)
+        while name.hasPrefix(".") { name.removeFirst() }
+        while name.hasSuffix(".") || name.hasSuffix(" ") { name.removeLast() }
+        guard !name.isEmpty else { return nil }
+        let stem = name.split(separator: ".", maxSplits: 1).first.map { $0.lowercased() } ?? ""
+        if reserved.contains(stem) { name = "_" + name }
+        return truncate(name)
+    }
+
+    /// Shortens to at most `maxBytes` of UTF-8, keeping the extension and whole characters.
+    static func truncate(_ name: String) -> String {
+        guard name.utf8.count > maxBytes else { return name }
+        let (stem, ext) = split(name)
+        let room = max(1, maxBytes - ext.utf8.count)
+        var kept = ""
+        for character in stem {
+            if kept.utf8.count + String(character).utf8.count > room { break }
+            kept.append(character)
+        }
+        return kept + ext
+    }
+
+    /// The name a download gets when the client gave none: Content-Disposition's, else the final URL's last path
+    /// segment percent-decoded, else its host, else "download".
+    public static func derive(contentDisposition: String?, finalURL: String) -> String {
+        if let header = contentDisposition, let proposed = ContentDisposition.filename(from: header),
+           let safe = sanitize(proposed) {
+            return safe
+        }
+        let components = URLComponents(string: finalURL)
+        if let path = components?.percentEncodedPath, let segment = path.split(separator: "/").last {
+            let decoded = String(segment).removingPercentEncoding ?? String(segment)
+            if let safe = sanitize(decoded) { return safe }
+        }
+        if let host = components?.host, let safe = sanitize(host) { return safe }
+        return "download"
+    }
+
+    /// `name`, then `name (1).ext`, `name (2).ext`, ...: the n-th candidate for a free name.
+    public static func candidate(_ name: String, _ n: Int) -> String {
+        guard n > 0 else { return name }
+        let (stem, ext) = split(name)
+        return "\(stem) (\(n))\(ext)"
+    }
+
+    /// Splits `archive.tar.gz` into `archive` and `.tar.gz`, `photo.jpeg` into `photo` and `.jpeg`.
+    static func split(_ name: String) -> (stem: String, ext: String) {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count > 1 else { return (name, "") }
+        var extCount = 1
+        if parts.count > 2, ["tar"].contains(parts[parts.count - 2].lowercased()), parts.last!.count <= 4 {
+            extCount = 2
+        }
+        let stem = parts.dropLast(extCount).joined(separator: ".")
+        guard !stem.isEmpty else { return (name, "") }
+        return (stem, "." + parts.suffix(extCount).joined(separator: "."))
+    }
+}

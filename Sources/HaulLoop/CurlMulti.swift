@@ -1,0 +1,158 @@
+internal import CCurl
+internal import CEvent
+import Foundation
+
+/// libcurl's multi_socket interface driven by the loop's `event_base`, in the shape of curl's hiperfifo example:
+/// curl tells us which sockets to watch and when to wake it, libevent watches them, and finished transfers are
+/// drained after every `curl_multi_socket_action`.
+public final class CurlMulti {
+    let loop: EventLoop
+    private let multi: UnsafeMutableRawPointer
+    private var timer: OpaquePointer?
+    /// Strong owners of the running transfers: curl only holds an unretained pointer to each.
+    private var running: [ObjectIdentifier: Transfer] = [:]
+
+    public init(loop: EventLoop) throws {
+        guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK else {
+            throw LoopError.libevent("curl_global_init failed")
+        }
+        guard let multi = curl_multi_init() else { throw LoopError.libevent("curl_multi_init failed") }
+        self.loop = loop
+        self.multi = multi
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        timer = event_new(loop.base, -1, 0, { _, _, arg in
+            Unmanaged<CurlMulti>.fromOpaque(arg!).takeUnretainedValue().timerFired()
+        }, me)
+        event_priority_set(timer, EventLoop.Priority.transfer.rawValue)
+        haul_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, me)
+        haul_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, me)
+        haul_multi_setopt_socketfn(multi) { easy, socket, what, userp, socketp in
+            let this = Unmanaged<CurlMulti>.fromOpaque(userp!).takeUnretainedValue()
+            this.watch(socket: socket, what: what, context: socketp)
+            return 0
+        }
+        haul_multi_setopt_timerfn(multi) { _, timeoutMS, userp in
+            Unmanaged<CurlMulti>.fromOpaque(userp!).takeUnretainedValue().arm(timeoutMS: timeoutMS)
+            return 0
+        }
+    }
+
+    deinit {
+        for transfer in running.values { curl_multi_remove_handle(multi, transfer.easy) }
+        running.removeAll()
+        curl_multi_cleanup(multi)
+        if let timer { event_free(timer) }
+    }
+
+    /// Starts `transfer`. Its `onComplete` runs on the loop thread when it ends, unless it is removed first.
+    public func add(_ transfer: Transfer) {
+        loop.assertInLoop()
+        guard running[ObjectIdentifier(transfer)] == nil else { return }
+        running[ObjectIdentifier(transfer)] = transfer
+        transfer.prepareToStart()
+        curl_multi_add_handle(multi, transfer.easy)
+    }
+
+    /// Stops `transfer` at once and closes its connection; `onComplete` is not called. Must not be called from
+    /// inside one of the transfer's own callbacks.
+    public func remove(_ transfer: Transfer) {
+        loop.assertInLoop()
+        guard running.removeValue(forKey: ObjectIdentifier(transfer)) != nil else { return }
+        curl_multi_remove_handle(multi, transfer.easy)
+    }
+
+    public var activeCount: Int { running.count }
+
+    // MARK: curl -> libevent
+
+    private func watch(socket: curl_socket_t, what: Int32, context: UnsafeMutableRawPointer?) {
+        if what == CURL_POLL_REMOVE {
+            if let context { Unmanaged<SocketWatch>.fromOpaque(context).release() }
+            curl_multi_assign(multi, socket, nil)
+            return
+        }
+        let watch: SocketWatch
+        if let context {
+            watch = Unmanaged<SocketWatch>.fromOpaque(context).takeUnretainedValue()
+        } else {
+            watch = SocketWatch()
+            curl_multi_assign(multi, socket, Unmanaged.passRetained(watch).toOpaque())
+        }
+        var flags = haul_ev_persist()
+        if what == CURL_POLL_IN || what == CURL_POLL_INOUT { flags |= haul_ev_read() }
+        if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { flags |= haul_ev_write() }
+        watch.set(base: loop.base, socket: socket, flags: flags, multi: self)
+    }
+
+    private func arm(timeoutMS: Int) {
+        if timeoutMS < 0 {
+            event_del(timer)
+            return
+        }
+        // A zero timeout still goes through the loop: calling curl back from inside its own callback is not allowed.
+        var tv = timeval(tv_sec: timeoutMS / 1000, tv_usec: (timeoutMS % 1000) * 1000)
+        event_add(timer, &tv)
+    }
+
+    // MARK: libevent -> curl
+
+    fileprivate func socketReady(_ socket: curl_socket_t, events: Int16) {
+        var action: Int32 = 0
+        if events & haul_ev_read() != 0 { action |= CURL_CSELECT_IN }
+        if events & haul_ev_write() != 0 { action |= CURL_CSELECT_OUT }
+        var stillRunning: Int32 = 0
+        curl_multi_socket_action(multi, socket, action, &stillRunning)
+        drainCompleted()
+    }
+
+    private func timerFired() {
+        var stillRunning: Int32 = 0
+        curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &stillRunning)
+        drainCompleted()
+    }
+
+    private func drainCompleted() {
+        var left: Int32 = 0
+        while let message = curl_multi_info_read(multi, &left) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let result = haul_msg_result(message)
+            var privatePointer: UnsafeMutableRawPointer?
+            haul_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &privatePointer)
+            guard let privatePointer else { continue }
+            let transfer = Unmanaged<Transfer>.fromOpaque(privatePointer).takeUnretainedValue()
+            guard running.removeValue(forKey: ObjectIdentifier(transfer)) != nil else { continue }
+            curl_multi_remove_handle(multi, easy)
+            transfer.finish(code: result)
+        }
+    }
+}
+
+/// The libevent event that watches one of curl's sockets; owned by curl through `curl_multi_assign`.
+private final class SocketWatch {
+    private var event: OpaquePointer?
+    private weak var multi: CurlMulti?
+    private var flags: Int16 = 0
+
+    func set(base: OpaquePointer, socket: curl_socket_t, flags: Int16, multi: CurlMulti) {
+        self.multi = multi
+        if let event {
+            if flags == self.flags { return }
+            event_del(event)
+            event_free(event)
+        }
+        self.flags = flags
+        event = event_new(base, socket, flags, { fd, events, arg in
+            let watch = Unmanaged<SocketWatch>.fromOpaque(arg!).takeUnretainedValue()
+            watch.multi?.socketReady(fd, events: events)
+        }, Unmanaged.passUnretained(self).toOpaque())
+        event_priority_set(event, EventLoop.Priority.transfer.rawValue)
+        event_add(event, nil)
+    }
+
+    deinit {
+        if let event {
+            event_del(event)
+            event_free(event)
+        }
+    }
+}

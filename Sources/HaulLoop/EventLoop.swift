@@ -1,0 +1,164 @@
+internal import CEvent
+import Foundation
+
+/// The one libevent `event_base` of a Haul process and the thread that runs it.
+///
+/// Everything attached to a loop (timers, the HTTP server, the curl multi handle, all engine state) is confined to
+/// the thread that calls `run()`. Other threads reach it only through `post(_:)`.
+public final class EventLoop {
+    let base: OpaquePointer
+    private var signalEvents: [SignalWatch] = []
+    let inbox = Inbox()
+    private var wakeEvent: OpaquePointer?
+    private var wakeFDs: (read: Int32, write: Int32) = (-1, -1)
+    private var thread: pthread_t?
+
+    /// Priorities: 0 is served first. The API's events use `.api`, transfer I/O uses `.transfer`, so a busy
+    /// download never starves a client of the REST API.
+    public enum Priority: Int32, Sendable {
+        case api = 0
+        case transfer = 1
+    }
+
+    public init() throws {
+        guard let base = event_base_new() else { throw LoopError.libevent("event_base_new failed") }
+        self.base = base
+        guard event_base_priority_init(base, 2) == 0 else {
+            event_base_free(base)
+            throw LoopError.libevent("event_base_priority_init failed")
+        }
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else {
+            event_base_free(base)
+            throw LoopError.system("pipe", errno)
+        }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeFDs = (fds[0], fds[1])
+        inbox.wakeFD = fds[1]
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        wakeEvent = event_new(base, fds[0], haul_ev_read() | haul_ev_persist(), { fd, _, arg in
+            var sink = [UInt8](repeating: 0, count: 64)
+            while read(fd, &sink, sink.count) > 0 {}
+            Unmanaged<EventLoop>.fromOpaque(arg!).takeUnretainedValue().drainInbox()
+        }, me)
+        event_priority_set(wakeEvent, Priority.api.rawValue)
+        event_add(wakeEvent, nil)
+    }
+
+    deinit {
+        signalEvents.removeAll()
+        if let wakeEvent { event_free(wakeEvent) }
+        close(wakeFDs.read)
+        close(wakeFDs.write)
+        event_base_free(base)
+    }
+
+    /// Runs the loop on the calling thread until `stop()` or until nothing is left to wait for.
+    public func run() {
+        thread = pthread_self()
+        event_base_dispatch(base)
+    }
+
+    /// Makes `run()` return after the callbacks that are currently active.
+    public func stop() {
+        event_base_loopbreak(base)
+    }
+
+    /// True on the loop's own thread (or before the loop has started).
+    public var inLoopThread: Bool {
+        guard let thread else { return true }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    /// Debug-build check that a loop-confined object is touched only from its loop's thread.
+    @inline(__always)
+    public func assertInLoop(file: StaticString = #file, line: UInt = #line) {
+        assert(inLoopThread, "called off the event loop thread", file: file, line: line)
+    }
+
+    /// Runs `work` on the loop thread soon. Safe to call from any thread.
+    public func post(_ work: @escaping @Sendable () -> Void) {
+        inbox.append(work)
+    }
+
+    private func drainInbox() {
+        for work in inbox.takeAll() { work() }
+    }
+
+    /// Calls `handler` on the loop thread each time the process receives `signal`.
+    public func onSignal(_ signal: Int32, _ handler: @escaping () -> Void) {
+        let watch = SignalWatch(handler: handler)
+        let event = event_new(base, signal, haul_ev_signal() | haul_ev_persist(), { _, _, arg in
+            Unmanaged<SignalWatch>.fromOpaque(arg!).takeUnretainedValue().handler()
+        }, Unmanaged.passUnretained(watch).toOpaque())
+        watch.event = event
+        event_priority_set(event, Priority.api.rawValue)
+        event_add(event, nil)
+        signalEvents.append(watch)
+    }
+}
+
+public enum LoopError: Error, CustomStringConvertible {
+    case libevent(String)
+    case system(String, Int32)
+
+    public var description: String {
+        switch self {
+        case .libevent(let what): return what
+        case .system(let call, let code): return "\(call): \(String(cString: strerror(code)))"
+        }
+    }
+}
+
+private final class SignalWatch {
+    let handler: () -> Void
+    var event: OpaquePointer?
+    init(handler: @escaping () -> Void) { self.handler = handler }
+    deinit { if let event { event_free(event) } }
+}
+
+/// The cross-thread work queue: the only state of a loop that another thread may touch.
+final class Inbox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [@Sendable () -> Void] = []
+    /// The pipe end whose readiness wakes the loop; set once before the loop runs.
+    var wakeFD: Int32 = -1
+
+    func append(_ work: @escaping @Sendable () -> Void) {
+        lock.lock()
+        items.append(work)
+        lock.unlock()
+        var byte: UInt8 = 1
+        _ = write(wakeFD, &byte, 1)
+    }
+
+    func takeAll() -> [@Sendable () -> Void] {
+        lock.lock(); defer { lock.unlock() }
+        let taken = items
+        items.removeAll()
+        return taken
+    }
+}
+
+extension EventLoop {
+    /// Runs `work` on a background thread (it may block: fsync, hashing) and then `completion` with its result on
+    /// the loop thread.
+    public func offload<T: Sendable>(_ work: @escaping @Sendable () -> T, then completion: @escaping (T) -> Void) {
+        let box = LoopBound(completion)
+        let inbox = self.inbox
+        Thread.detachNewThread {
+            let result = work()
+            inbox.append { box.value(result) }
+        }
+    }
+}
+
+/// Carries a loop-confined value through a `@Sendable` closure that hands it back to the same loop thread.
+/// Unchecked because the compiler cannot see that only the loop thread ever touches `value`.
+struct LoopBound<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

@@ -1,0 +1,62 @@
+/// An HTTP request as the server received it: plain values, no transport attached, so routers and handlers can be
+/// exercised in tests without a socket.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    /// The request target as sent: path and query, still percent-encoded.
+    public var target: String
+    /// Header names as sent; look them up with `header(_:)`.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of header `name`, compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.first(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame })?.value
+    }
+
+    /// The path without the query, percent-decoded.
+    public var path: String {
+        let raw = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return String(raw).removingPercentEncoding ?? String(raw)
+    }
+
+    /// The query parameters, percent-decoded (`+` as space); the last one wins for repeated names.
+    public var query: [String: String] {
+        guard let mark = target.firstIndex(of: "?") else { return [:] }
+        var result: [String: String] = [:]
+        for pair in target[target.index(after: mark)...].split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decode(_ s: Substring) -> String {
+                let spaced = s.replacingOccurrences(of: "+", with: " ")
+                return spaced.removingPercentEncoding ?? spaced
+            }
+            result[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
+        }
+        return result
+    }
+}
+
+/// A complete HTTP response.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame })?.value
+    }
+}
+
+import Foundation

@@ -1,0 +1,231 @@
+internal import CEvent
+import Foundation
+
+/// libevent's evhttp bound to the loop's `event_base`. Each request is handed to `handler` on the loop thread, as
+/// an `HTTPExchange` to answer at once or to stream into.
+public final class HTTPServer {
+    private let loop: EventLoop
+    private let http: OpaquePointer
+    private let handler: (HTTPExchange) -> Void
+
+    /// `maxBodySize`: evhttp refuses bodies larger than this with its own 413 before they are read.
+    public init(loop: EventLoop, maxBodySize: Int = 4 << 20, timeout: Int32 = 60,
+                handler: @escaping (HTTPExchange) -> Void) throws {
+        guard let http = evhttp_new(loop.base) else { throw LoopError.libevent("evhttp_new failed") }
+        self.loop = loop
+        self.http = http
+        self.handler = handler
+        evhttp_set_max_body_size(http, maxBodySize)
+        evhttp_set_timeout(http, timeout)
+        // Without this evhttp answers 501 to PATCH and OPTIONS itself.
+        let methods = EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue
+            | EVHTTP_REQ_PUT.rawValue | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue
+            | EVHTTP_REQ_PATCH.rawValue
+        evhttp_set_allowed_methods(http, UInt16(methods))
+        evhttp_set_gencb(http, { request, arg in
+            guard let request, let arg else { return }
+            Unmanaged<HTTPServer>.fromOpaque(arg).takeUnretainedValue().accept(request)
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit {
+        evhttp_free(http)
+    }
+
+    /// Listens on `host:port` (port 0 picks a free one) and returns the port actually bound.
+    public func bind(host: String, port: UInt16) throws -> UInt16 {
+        guard let handle = evhttp_bind_socket_with_handle(http, host, port) else {
+            throw LoopError.system("bind \(host):\(port)", errno)
+        }
+        let fd = evhttp_bound_socket_get_fd(handle)
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard ok == 0 else { throw LoopError.system("getsockname", errno) }
+        let family = storage.ss_family
+        let bigEndianPort = withUnsafePointer(to: &storage) { pointer -> UInt16 in
+            if family == sa_family_t(AF_INET6) {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port }
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port }
+        }
+        return UInt16(bigEndian: bigEndianPort)
+    }
+
+    private func accept(_ request: OpaquePointer) {
+        loop.assertInLoop()
+        handler(HTTPExchange(request: request))
+    }
+}
+
+/// One request being answered. Either `respond(_:)` once, or `startStream`, any number of `send`, then `end`.
+/// Once the client has gone (`isClosed`), every call is a no-op.
+public final class HTTPExchange {
+    private var request: OpaquePointer?
+    public let message: HTTPRequest
+    /// Called once if the client disconnects while a stream is open.
+    public var onClose: (() -> Void)?
+    private var streaming = false
+    private var drained: (() -> Void)?
+    /// Keeps the exchange alive while libevent holds a pointer to it (close and drain callbacks).
+    private var selfReference: HTTPExchange?
+
+    init(request: OpaquePointer) {
+        self.request = request
+        self.message = HTTPExchange.read(request)
+    }
+
+    public var isClosed: Bool { request == nil }
+
+    public func respond(_ response: HTTPResponse) {
+        guard let request else { return }
+        setHeaders(response.headers, on: request)
+        let buffer = evbuffer_new()
+        response.body.withUnsafeBytes { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
+        evhttp_send_reply(request, Int32(response.status), HTTPExchange.reason(response.status), buffer)
+        evbuffer_free(buffer)
+        self.request = nil
+    }
+
+    /// Sends the status and headers now; the body follows with `send`. Without a Content-Length header an
+    /// HTTP/1.1 client gets a chunked body.
+    public func startStream(status: Int, headers: [(name: String, value: String)]) {
+        guard let request else { return }
+        setHeaders(headers, on: request)
+        streaming = true
+        selfReference = self
+        if let connection = evhttp_request_get_connection(request) {
+            evhttp_connection_set_closecb(connection, { _, arg in
+                Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue().clientClosed()
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
+        evhttp_send_reply_start(request, Int32(status), HTTPExchange.reason(status))
+    }
+
+    /// Queues `bytes`. `drained` runs once everything queued so far has been handed to the kernel (use it for
+    /// flow control); a later `send` with its own `drained` replaces an earlier one still pending.
+    public func send(_ bytes: UnsafeRawBufferPointer, drained: (() -> Void)? = nil) {
+        guard let request, streaming else { return }
+        let buffer = evbuffer_new()
+        _ = evbuffer_add(buffer, bytes.baseAddress, bytes.count)
+        if let drained {
+            self.drained = drained
+            evhttp_send_reply_chunk_with_cb(request, buffer, { _, arg in
+                Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue().chunkDrained()
+            }, Unmanaged.passUnretained(self).toOpaque())
+        } else {
+            evhttp_send_reply_chunk(request, buffer)
+        }
+        evbuffer_free(buffer)
+    }
+
+    public func send(_ bytes: [UInt8], drained: (() -> Void)? = nil) {
+        bytes.withUnsafeBytes { send($0, drained: drained) }
+    }
+
+    /// Finishes the stream. With `closeConnection` the connection is closed too, so a body shorter than its
+    /// Content-Length reaches the client as a cut-off transfer.
+    public func end() {
+        guard let request, streaming else { return }
+        if let connection = evhttp_request_get_connection(request) {
+            evhttp_connection_set_closecb(connection, nil, nil)
+        }
+        evhttp_send_reply_end(request)
+        self.request = nil
+        drained = nil
+        selfReference = nil
+    }
+
+    /// Bytes queued for this client and not yet written to its socket.
+    public var queuedBytes: Int {
+        guard let request, let connection = evhttp_request_get_connection(request),
+              let bufferEvent = evhttp_connection_get_bufferevent(connection) else { return 0 }
+        return evbuffer_get_length(bufferevent_get_output(bufferEvent))
+    }
+
+    private func chunkDrained() {
+        let drained = self.drained
+        self.drained = nil
+        drained?()
+    }
+
+    private func clientClosed() {
+        guard let request else { return }
+        // evhttp has detached the unfinished request from the dead connection; ending it frees it.
+        self.request = nil
+        evhttp_send_reply_end(request)
+        drained = nil
+        let onClose = self.onClose
+        self.onClose = nil
+        selfReference = nil
+        onClose?()
+    }
+
+    private func setHeaders(_ headers: [(name: String, value: String)], on request: OpaquePointer) {
+        let output = evhttp_request_get_output_headers(request)
+        for (name, value) in headers { evhttp_add_header(output, name, value) }
+    }
+
+    private static func read(_ request: OpaquePointer) -> HTTPRequest {
+        let method: String
+        switch evhttp_request_get_command(request) {
+        case EVHTTP_REQ_GET: method = "GET"
+        case EVHTTP_REQ_POST: method = "POST"
+        case EVHTTP_REQ_HEAD: method = "HEAD"
+        case EVHTTP_REQ_PUT: method = "PUT"
+        case EVHTTP_REQ_DELETE: method = "DELETE"
+        case EVHTTP_REQ_OPTIONS: method = "OPTIONS"
+        case EVHTTP_REQ_PATCH: method = "PATCH"
+        case EVHTTP_REQ_TRACE: method = "TRACE"
+        case EVHTTP_REQ_CONNECT: method = "CONNECT"
+        default: method = "UNKNOWN"
+        }
+        let target = evhttp_request_get_uri(request).map { String(cString: $0) } ?? "/"
+        var headers: [(name: String, value: String)] = []
+        if let input = evhttp_request_get_input_headers(request) {
+            var entry = input.pointee.tqh_first
+            while let current = entry {
+                headers.append((String(cString: current.pointee.key), String(cString: current.pointee.value)))
+                entry = current.pointee.next.tqe_next
+            }
+        }
+        var body: [UInt8] = []
+        if let buffer = evhttp_request_get_input_buffer(request) {
+            let length = evbuffer_get_length(buffer)
+            if length > 0 {
+                body = [UInt8](repeating: 0, count: length)
+                body.withUnsafeMutableBytes { _ = evbuffer_remove(buffer, $0.baseAddress, length) }
+            }
+        }
+        return HTTPRequest(method: method, target: target, headers: headers, body: body)
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: return "OK"
+        case 201: return "Created"
+        case 204: return "No Content"
+        case 206: return "Partial Content"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 304: return "Not Modified"
+        case 307: return "Temporary Redirect"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 409: return "Conflict"
+        case 413: return "Content Too Large"
+        case 416: return "Range Not Satisfiable"
+        case 422: return "Unprocessable Content"
+        case 429: return "Too Many Requests"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 503: return "Service Unavailable"
+        default: return "Status \(status)"
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// A file written at chosen offsets with `pwrite`: the `.part` file a download streams into.
+public final class PartFile {
+    public let path: String
+    private var fd: Int32
+
+    /// Opens `path` for writing, creating it if missing (with `exclusive`, failing if it exists).
+    public init(path: String, exclusive: Bool = false) throws(FileError) {
+        var flags = O_WRONLY | O_CREAT | O_CLOEXEC
+        if exclusive { flags |= O_EXCL }
+        let fd = open(path, flags, 0o644)
+        guard fd >= 0 else { throw FileError(call: "open", path: path, code: errno) }
+        self.path = path
+        self.fd = fd
+    }
+
+    deinit { close() }
+
+    public func close() {
+        if fd >= 0 { _ = Glibc.close(fd) }
+        fd = -1
+    }
+
+    /// Writes the whole chunk at `offset`, retrying short writes.
+    public func write(_ chunk: TransferChunk, at offset: Int64) throws(FileError) {
+        var done = 0
+        while done < chunk.bytes.count {
+            let written = pwrite(fd, chunk.bytes.baseAddress! + done, chunk.bytes.count - done, off_t(offset) + off_t(done))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw FileError(call: "pwrite", path: path, code: errno)
+            }
+            done += written
+        }
+    }
+
+    public func truncate(to size: Int64) throws(FileError) {
+        guard ftruncate(fd, off_t(size)) == 0 else { throw FileError(call: "ftruncate", path: path, code: errno) }
+    }
+
+    /// Makes the written bytes durable (the data, not necessarily the metadata).
+    public func sync() throws(FileError) {
+        guard fdatasync(fd) == 0 else { throw FileError(call: "fdatasync", path: path, code: errno) }
+    }
+}
+
+/// A failed file-system call, with the path and errno it failed on.
+public struct FileError: Error, CustomStringConvertible, Sendable {
+    public let call: String
+    public let path: String
+    public let code: Int32
+
+    public init(call: String, path: String, code: Int32) {
+        self.call = call
+        self.path = path
+        self.code = code
+    }
+
+    public var isNoSpace: Bool { code == ENOSPC || code == EDQUOT }
+    public var description: String { "\(call) \(path): \(String(cString: strerror(code)))" }
+}

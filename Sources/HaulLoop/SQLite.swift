@@ -1,0 +1,139 @@
+internal import CSQLite
+import Foundation
+
+/// A value stored in or read from an SQLite column.
+public enum SQLValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+
+    public var int: Int64? { if case .integer(let v) = self { return v } else { return nil } }
+    public var string: String? { if case .text(let v) = self { return v } else { return nil } }
+    public var double: Double? {
+        switch self {
+        case .real(let v): return v
+        case .integer(let v): return Double(v)
+        default: return nil
+        }
+    }
+}
+
+/// A failed SQLite call: the result code and SQLite's message.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    public let code: Int32
+    public let message: String
+    public var description: String { "SQLite error \(code): \(message)" }
+
+    public init(code: Int32, message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+/// One SQLite connection. Confined to the thread that uses it (the loop thread).
+public final class SQLiteDatabase {
+    private var db: OpaquePointer?
+    private var statements: [String: OpaquePointer] = [:]
+
+    public init(path: String) throws {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
+            sqlite3_close_v2(handle)
+            throw SQLiteError(code: rc, message: message)
+        }
+        db = handle
+        sqlite3_busy_timeout(handle, 5000)
+    }
+
+    deinit { close() }
+
+    public func close() {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        statements.removeAll()
+        if let db { sqlite3_close_v2(db) }
+        db = nil
+    }
+
+    /// The one place SQLite result codes become Swift errors.
+    private func check(_ rc: Int32, _ okCodes: Set<Int32> = [SQLITE_OK]) throws {
+        guard okCodes.contains(rc) else {
+            throw SQLiteError(code: rc, message: db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed")
+        }
+    }
+
+    /// Runs one or more statements that take no parameters and return no rows.
+    public func execute(_ sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(db, sql, nil, nil, &message)
+        if rc != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? "error"
+            sqlite3_free(message)
+            throw SQLiteError(code: rc, message: text)
+        }
+    }
+
+    /// Runs a statement with parameters; returns no rows.
+    public func run(_ sql: String, _ parameters: [SQLValue] = []) throws {
+        _ = try query(sql, parameters)
+    }
+
+    /// Runs a statement and returns its rows, each as column values in order.
+    public func query(_ sql: String, _ parameters: [SQLValue] = []) throws -> [[SQLValue]] {
+        let statement = try prepared(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (index, value) in parameters.enumerated() {
+            let position = Int32(index + 1)
+            switch value {
+            case .null: try check(sqlite3_bind_null(statement, position))
+            case .integer(let v): try check(sqlite3_bind_int64(statement, position, v))
+            case .real(let v): try check(sqlite3_bind_double(statement, position, v))
+            case .text(let v): try check(sqlite3_bind_text(statement, position, v, -1, haul_sqlite_transient()))
+            }
+        }
+        var rows: [[SQLValue]] = []
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            try check(rc, [SQLITE_ROW])
+            let count = sqlite3_column_count(statement)
+            rows.append((0..<count).map { column in
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, column))
+                case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, column))
+                case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(statement, column)))
+                default: return .null
+                }
+            })
+        }
+        return rows
+    }
+
+    /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func prepared(_ sql: String) throws -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        try check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
+        guard let statement else { throw SQLiteError(code: SQLITE_MISUSE, message: "empty statement: \(sql)") }
+        statements[sql] = statement
+        return statement
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import HaulCore
+
+/// `haul serve` settings: each flag has an environment twin (`--max-active` / `HAUL_MAX_ACTIVE`); flags win.
+struct ServeConfig {
+    var host = "127.0.0.1"
+    var port: UInt16 = 8080
+    var downloadDir = "./downloads"
+    var dataDir = "./data"
+    var maxActive = 5
+    var connections = 8
+    var maxAttempts = 5
+    var retryWait = 1.0
+    var allowRemote = false
+    var logLevel = Logger.Level.info
+
+    static let usage = """
+        usage: haul serve [options]
+          --listen HOST:PORT     address to listen on (HAUL_LISTEN, default 127.0.0.1:8080; port 0 picks one)
+          --download-dir PATH    where files are saved (HAUL_DOWNLOAD_DIR, default ./downloads)
+          --data-dir PATH        where the database lives (HAUL_DATA_DIR, default ./data)
+          --max-active N         downloads running at once (HAUL_MAX_ACTIVE, default 5)
+          --connections N        default connections per download, 1-32 (HAUL_CONNECTIONS, default 8)
+          --max-attempts N       attempts before a download fails (HAUL_MAX_ATTEMPTS, default 5)
+          --retry-wait SECONDS   first retry delay, doubling each time (HAUL_RETRY_WAIT, default 1)
+          --allow-remote         allow listening on a non-loopback address (HAUL_ALLOW_REMOTE=1)
+          --log-level LEVEL      debug, info, warning or error (HAUL_LOG_LEVEL, default info)
+        """
+
+    struct Invalid: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func parse(_ arguments: [String], environment: [String: String]) throws -> ServeConfig {
+        var values: [String: String] = [:]
+        let names = ["listen", "download-dir", "data-dir", "max-active", "connections", "max-attempts", "retry-wait",
+                     "allow-remote", "log-level"]
+        for name in names {
+            let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+            if let value = environment[variable] { values[name] = value }
+        }
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard argument.hasPrefix("--") else { throw Invalid(description: "unexpected argument '\(argument)'") }
+            var name = String(argument.dropFirst(2))
+            var value: String?
+            if let equals = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard names.contains(name) else { throw Invalid(description: "unknown option --\(name)") }
+            if name == "allow-remote" {
+                values[name] = value ?? "1"
+            } else {
+                if value == nil {
+                    index += 1
+                    guard index < arguments.count else { throw Invalid(description: "--\(name) needs a value") }
+                    value = arguments[index]
+                }
+                values[name] = value
+            }
+            index += 1
+        }
+
+        var config = ServeConfig()
+        if let listen = values["listen"] {
+            guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
+                throw Invalid(description: "--listen must be HOST:PORT, got '\(listen)'")
+            }
+            config.host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            config.port = port
+        }
+        if let v = values["download-dir"] { config.downloadDir = v }
+        if let v = values["data-dir"] { config.dataDir = v }
+        config.maxActive = try integer(values["max-active"], "max-active", 1...1000) ?? config.maxActive
+        config.connections = try integer(values["connections"], "connections", 1...32) ?? config.connections
+        config.maxAttempts = try integer(values["max-attempts"], "max-attempts", 1...100) ?? config.maxAttempts
+        if let v = values["retry-wait"] {
+            guard let seconds = Double(v), seconds >= 0, seconds <= 3600 else {
+                throw Invalid(description: "--retry-wait must be seconds from 0 to 3600")
+            }
+            config.retryWait = seconds
+        }
+        if let v = values["allow-remote"] { config.allowRemote = ["1", "true", "yes"].contains(v.lowercased()) }
+        if let v = values["log-level"] {
+            let levels: [String: Logger.Level] = ["debug": .debug, "info": .info, "warning": .warning, "error": .error]
+            guard let level = levels[v.lowercased()] else { throw Invalid(description: "unknown log level '\(v)'") }
+            config.logLevel = level
+        }
+        if !config.isLoopback, !config.allowRemote {
+            throw Invalid(description: "refusing to listen on \(config.host) without --allow-remote: "
+                + "the API has no authentication yet, so anyone who can reach it could download to this machine")
+        }
+        return config
+    }
+
+    var isLoopback: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    private static func integer(_ text: String?, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+        guard let text else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw Invalid(description: "--\(name) must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import HaulAPI
+import HaulCore
+import HaulLoop
+
+/// `haul serve`: the REST API (evhttp) and the transfers (libcurl) on one event loop.
+func serve(_ arguments: [String]) -> Int32 {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(ServeConfig.usage)
+        return 0
+    }
+    let config: ServeConfig
+    do {
+        config = try ServeConfig.parse(arguments, environment: ProcessInfo.processInfo.environment)
+    } catch {
+        FileHandle.standardError.write(Data("haul: \(error)\n\n\(ServeConfig.usage)\n".utf8))
+        return 2
+    }
+    let log = Logger(minimum: config.logLevel)
+    // A client that disconnects mid-reply must not kill the server.
+    signal(SIGPIPE, SIG_IGN)
+    do {
+        let downloadRoot = Files.absolute(config.downloadDir)
+        let dataDir = Files.absolute(config.dataDir)
+        try Files.makeDirectories(downloadRoot)
+        try Files.makeDirectories(dataDir)
+        let loop = try EventLoop()
+        let store = try DownloadStore(path: dataDir + "/haul.sqlite")
+        var engineConfig = EngineConfig(downloadRoot: downloadRoot)
+        engineConfig.maxActive = config.maxActive
+        engineConfig.defaultConnections = config.connections
+        engineConfig.maxAttempts = config.maxAttempts
+        engineConfig.retryBaseDelay = config.retryWait
+        let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
+        let api = API(engine: engine)
+        let server = try HTTPServer(loop: loop) { exchange in
+            exchange.respond(api.handle(exchange.message))
+        }
+        let port = try server.bind(host: config.host, port: config.port)
+        try engine.start()
+        for signalNumber in [SIGTERM, SIGINT] {
+            signal(signalNumber, SIG_IGN)
+            loop.onSignal(signalNumber) {
+                log.info("shutting down")
+                engine.shutdown()
+                loop.stop()
+            }
+        }
+        let host = config.host.contains(":") ? "[\(config.host)]" : config.host
+        // Scripts and tests read the address from this line (useful with port 0).
+        FileHandle.standardOutput.write(Data("haul listening on http://\(host):\(port)\n".utf8))
+        log.info("listening", ["http.address": "\(host):\(port)", "download.root": downloadRoot])
+        loop.run()
+        withExtendedLifetime((server, api, engine, store)) {}
+        return 0
+    } catch {
+        log.error("cannot start: \(error)")
+        return 1
+    }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "serve":
+    exit(serve(Array(arguments.dropFirst())))
+case "help", "--help", "-h", nil:
+    print("usage: haul serve [options]   (haul serve --help for the options)")
+    exit(arguments.isEmpty ? 2 : 0)
+default:
+    FileHandle.standardError.write(Data("haul: unknown command '\(arguments[0])'\n".utf8))
+    exit(2)
+}

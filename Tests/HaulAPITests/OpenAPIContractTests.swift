@@ -1,0 +1,58 @@
+import Foundation
+import HaulCore
+import HaulLoop
+import XCTest
+@testable import HaulAPI
+
+/// The contract and the server must describe the same API: every route served is in openapi.yaml and every
+/// operation in openapi.yaml is served.
+final class OpenAPIContractTests: XCTestCase {
+    private var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }
+
+    private func specText() throws -> String {
+        try String(contentsOf: packageRoot.appendingPathComponent("openapi.yaml"), encoding: .utf8)
+    }
+
+    /// `(path, METHOD)` pairs of the `paths:` section, read from its indentation.
+    private func specOperations(_ yaml: String) -> Set<String> {
+        var operations: Set<String> = []
+        var inPaths = false
+        var currentPath: String?
+        for line in yaml.split(separator: "\n", omittingEmptySubsequences: false) {
+            if !line.hasPrefix(" ") && !line.isEmpty { inPaths = line == "paths:" ; continue }
+            guard inPaths else { continue }
+            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
+                currentPath = String(line.dropFirst(2).dropLast())
+            } else if let path = currentPath, line.hasPrefix("    "), !line.hasPrefix("     ") {
+                let key = line.trimmingCharacters(in: .whitespaces).dropLast()
+                if ["get", "post", "put", "patch", "delete"].contains(String(key)) {
+                    operations.insert("\(key.uppercased()) \(path)")
+                }
+            }
+        }
+        return operations
+    }
+
+    func testEveryRouteIsInTheSpecAndEveryOperationIsServed() throws {
+        let dir = NSTemporaryDirectory() + "haul-api-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let loop = try EventLoop()
+        let store = try DownloadStore(path: dir + "/haul.sqlite")
+        let engine = try Engine(loop: loop, store: store, config: EngineConfig(downloadRoot: dir), log: Logger())
+        let api = API(engine: engine)
+        let served = Set(api.operations.map { "\($0.method) \($0.path)" })
+        let documented = specOperations(try specText())
+        XCTAssertFalse(documented.isEmpty)
+        XCTAssertEqual(served.subtracting(documented), [], "served but not in openapi.yaml")
+        XCTAssertEqual(documented.subtracting(served), [], "in openapi.yaml but not served")
+    }
+
+    func testTheServedDocumentIsOpenapiYaml() throws {
+        XCTAssertEqual(OpenAPIDocument.yaml + "\n", try specText(),
+                       "Sources/HaulAPI/OpenAPIDocument.swift is stale: run `make spec`")
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import HaulLoop
+import XCTest
+@testable import HaulCore
+
+final class DownloadStoreTests: XCTestCase {
+    private var directory: String!
+
+    override func setUpWithError() throws {
+        directory = NSTemporaryDirectory() + "haul-store-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func testEveryFieldSurvivesReopening() throws {
+        let created = Date(timeIntervalSince1970: 1_800_000_000.25)
+        var download = Download(id: "abc", sequence: 7, url: "https://u:p@h/file.bin",
+                                headers: [HeaderField(name: "Authorization", value: "Bearer t")],
+                                requestedFilename: "x.bin", directory: "sub/dir", state: .failed, connections: 4,
+                                priority: -3, maxSpeed: 1000, createdAt: created)
+        download.filename = "x (1).bin"
+        download.finalURL = "https://h/final.bin"
+        download.totalBytes = 1 << 40
+        download.receivedBytes = 12345
+        download.acceptsRanges = true
+        download.etag = "\"e\""
+        download.lastModified = "Sun, 29 Nov 2026 10:00:00 GMT"
+        download.contentType = "application/zip"
+        download.error = DownloadError(.http(503), "the server answered HTTP 503")
+        download.attempts = 5
+        download.startedAt = created.addingTimeInterval(1)
+        download.completedAt = nil
+        download.updatedAt = created.addingTimeInterval(2)
+        do {
+            let store = try DownloadStore(path: directory + "/haul.sqlite")
+            try store.save(download)
+            try store.saveProgress(id: "abc", receivedBytes: 23456, updatedAt: created.addingTimeInterval(3))
+        }
+        let reopened = try DownloadStore(path: directory + "/haul.sqlite")
+        XCTAssertEqual(reopened.schemaVersion, DownloadStore.migrations.count)
+        var expected = download
+        expected.receivedBytes = 23456
+        expected.updatedAt = created.addingTimeInterval(3)
+        expected.error?.retryable = false
+        XCTAssertEqual(try reopened.loadAll(), [expected])
+        try reopened.delete(id: "abc")
+        XCTAssertEqual(try reopened.loadAll(), [])
+    }
+
+    func testRefusesADatabaseFromANewerHaul() throws {
+        let path = directory + "/haul.sqlite"
+        do {
+            let db = try SQLiteDatabase(path: path)
+            try db.execute("PRAGMA user_version = 999")
+        }
+        XCTAssertThrowsError(try DownloadStore(path: path))
+    }
+}

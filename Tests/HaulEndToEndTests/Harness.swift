@@ -1,0 +1,190 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import XCTest
+
+/// A temporary directory per test, removed afterwards (world-readable: nginx's workers run as nobody).
+final class Sandbox {
+    let path: String
+
+    init() throws {
+        var template = Array((NSTemporaryDirectory() + "haul-e2e-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
+        path = String(cString: made)
+        chmod(path, 0o755)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func file(_ relative: String) -> String { path + "/" + relative }
+
+    /// Writes `size` random bytes to `relative` (world-readable) and returns its sha256.
+    @discardableResult
+    func makeRandomFile(_ relative: String, size: Int) throws -> String {
+        let full = file(relative)
+        try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        var generator = SystemRandomNumberGenerator()
+        var data = Data(count: size)
+        data.withUnsafeMutableBytes { raw in
+            let words = raw.bindMemory(to: UInt64.self)
+            for i in 0..<words.count { words[i] = generator.next() }
+            for i in (words.count * 8)..<size { raw[i] = UInt8.random(in: 0...255, using: &generator) }
+        }
+        try data.write(to: URL(fileURLWithPath: full))
+        chmod(full, 0o644)
+        return try sha256(full)
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The directory holding the built `haul` and `TestOrigin` (next to the test bundle).
+var buildDirectory: String {
+    if let explicit = ProcessInfo.processInfo.environment["HAUL_BIN_DIR"] { return explicit }
+    return (Bundle.main.executablePath.map { ($0 as NSString).deletingLastPathComponent })
+        .flatMap { FileManager.default.fileExists(atPath: $0 + "/haul") ? $0 : nil }
+        ?? (CommandLine.arguments[0] as NSString).deletingLastPathComponent
+}
+
+/// sha256 of a file, computed by coreutils' sha256sum.
+func sha256(_ path: String) throws -> String {
+    let output = try run("/usr/bin/sha256sum", [path])
+    guard let hash = output.split(separator: " ").first else { throw HarnessError("sha256sum printed nothing") }
+    return String(hash)
+}
+
+@discardableResult
+func run(_ executable: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw HarnessError("\(executable) \(arguments) exited with \(process.terminationStatus)")
+    }
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// A child process that prints `... listening on http://HOST:PORT` on its first line.
+final class ServerProcess {
+    let process = Process()
+    let baseURL: String
+    let logPath: String
+
+    init(executable: String, arguments: [String], logPath: String, currentDirectory: String? = nil) throws {
+        self.logPath = logPath
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        try process.run()
+        // Read the first line byte by byte: it carries the bound port.
+        var line = Data()
+        let reader = stdout.fileHandleForReading
+        while true {
+            let byte = reader.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            line.append(byte)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let range = text.range(of: "http://") else {
+            process.terminate()
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            throw HarnessError("\(executable) did not start: '\(text)'\n\(log)")
+        }
+        baseURL = String(text[range.lowerBound...])
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// Sends `signal` and waits for the exit; returns the exit status.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM) -> Int32 {
+        guard process.isRunning else { return process.terminationStatus }
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { stop(signal: SIGKILL) }
+}
+
+/// A synchronous HTTP client over URLSession.
+struct Client {
+    struct Reply {
+        let status: Int
+        let headers: [String: String]
+        let body: Data
+
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
+        }
+        var text: String { String(decoding: body, as: UTF8.self) }
+        func header(_ name: String) -> String? {
+            headers.first(where: { $0.key.caseInsensitiveCompare(name) == .orderedSame })?.value
+        }
+    }
+
+    let base: String
+
+    func request(_ method: String, _ path: String, json: Any? = nil, body: Data? = nil,
+                 headers: [String: String] = [:]) throws -> Reply {
+        var request = URLRequest(url: URL(string: base + path)!)
+        request.httpMethod = method
+        request.timeoutInterval = 30
+        if let json {
+            request.httpBody = try JSONSerialization.data(withJSONObject: json)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        } else if let body {
+            request.httpBody = body
+        }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let done = DispatchSemaphore(value: 0)
+        let box = ReplyBox()
+        let task = URLSession.shared.dataTask(with: request) { data, response, error in
+            if let http = response as? HTTPURLResponse {
+                var headers: [String: String] = [:]
+                for (key, value) in http.allHeaderFields { headers["\(key)"] = "\(value)" }
+                box.reply = Reply(status: http.statusCode, headers: headers, body: data ?? Data())
+            } else {
+                box.error = error
+            }
+            done.signal()
+        }
+        task.resume()
+        done.wait()
+        if let reply = box.reply { return reply }
+        throw HarnessError("\(method) \(path): \(box.error.map { "\($0)" } ?? "no response")")
+    }
+
+    func get(_ path: String) throws -> Reply { try request("GET", path) }
+}
+
+private final class ReplyBox: @unchecked Sendable {
+    var reply: Client.Reply?
+    var error: Error?
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes.
+func waitFor(_ what: String, timeout: TimeInterval = 30, file: StaticString = #filePath, line: UInt = #line,
+             _ condition: () throws -> Bool) rethrows {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try condition() { return }
+        usleep(20_000)
+    }
+    XCTFail("timed out after \(timeout)s waiting for \(what)", file: file, line: line)
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// nginx serving `root` on a free loopback port, started for one test with its own prefix directory.
+final class Nginx {
+    let baseURL: String
+    private let prefix: String
+    private let process = Process()
+
+    static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") }
+
+    init(root: String, prefix: String) throws {
+        self.prefix = prefix
+        try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
+        let port = try Nginx.freePort()
+        let config = """
+            daemon off;
+            worker_processes 1;
+            pid \(prefix)/nginx.pid;
+            error_log \(prefix)/logs/error.log warn;
+            events { worker_connections 256; }
+            http {
+                access_log \(prefix)/logs/access.log;
+                client_body_temp_path \(prefix)/body;
+                proxy_temp_path \(prefix)/proxy;
+                fastcgi_temp_path \(prefix)/fastcgi;
+                uwsgi_temp_path \(prefix)/uwsgi;
+                scgi_temp_path \(prefix)/scgi;
+                sendfile on;
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(root);
+                }
+            }
+            """
+        try config.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf"]
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        baseURL = "http://127.0.0.1:\(port)"
+        // Ready when it accepts a connection.
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if Nginx.canConnect(port: port) { return }
+            guard process.isRunning else { break }
+            usleep(20_000)
+        }
+        let log = (try? String(contentsOfFile: prefix + "/logs/error.log", encoding: .utf8)) ?? ""
+        throw HarnessError("nginx did not start: \(log)")
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+                guard bind(fd, pointer, length) == 0 else { return -1 }
+                return getsockname(fd, pointer, &length)
+            }
+        }
+        guard bound == 0 else { throw HarnessError("cannot find a free port") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    static func canConnect(port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Haul builds, tests and benchmarks with, when they are missing.
+# As root it runs apt-get itself; otherwise it prints the command to run.
+set -euo pipefail
+
+packages=(libevent-dev libcurl4-openssl-dev libsqlite3-dev pkg-config nginx curl ca-certificates)
+if [ "${1:-}" = "--bench" ]; then packages+=(aria2); fi
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "Haul needs these Debian packages: ${missing[*]}" >&2
+    echo "Install them with: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+echo "installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
