@@ -15,6 +15,8 @@ import HaulLoop
 //     ?fail=N&status=S          the first N GETs of this path answer S (default 503), with Retry-After: 1
 //     ?status=S                 always answer S
 //     ?disposition=VALUE        send Content-Disposition: VALUE
+//     ?swap=NAME&after=N        from the N+1-th request of this path on, serve the file NAME instead (a new
+//                               version appearing between two requests, e.g. between a probe and a resume)
 //   /redirect/N/PATH            N redirects, then PATH (keeps the query)
 //   /loop                       redirects to itself forever
 //   /_requests                  GET: every request so far as JSON; DELETE: forget them
@@ -24,6 +26,7 @@ final class Origin {
     let root: String
     var log: [[String: Any]] = []
     var failures: [String: Int] = [:]
+    var hits: [String: Int] = [:]
     var activeStreams = 0
     let loop: EventLoop
 
@@ -40,6 +43,7 @@ final class Origin {
             if request.method == "DELETE" {
                 log.removeAll()
                 failures.removeAll()
+                hits.removeAll()
                 return exchange.respond(HTTPResponse(status: 204))
             }
             return respondJSON(exchange, log)
@@ -76,7 +80,10 @@ final class Origin {
                 return answer(Int(query["status"] ?? "503") ?? 503, [("Retry-After", "1")], "try again\n")
             }
         }
-        let name = String(path.dropFirst("/files/".count))
+        var name = String(path.dropFirst("/files/".count))
+        let hit = hits[path, default: 0]
+        hits[path] = hit + 1
+        if let swap = query["swap"], let after = query["after"].flatMap(Int.init), hit >= after { name = swap }
         guard !name.contains(".."), let fd = Optional(open(root + "/" + name, O_RDONLY)), fd >= 0 else {
             return answer(404, [], "no such file\n")
         }
@@ -92,6 +99,7 @@ final class Origin {
         if ranges { headers.append(("Accept-Ranges", "bytes")) }
         if query["novalidator"] == nil {
             headers.append(("ETag", etag))
+            log[entryIndex]["etag_sent"] = etag
             headers.append(("Last-Modified", lastModified))
         }
         if let disposition = query["disposition"] { headers.append(("Content-Disposition", disposition)) }
