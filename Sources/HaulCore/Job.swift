@@ -48,6 +48,7 @@ final class Job {
             $0.state = .probing
             $0.startedAt = $0.startedAt ?? Date()
             $0.error = nil
+            $0.attempts += 1
         }
         probe(head: true)
     }
@@ -178,7 +179,6 @@ final class Job {
             log.info("resuming", meta.merging(["range.start": "\(start)"]) { a, _ in a })
         }
         verdict = nil
-        engine.modify(id) { $0.attempts += 1 }
         launch(request) { transfer in
             transfer.onResponse = { [unowned self] response in self.check(response) }
             transfer.onData = { [unowned self] chunk in self.write(chunk) }
@@ -370,8 +370,8 @@ final class Job {
     private func retry() {
         retryTimer = nil
         guard !stopped, let download = engine.download(id) else { return }
+        engine.modify(id) { $0.attempts += 1 }
         if download.state == .probing {
-            engine.modify(id) { $0.attempts += 1 }
             probe(head: true)
         } else {
             beginTransfer()

@@ -22,6 +22,12 @@ public final class HTTPServer {
             | EVHTTP_REQ_PUT.rawValue | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue
             | EVHTTP_REQ_PATCH.rawValue
         evhttp_set_allowed_methods(http, UInt16(methods))
+        // Client connections get the API priority, so a busy transfer never starves a REST request.
+        evhttp_set_bevcb(http, { base, _ in
+            let bufferEvent = bufferevent_socket_new(base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+            if let bufferEvent { bufferevent_priority_set(bufferEvent, EventLoop.Priority.api.rawValue) }
+            return bufferEvent
+        }, nil)
         evhttp_set_gencb(http, { request, arg in
             guard let request, let arg else { return }
             Unmanaged<HTTPServer>.fromOpaque(arg).takeUnretainedValue().accept(request)

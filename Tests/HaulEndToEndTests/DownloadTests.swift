@@ -36,6 +36,29 @@ final class DownloadTests: HaulTestCase {
         XCTAssertEqual(int(done["total_bytes"]), 5_242_880)
     }
 
+    func testProgressIsReportedWhileDownloading() throws {
+        let hash = try sandbox.makeRandomFile("www/slow.bin", size: 1_500_000)
+        let id = try add(["url": originURL("slow.bin", "rate=600000")])
+        var seen: [String: Any] = [:]
+        try waitFor("a speed to be measured") {
+            seen = try download(id)
+            return (seen["speed"] as? NSNumber)?.doubleValue ?? 0 > 0
+        }
+        XCTAssertEqual(seen["state"] as? String, "downloading")
+        XCTAssertEqual(int(seen["active_connections"]), 1)
+        XCTAssertNotNil(seen["eta_seconds"] as? NSNumber)
+        let progress = (seen["progress"] as? NSNumber)?.doubleValue ?? -1
+        XCTAssertGreaterThan(progress, 0)
+        XCTAssertLessThan(progress, 1)
+        // Roughly the origin's pace, far from zero and from loopback speed.
+        let speed = (seen["speed"] as? NSNumber)?.doubleValue ?? 0
+        XCTAssertGreaterThan(speed, 100_000)
+        XCTAssertLessThan(speed, 3_000_000)
+        let done = try waitForState(id, "completed")
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
+        XCTAssertEqual(int(done["active_connections"]), 0)
+    }
+
     func testEmptyFile() throws {
         let hash = try sandbox.makeRandomFile("www/empty.txt", size: 0)
         let id = try add(["url": originURL("empty.txt")])

@@ -59,6 +59,15 @@ final class FailureTests: HaulTestCase {
         XCTAssertEqual(try patch(id, ["state": "queued"]).status, 200)
     }
 
+    func testTLSHandshakeFailureFailsWithTLSFailed() throws {
+        // The origin speaks plain HTTP, so the TLS handshake cannot succeed.
+        let url = origin.baseURL.replacingOccurrences(of: "http://", with: "https://") + "/files/x.bin"
+        let id = try add(["url": url])
+        let failed = try waitForState(id, "failed")
+        XCTAssertEqual((failed["error"] as? [String: Any])?["code"] as? String, "tls_failed")
+        XCTAssertEqual(int(failed["attempts"]), 1, "a TLS failure is not retried")
+    }
+
     func testConnectionRefusedFailsWithConnectFailed() throws {
         let port = try Nginx.freePort()
         let id = try add(["url": "http://127.0.0.1:\(port)/nothing-listens"])
