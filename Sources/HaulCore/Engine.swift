@@ -15,7 +15,7 @@ public struct EngineConfig: Sendable {
     /// How often progress is written to the store and speeds are sampled.
     public var progressInterval: Double = 1
     public var connectTimeout: Double = 30
-    /// A transfer below 1 byte/s for this many seconds is cut and retried.
+    /// A transfer that receives nothing for this many seconds is cut and retried.
     public var stallTimeout = 60
 
     public init(downloadRoot: String) { self.downloadRoot = downloadRoot }
@@ -264,7 +264,7 @@ public final class Engine {
         let now = ProcessInfo.processInfo.systemUptime
         for (id, job) in jobs {
             guard let download = downloads[id] else { continue }
-            job.sampleSpeed(bytes: download.receivedBytes, at: now)
+            job.tick(bytes: download.receivedBytes, at: now)
             if job.lastSavedBytes != download.receivedBytes {
                 job.lastSavedBytes = download.receivedBytes
                 do {

@@ -19,6 +19,9 @@ final class Job {
     private var stopped = false
     private var meter = RateMeter()
     var lastSavedBytes: Int64 = -1
+    /// The stall watchdog: bytes seen at the last tick, and when that count last moved.
+    private var watchedBytes: Int64 = -1
+    private var lastMovedAt: Double = 0
 
     private enum Verdict {
         /// The remote file is not the one the part file holds: discard and start over.
@@ -34,8 +37,24 @@ final class Job {
     var speed: Double { transfer == nil ? 0 : meter.bytesPerSecond }
     var activeConnections: Int { transfer == nil ? 0 : 1 }
 
-    func sampleSpeed(bytes: Int64, at time: Double) {
-        if transfer == nil { meter.reset() } else { meter.sample(bytes: bytes, at: time) }
+    /// Called every tick: samples the speed, and cuts a transfer that received nothing for `stallTimeout`
+    /// seconds (curl's own low-speed check averages over seconds and reacts far later).
+    func tick(bytes: Int64, at time: Double) {
+        guard let transfer else {
+            meter.reset()
+            watchedBytes = -1
+            return
+        }
+        meter.sample(bytes: bytes, at: time)
+        if bytes != watchedBytes {
+            watchedBytes = bytes
+            lastMovedAt = time
+        } else if time - lastMovedAt >= Double(engine.config.stallTimeout) {
+            engine.multi.remove(transfer)
+            self.transfer = nil
+            watchedBytes = -1
+            failed(DownloadError(.timeout, "nothing received for \(engine.config.stallTimeout) s", retryable: true))
+        }
     }
 
     private var log: Logger { engine.log }
@@ -384,7 +403,6 @@ final class Job {
         var request = TransferRequest(url: download.url)
         request.headers = download.headers.map { ($0.name, $0.value) }
         request.connectTimeout = engine.config.connectTimeout
-        request.lowSpeedTime = engine.config.stallTimeout
         request.maxSpeed = download.maxSpeed
         return request
     }

@@ -15,9 +15,6 @@ public struct TransferRequest: Sendable {
     public var ifRange: String?
     public var maxRedirects = 10
     public var connectTimeout: Double = 30
-    /// Abort when slower than `lowSpeedLimit` bytes/s for `lowSpeedTime` seconds.
-    public var lowSpeedLimit = 1
-    public var lowSpeedTime = 60
     /// Bytes per second, nil for unlimited.
     public var maxSpeed: Int64?
     public var userAgent = "haul/0.1"
@@ -125,8 +122,6 @@ public final class Transfer {
         results.append(haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1))
         results.append(haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, request.maxRedirects))
         results.append(haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout * 1000)))
-        results.append(haul_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, request.lowSpeedLimit))
-        results.append(haul_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, request.lowSpeedTime))
         results.append(haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
         // About 100 KiB per read matches the curl CLI's throughput; curl's 16 KiB default is up to 30% slower.
         results.append(haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 100 * 1024))

@@ -11,6 +11,7 @@ struct ServeConfig {
     var connections = 8
     var maxAttempts = 5
     var retryWait = 1.0
+    var stallTimeout = 60
     var allowRemote = false
     var logLevel = Logger.Level.info
 
@@ -23,6 +24,8 @@ struct ServeConfig {
           --connections N        default connections per download, 1-32 (HAUL_CONNECTIONS, default 8)
           --max-attempts N       attempts before a download fails (HAUL_MAX_ATTEMPTS, default 5)
           --retry-wait SECONDS   first retry delay, doubling each time (HAUL_RETRY_WAIT, default 1)
+          --stall-timeout SECONDS  cut and retry a transfer that received nothing for this long
+                                 (HAUL_STALL_TIMEOUT, default 60)
           --allow-remote         allow listening on a non-loopback address (HAUL_ALLOW_REMOTE=1)
           --log-level LEVEL      debug, info, warning or error (HAUL_LOG_LEVEL, default info)
         """
@@ -34,7 +37,7 @@ struct ServeConfig {
     static func parse(_ arguments: [String], environment: [String: String]) throws -> ServeConfig {
         var values: [String: String] = [:]
         let names = ["listen", "download-dir", "data-dir", "max-active", "connections", "max-attempts", "retry-wait",
-                     "allow-remote", "log-level"]
+                     "stall-timeout", "allow-remote", "log-level"]
         for name in names {
             let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
             if let value = environment[variable] { values[name] = value }
@@ -82,6 +85,7 @@ struct ServeConfig {
             }
             config.retryWait = seconds
         }
+        config.stallTimeout = try integer(values["stall-timeout"], "stall-timeout", 1...3600) ?? config.stallTimeout
         if let v = values["allow-remote"] { config.allowRemote = ["1", "true", "yes"].contains(v.lowercased()) }
         if let v = values["log-level"] {
             let levels: [String: Logger.Level] = ["debug": .debug, "info": .info, "warning": .warning, "error": .error]

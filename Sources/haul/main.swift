@@ -31,6 +31,7 @@ func serve(_ arguments: [String]) -> Int32 {
         engineConfig.defaultConnections = config.connections
         engineConfig.maxAttempts = config.maxAttempts
         engineConfig.retryBaseDelay = config.retryWait
+        engineConfig.stallTimeout = config.stallTimeout
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
         let api = API(engine: engine)
         let server = try HTTPServer(loop: loop) { exchange in

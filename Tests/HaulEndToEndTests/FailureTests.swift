@@ -3,6 +3,8 @@ import XCTest
 
 /// Origins that fail: each download ends in the right state with the right file or a clear, stable error.
 final class FailureTests: HaulTestCase {
+    override var serveArguments: [String] { super.serveArguments + ["--stall-timeout", "1"] }
+
     func testNotFoundFailsWithHTTP404() throws {
         let id = try add(["url": originURL("missing.bin")])
         let failed = try waitForState(id, "failed")
@@ -41,6 +43,29 @@ final class FailureTests: HaulTestCase {
         XCTAssertEqual(failed["resumable"] as? Bool, false)
         let gets = try originRequests().filter { $0["method"] as? String == "GET" }
         XCTAssertTrue(gets.allSatisfy { $0["range"] is NSNull }, "never resumed without a validator")
+    }
+
+    func testAStalledTransferTimesOutAndResumes() throws {
+        let hash = try sandbox.makeRandomFile("www/stall.bin", size: 250_000)
+        // Every reply goes quiet after 100 kB; after a second of silence the transfer is cut and resumed.
+        let id = try add(["url": originURL("stall.bin", "stall=100000")])
+        let done = try waitForState(id, "completed")
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
+        XCTAssertEqual(int(done["attempts"]), 3)
+        let ranges = try originRequests().filter { $0["method"] as? String == "GET" }.map { $0["range"] as? String }
+        XCTAssertEqual(ranges, [nil, "bytes=100000-", "bytes=200000-"])
+    }
+
+    func testAnUnwritableDestinationFailsWithWriteFailed() throws {
+        try sandbox.makeRandomFile("www/w.bin", size: 1000)
+        // The destination directory's path is taken by a file.
+        try sandbox.makeRandomFile("downloads/blocker", size: 1)
+        let id = try add(["url": originURL("w.bin"), "directory": "blocker/sub"])
+        let failed = try waitForState(id, "failed")
+        let error = try XCTUnwrap(failed["error"] as? [String: Any])
+        XCTAssertEqual(error["code"] as? String, "write_failed")
+        XCTAssertTrue((error["message"] as? String ?? "").contains("blocker"))
+        XCTAssertEqual(try api.get("/healthz").status, 200)
     }
 
     func testTransientErrorsAreRetried() throws {

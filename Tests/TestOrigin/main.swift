@@ -12,6 +12,7 @@ import HaulLoop
 //     ?novalidator=1            no ETag and no Last-Modified
 //     ?rate=BYTES               trickle the body at BYTES per second on each connection
 //     ?cut=BYTES                close the connection after BYTES of body
+//     ?stall=BYTES              send BYTES of body, then nothing more, keeping the connection open
 //     ?fail=N&status=S          the first N GETs of this path answer S (default 503), with Retry-After: 1
 //     ?status=S                 always answer S
 //     ?disposition=VALUE        send Content-Disposition: VALUE
@@ -137,8 +138,9 @@ final class Origin {
             close(fd)
             return exchange.respond(HTTPResponse(status: status, headers: headers))
         }
+        let stall = query["stall"].flatMap { Int64($0) }
         let stream = Stream(origin: self, exchange: exchange, fd: fd, offset: start, remaining: length,
-                            limit: cut.map { min($0, length) } ?? length,
+                            limit: (cut ?? stall).map { min($0, length) } ?? length, stalls: stall != nil,
                             rate: query["rate"].flatMap { Int($0) }, logIndex: entryIndex)
         stream.begin(status: status, headers: headers)
     }
@@ -167,6 +169,8 @@ final class Stream {
     var remaining: Int64
     /// Bytes to send before ending (less than `remaining` when cutting the body short).
     var limit: Int64
+    /// At `limit`, go quiet instead of ending the reply.
+    let stalls: Bool
     let rate: Int?
     let logIndex: Int
     var timer: LoopTimer?
@@ -174,7 +178,8 @@ final class Stream {
     var finished = false
 
     init(origin: Origin, exchange: HTTPExchange, fd: Int32, offset: Int64, remaining: Int64, limit: Int64,
-         rate: Int?, logIndex: Int) {
+         stalls: Bool, rate: Int?, logIndex: Int) {
+        self.stalls = stalls
         self.origin = origin
         self.exchange = exchange
         self.fd = fd
@@ -202,7 +207,10 @@ final class Stream {
     func sendNext(_ size: Int) {
         guard !finished else { return }
         let count = Int(min(Int64(size), min(limit, Int64(buffer.count))))
-        if count == 0 { return finish(closeEarly: false) }
+        if count == 0 {
+            if stalls, remaining > 0 { return }
+            return finish(closeEarly: false)
+        }
         let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, off_t(offset)) }
         guard got > 0 else { return finish(closeEarly: false) }
         offset += Int64(got)
