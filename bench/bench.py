@@ -124,7 +124,7 @@ def main():
         nginx, origin = start_nginx(work + "/www", work + "/nginx")
         url = origin + "/file.bin"
         print(f"{args.size_mib} MiB over loopback from nginx, one connection, {args.rounds} rounds; "
-              f"median seconds (MB/s), ratio to curl")
+              f"median and best seconds, median MB/s, median ratio to curl")
         for label, dest in (("tmpfs", work + "/dest"), ("disk", disk + "/dest")):
             os.makedirs(dest, exist_ok=True)
             haul = Haul(args.haul, dest + "/haul", dest + "/haul-data")
@@ -158,7 +158,8 @@ def main():
             print(f"\n[{label}]")
             for tool, ts in times.items():
                 m = statistics.median(ts)
-                print(f"  {tool:16s} {m:7.3f} s  ({args.size_mib * 1.048576 / m:7.1f} MB/s)  x{m / base:.3f}")
+                print(f"  {tool:16s} {m:7.3f} s  best {min(ts):7.3f} s  ({args.size_mib * 1.048576 / m:7.1f} MB/s)"
+                      f"  x{m / base:.3f}")
             print("  peak RSS: " + ", ".join(f"{k} {v / 1024:.1f} MiB" for k, v in rss.items()))
         nginx.terminate()
         nginx.wait()

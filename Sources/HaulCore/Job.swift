@@ -261,8 +261,6 @@ final class Job {
             $0.totalBytes = length
             $0.etag = Probe.strongETag(response.header("etag"))
             $0.lastModified = response.header("last-modified")
-            // Only a ranged reply proves ranges work; a 200 to a ranged request proves the opposite.
-            if response.status == 200, $0.acceptsRanges, length == nil { $0.acceptsRanges = false }
         }
         return true
     }
