@@ -6,34 +6,50 @@ import HaulLoop
 /// response; the HTTP server only carries bytes.
 public final class API {
     private let engine: Engine
+    public let events: EventHub
     private var router: Router!
 
-    public init(engine: Engine) {
+    public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig()) {
         self.engine = engine
+        self.events = EventHub(loop: loop, engine: engine, config: events)
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
-                "GET": { [unowned self] c throws(Problem) in try self.listDownloads(c) },
-                "POST": { [unowned self] c throws(Problem) in try self.addDownload(c) },
+                "GET": { [unowned self] c throws(Problem) in .response(try self.listDownloads(c)) },
+                "POST": { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },
             ]),
             Route(pattern: "/downloads/{id}", handlers: [
-                "GET": { [unowned self] c throws(Problem) in try self.getDownload(c) },
-                "PATCH": { [unowned self] c throws(Problem) in try self.patchDownload(c) },
-                "DELETE": { [unowned self] c throws(Problem) in try self.deleteDownload(c) },
+                "GET": { [unowned self] c throws(Problem) in .response(try self.getDownload(c)) },
+                "PATCH": { [unowned self] c throws(Problem) in .response(try self.patchDownload(c)) },
+                "DELETE": { [unowned self] c throws(Problem) in .response(try self.deleteDownload(c)) },
+            ]),
+            Route(pattern: "/downloads/{id}/events", handlers: [
+                "GET": { [unowned self] c throws(Problem) in try self.eventStream(c, downloadID: c.parameters["id"]) },
+            ]),
+            Route(pattern: "/events", handlers: [
+                "GET": { [unowned self] c throws(Problem) in try self.eventStream(c, downloadID: nil) },
+            ]),
+            Route(pattern: "/stats", handlers: [
+                "GET": { [unowned self] _ in .response(self.stats()) },
             ]),
             Route(pattern: "/healthz", handlers: [
-                "GET": { _ in API.json(200, .object([("status", .string("ok"))])) },
+                "GET": { _ in .response(API.json(200, .object([("status", .string("ok"))]))) },
             ]),
             Route(pattern: "/openapi.yaml", handlers: [
                 "GET": { _ in
-                    HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")],
-                                 body: Array(OpenAPIDocument.yaml.utf8))
+                    .response(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")],
+                                           body: Array(OpenAPIDocument.yaml.utf8)))
                 },
             ]),
         ])
     }
 
-    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+    public func handle(_ request: HTTPRequest) -> APIResult {
         router.handle(request)
+    }
+
+    /// Starts sending events to `sink`, a stream the transport opened for `request`.
+    public func attach(_ sink: EventSink, for request: EventStreamRequest) {
+        events.subscribe(sink, downloadID: request.downloadID, lastEventID: request.lastEventID)
     }
 
     /// Every `(path, method)` the API serves, for the contract test.
@@ -101,22 +117,72 @@ public final class API {
         if let cursor = c.query["cursor"] {
             if let value = Int64(cursor), value >= 0 { after = value } else { errors.append(("cursor", "is not valid")) }
         }
+        var changes: (changed: Set<String>, removed: [String])??
+        if let text = c.query["changed_since"] {
+            if let since = Int64(text), since >= 0 { changes = .some(events.changes(since: since)) }
+            else { errors.append(("changed_since", "must be a sequence number from an earlier answer")) }
+        }
         if !errors.isEmpty { throw Problem.invalid(errors) }
+        // Read before listing: a change made after this number shows up in the next delta, never lost.
+        let sequence = events.sequence
         let matching = engine.list().filter {
             $0.download.sequence > after && (states?.contains($0.download.state) ?? true)
+                && (changes??.changed.contains($0.download.id) ?? true)
         }
         let page = matching.prefix(limit)
         let next: JSONValue = matching.count > limit ? .string(String(page.last!.download.sequence)) : .null
-        return API.json(200, .object([
+        var members: [(String, JSONValue)] = [
             ("downloads", .array(page.map(DownloadResource.json))),
             ("next_cursor", next),
+            ("sequence", JSONValue(sequence)),
+        ]
+        if let changes {
+            members.append(("removed", .array((changes?.removed ?? []).map { .string($0) })))
+            // The removals before `changed_since` are forgotten: this is the full list, start afresh.
+            members.append(("reset", .bool(changes == nil)))
+        }
+        return try conditional(c.request, API.json(200, .object(members)))
+    }
+
+    private func eventStream(_ c: RequestContext, downloadID: String?) throws(Problem) -> APIResult {
+        if let downloadID, engine.snapshot(downloadID) == nil { throw Problem(EngineError.notFound(downloadID)) }
+        var lastEventID: Int64?
+        if let text = c.request.header("Last-Event-ID") ?? c.query["last_event_id"] {
+            guard let value = Int64(text.trimmingCharacters(in: .whitespaces)), value >= 0 else {
+                throw Problem.invalid([("last_event_id", "must be the id of an event this server sent")])
+            }
+            lastEventID = value
+        }
+        if c.request.method == "HEAD" {
+            return .response(HTTPResponse(status: 200, headers: EventStreamRequest.headers))
+        }
+        return .eventStream(EventStreamRequest(downloadID: downloadID, lastEventID: lastEventID))
+    }
+
+    private func stats() -> HTTPResponse {
+        let all = engine.list()
+        func count(_ state: DownloadState) -> JSONValue { JSONValue(all.filter { $0.download.state == state }.count) }
+        return API.json(200, .object([
+            ("downloads", JSONValue(all.count)),
+            ("active", JSONValue(all.filter { $0.download.state.isActive }.count)),
+            ("queued", count(.queued)),
+            ("paused", count(.paused)),
+            ("completed", count(.completed)),
+            ("failed", count(.failed)),
+            ("speed", .number(all.reduce(0) { $0 + $1.speed }.rounded())),
+            ("received_bytes", JSONValue(all.reduce(Int64(0)) { $0 + $1.download.receivedBytes })),
+            ("active_connections", JSONValue(all.reduce(0) { $0 + $1.activeConnections })),
+            ("event_streams", JSONValue(events.streamCount)),
+            ("slow_event_streams", JSONValue(events.slowStreamCount)),
+            ("event_queued_bytes", JSONValue(events.queuedBytes)),
+            ("sequence", JSONValue(events.sequence)),
         ]))
     }
 
     private func getDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let id = c.parameters["id"]!
         guard let snapshot = engine.snapshot(id) else { throw Problem(EngineError.notFound(id)) }
-        return API.json(200, DownloadResource.json(snapshot))
+        return try conditional(c.request, API.json(200, DownloadResource.json(snapshot)))
     }
 
     private func patchDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
@@ -154,6 +220,18 @@ public final class API {
     }
 
     // MARK: helpers
+
+    /// Adds an ETag (a hash of the body) and answers 304 when the client's If-None-Match names it: a poller that
+    /// already has the current state pays for no body.
+    private func conditional(_ request: HTTPRequest, _ response: HTTPResponse) throws(Problem) -> HTTPResponse {
+        let tag = ETag.of(response.body)
+        var response = response
+        response.headers.append(("ETag", tag))
+        if let header = request.header("If-None-Match"), ETag.matches(header, tag) {
+            return HTTPResponse(status: 304, headers: [("ETag", tag)])
+        }
+        return response
+    }
 
     /// Evaluates an engine call, mapping its error to a problem.
     private func attempt<T>(_ call: @autoclosure () throws(EngineError) -> T) throws(Problem) -> T {

@@ -32,12 +32,23 @@ paths:
           in: query
           description: The `next_cursor` of the previous page.
           schema: { type: string }
+        - name: changed_since
+          in: query
+          description: |
+            A `sequence` from an earlier answer: only the downloads changed after it, plus the ids removed
+            after it (`removed`). When removals that old are forgotten the full list comes back with `reset: true`.
+            A download may appear in two consecutive deltas; treat them as upserts.
+          schema: { type: integer, minimum: 0 }
+        - $ref: "#/components/parameters/IfNoneMatch"
       responses:
         "200":
           description: One page of downloads.
+          headers:
+            ETag: { $ref: "#/components/headers/ETag" }
           content:
             application/json:
               schema: { $ref: "#/components/schemas/DownloadList" }
+        "304": { $ref: "#/components/responses/NotModified" }
         "422": { $ref: "#/components/responses/Invalid" }
     post:
       operationId: addDownload
@@ -81,12 +92,17 @@ paths:
     get:
       operationId: getDownload
       summary: One download.
+      parameters:
+        - $ref: "#/components/parameters/IfNoneMatch"
       responses:
         "200":
           description: The download.
+          headers:
+            ETag: { $ref: "#/components/headers/ETag" }
           content:
             application/json:
               schema: { $ref: "#/components/schemas/Download" }
+        "304": { $ref: "#/components/responses/NotModified" }
         "404": { $ref: "#/components/responses/NotFound" }
     patch:
       operationId: updateDownload
@@ -127,6 +143,53 @@ paths:
         "204": { description: Removed. }
         "404": { $ref: "#/components/responses/NotFound" }
         "422": { $ref: "#/components/responses/Invalid" }
+  /downloads/{id}/events:
+    parameters:
+      - name: id
+        in: path
+        required: true
+        schema: { type: string }
+    get:
+      operationId: downloadEvents
+      summary: Server-sent events about one download.
+      description: The events of `/events` about this download only; the stream ends after its `removed` event.
+      parameters:
+        - $ref: "#/components/parameters/LastEventIDHeader"
+        - $ref: "#/components/parameters/LastEventIDQuery"
+      responses:
+        "200": { $ref: "#/components/responses/EventStream" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /events:
+    get:
+      operationId: events
+      summary: Server-sent events about every download.
+      description: |
+        A `text/event-stream`. Each event has `id:` (a server-wide sequence number, growing across restarts),
+        `event:` and `data:` (one line of JSON):
+        - `created`, `progress`, `state`: `data` is the download resource. Progress events come at most 4 a
+          second per download, and always once more with the final bytes before the `completed` state event.
+        - `removed`: `data` is `{"id": ...}`.
+        - `snapshot`: `data` is `{"downloads": [...]}`, sent instead of the missed events when a reconnecting
+          client is further behind than the server remembers (the newest 4,096 events).
+        Lines starting with `:` are heartbeats (every 15 s on an idle stream). A client that stops reading is
+        sent only the latest event per download once 256 KiB are queued for it, and is disconnected after 30 s.
+      parameters:
+        - $ref: "#/components/parameters/LastEventIDHeader"
+        - $ref: "#/components/parameters/LastEventIDQuery"
+      responses:
+        "200": { $ref: "#/components/responses/EventStream" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /stats:
+    get:
+      operationId: stats
+      summary: Totals over all downloads.
+      responses:
+        "200":
+          description: Counts by state, speed and bytes, and the event streams open.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Stats" }
   /healthz:
     get:
       operationId: health
@@ -234,12 +297,40 @@ components:
         completed_at: { type: [string, "null"], format: date-time }
     DownloadList:
       type: object
-      required: [downloads, next_cursor]
+      required: [downloads, next_cursor, sequence]
       properties:
         downloads:
           type: array
           items: { $ref: "#/components/schemas/Download" }
         next_cursor: { type: [string, "null"] }
+        sequence:
+          type: integer
+          description: The newest event number; pass it as `changed_since` or `Last-Event-ID` to continue from here.
+        removed:
+          type: array
+          items: { type: string }
+          description: With `changed_since` only.
+        reset:
+          type: boolean
+          description: With `changed_since` only; true when this is the full list instead of a delta.
+    Stats:
+      type: object
+      required: [downloads, active, queued, paused, completed, failed, speed, received_bytes, active_connections,
+                 event_streams, slow_event_streams, event_queued_bytes, sequence]
+      properties:
+        downloads: { type: integer }
+        active: { type: integer, description: "probing, downloading or verifying" }
+        queued: { type: integer }
+        paused: { type: integer }
+        completed: { type: integer }
+        failed: { type: integer }
+        speed: { type: number, description: Bytes per second over all downloads. }
+        received_bytes: { type: integer }
+        active_connections: { type: integer }
+        event_streams: { type: integer }
+        slow_event_streams: { type: integer }
+        event_queued_bytes: { type: integer }
+        sequence: { type: integer }
     Problem:
       type: object
       required: [type, title, status, detail]
@@ -257,7 +348,36 @@ components:
             properties:
               field: { type: string }
               message: { type: string }
+  parameters:
+    IfNoneMatch:
+      name: If-None-Match
+      in: header
+      description: An ETag from an earlier answer; 304 when the answer would be the same.
+      schema: { type: string }
+    LastEventIDHeader:
+      name: Last-Event-ID
+      in: header
+      description: The id of the last event received; the stream resumes after it.
+      schema: { type: string }
+    LastEventIDQuery:
+      name: last_event_id
+      in: query
+      description: The same as the Last-Event-ID header, for clients that cannot set headers.
+      schema: { type: integer, minimum: 0 }
+  headers:
+    ETag:
+      description: Changes whenever the body would.
+      schema: { type: string }
   responses:
+    NotModified:
+      description: Nothing changed since the ETag given in If-None-Match.
+      headers:
+        ETag: { $ref: "#/components/headers/ETag" }
+    EventStream:
+      description: The event stream.
+      content:
+        text/event-stream:
+          schema: { type: string }
     Malformed:
       description: The body is not valid JSON, or not an object.
       content:

@@ -3,7 +3,7 @@ import HaulLoop
 /// A route: a path pattern whose `{name}` segments capture values, and a handler per method.
 struct Route {
     let pattern: String
-    let handlers: [String: (RequestContext) throws(Problem) -> HTTPResponse]
+    let handlers: [String: (RequestContext) throws(Problem) -> APIResult]
 
     /// The captured parameters if `path` matches, nil otherwise.
     func match(_ path: String) -> [String: String]? {
@@ -23,6 +23,34 @@ struct Route {
     }
 }
 
+/// What the API answers: a whole response, or a server-sent event stream for the transport to open.
+public enum APIResult {
+    case response(HTTPResponse)
+    case eventStream(EventStreamRequest)
+
+    /// The response, for callers that know the route does not stream.
+    public var response: HTTPResponse? {
+        if case .response(let response) = self { return response }
+        return nil
+    }
+}
+
+/// A validated request for an event stream.
+public struct EventStreamRequest: Sendable {
+    /// Follow one download, or all when nil.
+    public let downloadID: String?
+    /// From `Last-Event-ID` or `?last_event_id=`.
+    public let lastEventID: Int64?
+
+    /// The headers that open the stream.
+    public static let headers: [(name: String, value: String)] = [
+        ("Content-Type", "text/event-stream"),
+        ("Cache-Control", "no-cache"),
+        // Reverse proxies (nginx) must pass events through as they come.
+        ("X-Accel-Buffering", "no"),
+    ]
+}
+
 /// What a handler gets: the request and the path parameters.
 struct RequestContext {
     let request: HTTPRequest
@@ -34,22 +62,22 @@ struct RequestContext {
 struct Router {
     let routes: [Route]
 
-    func handle(_ request: HTTPRequest) -> HTTPResponse {
+    func handle(_ request: HTTPRequest) -> APIResult {
         let path = request.path
         guard let (route, parameters) = routes.lazy.compactMap({ r in r.match(path).map { (r, $0) } }).first else {
-            return Problem.notFound("no route for \(path)").response(instance: path)
+            return .response(Problem.notFound("no route for \(path)").response(instance: path))
         }
         // HEAD is answered like GET; evhttp drops the body.
         let method = request.method == "HEAD" ? "GET" : request.method
         guard let handler = route.handlers[method] else {
             var allowed = route.handlers.keys.sorted()
             if allowed.contains("GET") { allowed.append("HEAD") }
-            return Problem.methodNotAllowed(request.method, allowed: allowed).response(instance: path)
+            return .response(Problem.methodNotAllowed(request.method, allowed: allowed).response(instance: path))
         }
         do {
             return try handler(RequestContext(request: request, parameters: parameters, query: request.query))
         } catch {
-            return error.response(instance: path)
+            return .response(error.response(instance: path))
         }
     }
 

@@ -49,6 +49,14 @@ public struct DownloadChanges: Sendable {
     }
 }
 
+/// What the engine tells its observer (the event hub) after each change.
+public enum EngineChange: Sendable, Equatable {
+    case created(String)
+    /// Any field changed; `stateChanged` when the state did.
+    case updated(String, stateChanged: Bool)
+    case removed(String)
+}
+
 public enum EngineError: Error, Equatable {
     case notFound(String)
     /// The change is impossible in the download's current state.
@@ -67,6 +75,8 @@ public final class Engine {
     private var jobs: [String: Job] = [:]
     private var nextSequence: Int64 = 1
     private var tick: LoopTimer?
+    /// Told of every change, on the loop thread, after it is stored.
+    public var onChange: ((EngineChange) -> Void)?
 
     public init(loop: EventLoop, store: DownloadStore, config: EngineConfig, log: Logger) throws {
         self.loop = loop
@@ -117,6 +127,12 @@ public final class Engine {
         downloads.values.sorted { $0.sequence < $1.sequence }.compactMap { snapshot($0.id) }
     }
 
+    /// Ids of the downloads holding a slot (probing, downloading, verifying).
+    public var runningIDs: [String] { Array(jobs.keys) }
+
+    /// Bytes received so far by `id` (the hot counter, without building a snapshot).
+    public func receivedBytes(_ id: String) -> Int64? { downloads[id]?.receivedBytes }
+
     // MARK: commands
 
     /// Adds a download, or returns the unfinished one with the same URL and destination (`created` false).
@@ -142,12 +158,13 @@ public final class Engine {
         nextSequence += 1
         downloads[download.id] = download
         log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
+        onChange?(.created(download.id))
         schedule()
         return (snapshot(download.id)!, true)
     }
 
     public func update(_ id: String, _ changes: DownloadChanges) throws(EngineError) -> DownloadSnapshot {
-        guard var download = downloads[id] else { throw .notFound(id) }
+        guard let download = downloads[id] else { throw .notFound(id) }
         if let target = changes.state, target != download.state {
             let event: DownloadEvent
             switch target {
@@ -159,11 +176,12 @@ public final class Engine {
                 throw .conflict("a \(download.state.rawValue) download cannot become \(target.rawValue)")
             }
         }
-        if let priority = changes.priority { download.priority = priority }
-        if let maxSpeed = changes.maxSpeed { download.maxSpeed = maxSpeed }
-        download.updatedAt = Date()
-        downloads[id] = download
-        persist(download)
+        if changes.priority != nil || changes.maxSpeed != nil {
+            modify(id) {
+                if let priority = changes.priority { $0.priority = priority }
+                if let maxSpeed = changes.maxSpeed { $0.maxSpeed = maxSpeed }
+            }
+        }
         if let target = changes.state, target != download.state {
             if target == .paused { pause(id) } else { resume(id) }
         }
@@ -190,6 +208,7 @@ public final class Engine {
         }
         downloads.removeValue(forKey: id)
         log.info("download removed", ["download.id": id])
+        onChange?(.removed(id))
         schedule()
     }
 
@@ -203,10 +222,12 @@ public final class Engine {
     @discardableResult
     func modify(_ id: String, _ change: (inout Download) -> Void) -> Download? {
         guard var download = downloads[id] else { return nil }
+        let before = download.state
         change(&download)
         download.updatedAt = Date()
         downloads[id] = download
         persist(download)
+        onChange?(.updated(id, stateChanged: before != download.state))
         return download
     }
 

@@ -253,9 +253,12 @@ final class Job {
             verdict = .fail(Job.fileError(error))
             return false
         }
+        // Without a length, the probed size still holds for a plain GET of the probed version; a 200 to a
+        // ranged request may be a new version, of unknown size.
+        let length = response.header("content-length").flatMap { Int64($0) }
+            ?? (rangeStart == nil ? engine.download(id)?.totalBytes : nil)
         writeOffset = 0
         rangeStart = nil
-        let length = response.header("content-length").flatMap { Int64($0) }
         engine.modify(id) {
             $0.receivedBytes = 0
             $0.totalBytes = length

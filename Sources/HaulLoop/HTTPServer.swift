@@ -151,6 +151,27 @@ public final class HTTPExchange {
         return evbuffer_get_length(bufferevent_get_output(bufferEvent))
     }
 
+    /// Caps the kernel's send buffer for this connection, so a client that stops reading makes our own queue
+    /// (`queuedBytes`) grow soon, where we can see and bound it, instead of megabytes of socket memory.
+    public func limitSendBuffer(_ bytes: Int32) {
+        guard let fd = socketFD else { return }
+        var size = bytes
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Closes the connection at once; `onClose` follows when libevent notices.
+    public func abort() {
+        guard let fd = socketFD else { return }
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    private var socketFD: Int32? {
+        guard let request, let connection = evhttp_request_get_connection(request),
+              let bufferEvent = evhttp_connection_get_bufferevent(connection) else { return nil }
+        let fd = bufferevent_getfd(bufferEvent)
+        return fd >= 0 ? fd : nil
+    }
+
     private func chunkDrained() {
         let drained = self.drained
         self.drained = nil

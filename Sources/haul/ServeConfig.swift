@@ -12,6 +12,10 @@ struct ServeConfig {
     var maxAttempts = 5
     var retryWait = 1.0
     var stallTimeout = 60
+    var heartbeat = 15.0
+    var progressInterval = 0.25
+    var httpTimeout = 60
+    var slowClientTimeout = 30.0
     var allowRemote = false
     var logLevel = Logger.Level.info
 
@@ -26,6 +30,12 @@ struct ServeConfig {
           --retry-wait SECONDS   first retry delay, doubling each time (HAUL_RETRY_WAIT, default 1)
           --stall-timeout SECONDS  cut and retry a transfer that received nothing for this long
                                  (HAUL_STALL_TIMEOUT, default 60)
+          --sse-heartbeat SECONDS  comment heartbeat on idle event streams (HAUL_SSE_HEARTBEAT, default 15)
+          --progress-interval SECONDS  least time between progress events of a download
+                                 (HAUL_PROGRESS_INTERVAL, default 0.25)
+          --slow-client-timeout SECONDS  close an event stream whose client stopped reading this long ago
+                                 (HAUL_SLOW_CLIENT_TIMEOUT, default 30)
+          --http-timeout SECONDS idle and slow-client timeout of API connections (HAUL_HTTP_TIMEOUT, default 60)
           --allow-remote         allow listening on a non-loopback address (HAUL_ALLOW_REMOTE=1)
           --log-level LEVEL      debug, info, warning or error (HAUL_LOG_LEVEL, default info)
         """
@@ -37,7 +47,9 @@ struct ServeConfig {
     static func parse(_ arguments: [String], environment: [String: String]) throws -> ServeConfig {
         var values: [String: String] = [:]
         let names = ["listen", "download-dir", "data-dir", "max-active", "connections", "max-attempts", "retry-wait",
-                     "stall-timeout", "allow-remote", "log-level"]
+                     "stall-timeout", "sse-heartbeat", "progress-interval", "http-timeout",
+                     "slow-client-timeout", "allow-remote",
+                     "log-level"]
         for name in names {
             let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
             if let value = environment[variable] { values[name] = value }
@@ -79,13 +91,17 @@ struct ServeConfig {
         config.maxActive = try integer(values["max-active"], "max-active", 1...1000) ?? config.maxActive
         config.connections = try integer(values["connections"], "connections", 1...32) ?? config.connections
         config.maxAttempts = try integer(values["max-attempts"], "max-attempts", 1...100) ?? config.maxAttempts
-        if let v = values["retry-wait"] {
-            guard let seconds = Double(v), seconds >= 0, seconds <= 3600 else {
-                throw Invalid(description: "--retry-wait must be seconds from 0 to 3600")
-            }
-            config.retryWait = seconds
-        }
+        config.retryWait = try seconds(values["retry-wait"], "retry-wait", 0...3600) ?? config.retryWait
         config.stallTimeout = try integer(values["stall-timeout"], "stall-timeout", 1...3600) ?? config.stallTimeout
+        config.heartbeat = try seconds(values["sse-heartbeat"], "sse-heartbeat", 0.05...3600) ?? config.heartbeat
+        config.progressInterval = try seconds(values["progress-interval"], "progress-interval", 0.01...60)
+            ?? config.progressInterval
+        config.slowClientTimeout = try seconds(values["slow-client-timeout"], "slow-client-timeout", 0.1...3600)
+            ?? config.slowClientTimeout
+        config.httpTimeout = try integer(values["http-timeout"], "http-timeout", 1...3600) ?? config.httpTimeout
+        if config.heartbeat >= Double(config.httpTimeout) {
+            throw Invalid(description: "--sse-heartbeat must be shorter than --http-timeout, or idle streams are cut")
+        }
         if let v = values["allow-remote"] { config.allowRemote = ["1", "true", "yes"].contains(v.lowercased()) }
         if let v = values["log-level"] {
             let levels: [String: Logger.Level] = ["debug": .debug, "info": .info, "warning": .warning, "error": .error]
@@ -101,6 +117,14 @@ struct ServeConfig {
 
     var isLoopback: Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    private static func seconds(_ text: String?, _ name: String, _ range: ClosedRange<Double>) throws -> Double? {
+        guard let text else { return nil }
+        guard let value = Double(text), range.contains(value) else {
+            throw Invalid(description: "--\(name) must be seconds from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
     }
 
     private static func integer(_ text: String?, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {

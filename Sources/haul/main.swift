@@ -19,6 +19,7 @@ func serve(_ arguments: [String]) -> Int32 {
     let log = Logger(minimum: config.logLevel)
     // A client that disconnects mid-reply must not kill the server.
     signal(SIGPIPE, SIG_IGN)
+    raiseOpenFileLimit()
     do {
         let downloadRoot = Files.absolute(config.downloadDir)
         let dataDir = Files.absolute(config.dataDir)
@@ -33,9 +34,18 @@ func serve(_ arguments: [String]) -> Int32 {
         engineConfig.retryBaseDelay = config.retryWait
         engineConfig.stallTimeout = config.stallTimeout
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
-        let api = API(engine: engine)
-        let server = try HTTPServer(loop: loop) { exchange in
-            exchange.respond(api.handle(exchange.message))
+        var events = EventStreamConfig()
+        events.heartbeat = config.heartbeat
+        events.progressInterval = config.progressInterval
+        events.slowClientTimeout = config.slowClientTimeout
+        let api = API(engine: engine, loop: loop, events: events)
+        let server = try HTTPServer(loop: loop, timeout: Int32(config.httpTimeout)) { exchange in
+            switch api.handle(exchange.message) {
+            case .response(let response):
+                exchange.respond(response)
+            case .eventStream(let request):
+                api.attach(HTTPEventSink(exchange: exchange), for: request)
+            }
         }
         let port = try server.bind(host: config.host, port: config.port)
         try engine.start()
@@ -58,6 +68,14 @@ func serve(_ arguments: [String]) -> Int32 {
         log.error("cannot start: \(error)")
         return 1
     }
+}
+
+/// Every event-stream client holds a socket: allow as many as the hard limit permits.
+func raiseOpenFileLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())

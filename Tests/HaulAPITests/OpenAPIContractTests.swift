@@ -43,7 +43,7 @@ final class OpenAPIContractTests: XCTestCase {
         let loop = try EventLoop()
         let store = try DownloadStore(path: dir + "/haul.sqlite")
         let engine = try Engine(loop: loop, store: store, config: EngineConfig(downloadRoot: dir), log: Logger())
-        let api = API(engine: engine)
+        let api = API(engine: engine, loop: loop)
         let served = Set(api.operations.map { "\($0.method) \($0.path)" })
         let documented = specOperations(try specText())
         XCTAssertFalse(documented.isEmpty)

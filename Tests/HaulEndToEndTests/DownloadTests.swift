@@ -86,13 +86,24 @@ final class DownloadTests: HaulTestCase {
         XCTAssertEqual(probes, ["HEAD <null>", "GET bytes=0-0"])
     }
 
-    func testUnknownLengthDownloadsOnOneConnectionAndIsNotResumable() throws {
+    func testUnknownLengthWithoutRangesDownloadsAndIsNotResumable() throws {
         let hash = try sandbox.makeRandomFile("www/stream.bin", size: 300_000)
-        let id = try add(["url": originURL("stream.bin", "nolength=1")])
+        let id = try add(["url": originURL("stream.bin", "nolength=1&norange=1")])
         let done = try waitForState(id, "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
-        XCTAssertEqual(int(done["total_bytes"]), 300_000)
+        XCTAssertEqual(int(done["total_bytes"]), 300_000, "known once every byte is there")
         XCTAssertEqual(done["resumable"] as? Bool, false)
+    }
+
+    func testAChunkedBodyKeepsTheSizeTheRangedProbeFound() throws {
+        // HEAD gives no length, the one-byte ranged GET's Content-Range does; the body then comes chunked.
+        let hash = try sandbox.makeRandomFile("www/chunked.bin", size: 300_000)
+        let id = try add(["url": originURL("chunked.bin", "nolength=1&rate=300000")])
+        try waitFor("the transfer to start") { int(try download(id)["received_bytes"]) > 0 }
+        XCTAssertEqual(int(try download(id)["total_bytes"]), 300_000)
+        let done = try waitForState(id, "completed")
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
+        XCTAssertEqual(done["resumable"] as? Bool, true)
     }
 
     func testContentDispositionNamesTheFile() throws {

@@ -1,0 +1,179 @@
+import Foundation
+import HaulCore
+import HaulLoop
+
+/// Turns engine changes into numbered events: streams them to subscribers, keeps the newest for clients that
+/// reconnect with Last-Event-ID, and remembers what changed when for `changed_since` polling.
+public final class EventHub {
+    private let engine: Engine
+    private let config: EventStreamConfig
+    /// The last sequence number handed out. Starts at the microseconds since 1970, so numbers keep growing
+    /// across restarts and a Last-Event-ID from an earlier run is never mistaken for one of this run.
+    public private(set) var sequence: Int64
+    /// The newest events, oldest first, at most `replayCapacity`.
+    private var replay: [StreamEvent] = []
+    private var replayStart = 0
+    /// The sequence number of each download's latest event.
+    private var lastChange: [String: Int64] = [:]
+    private var tombstones: [(sequence: Int64, id: String)] = []
+    /// changed_since below this may have missed removals that were forgotten.
+    private var forgottenBefore: Int64
+    /// Received bytes as of each download's last event, to send progress only when it moved.
+    private var announcedBytes: [String: Int64] = [:]
+    /// Downloads changed (not in state) since their last event.
+    private var dirty: Set<String> = []
+    private var subscribers: [ObjectIdentifier: EventSubscriber] = [:]
+    private var progressTimer: LoopTimer?
+    private var heartbeatTimer: LoopTimer?
+
+    public init(loop: EventLoop, engine: Engine, config: EventStreamConfig) {
+        self.engine = engine
+        self.config = config
+        sequence = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        forgottenBefore = sequence
+        progressTimer = LoopTimer(loop: loop, delay: config.progressInterval, repeating: true) { [unowned self] in
+            self.emitProgress()
+            self.closeSlowClients()
+        }
+        heartbeatTimer = LoopTimer(loop: loop, delay: config.heartbeat, repeating: true) { [unowned self] in
+            self.heartbeat()
+        }
+        progressTimer?.start()
+        heartbeatTimer?.start()
+        engine.onChange = { [unowned self] change in self.engineChanged(change) }
+    }
+
+    public var streamCount: Int { subscribers.count }
+    public var slowStreamCount: Int { subscribers.values.filter { $0.slowSince != nil }.count }
+    /// Bytes waiting in our queues for all stream clients together.
+    public var queuedBytes: Int { subscribers.values.reduce(0) { $0 + $1.sink.queuedBytes } }
+
+    // MARK: engine -> events
+
+    private func engineChanged(_ change: EngineChange) {
+        switch change {
+        case .created(let id):
+            publish(.created, about: id)
+        case .updated(let id, let stateChanged):
+            guard stateChanged else {
+                dirty.insert(id)
+                return
+            }
+            // The last bytes before a download completes always get their own progress event.
+            if engine.snapshot(id)?.download.state == .completed || dirty.contains(id)
+                || engine.receivedBytes(id) != announcedBytes[id] {
+                publish(.progress, about: id)
+            }
+            publish(.state, about: id)
+        case .removed(let id):
+            sequence += 1
+            let event = StreamEvent(sequence: sequence, kind: .removed, downloadID: id,
+                                    data: JSONValue.object([("id", .string(id))]).serialized())
+            lastChange.removeValue(forKey: id)
+            announcedBytes.removeValue(forKey: id)
+            dirty.remove(id)
+            tombstones.append((sequence, id))
+            if tombstones.count > config.tombstoneCapacity {
+                forgottenBefore = tombstones.removeFirst().sequence
+            }
+            record(event)
+            // A stream following only this download has nothing left to say.
+            for (key, subscriber) in subscribers where subscriber.downloadID == id {
+                subscribers.removeValue(forKey: key)
+                subscriber.sink.finish()
+            }
+        }
+    }
+
+    /// Every `progressInterval`: one progress event per download whose bytes moved or that changed otherwise.
+    private func emitProgress() {
+        var due = dirty
+        dirty.removeAll()
+        for id in engine.runningIDs where engine.receivedBytes(id) != announcedBytes[id] { due.insert(id) }
+        for id in due.sorted() { publish(.progress, about: id) }
+    }
+
+    private func publish(_ kind: StreamEvent.Kind, about id: String) {
+        guard let snapshot = engine.snapshot(id) else { return }
+        sequence += 1
+        let event = StreamEvent(sequence: sequence, kind: kind, downloadID: id,
+                                data: DownloadResource.json(snapshot).serialized())
+        lastChange[id] = sequence
+        announcedBytes[id] = snapshot.download.receivedBytes
+        dirty.remove(id)
+        record(event)
+    }
+
+    private func record(_ event: StreamEvent) {
+        if replay.count < config.replayCapacity {
+            replay.append(event)
+        } else {
+            replay[replayStart] = event
+            replayStart = (replayStart + 1) % replay.count
+        }
+        let now = ProcessInfo.processInfo.systemUptime
+        for subscriber in subscribers.values { subscriber.offer(event, now: now) }
+    }
+
+    private var replayInOrder: ArraySlice<StreamEvent> {
+        ArraySlice(replay[replayStart...] + replay[..<replayStart])
+    }
+
+    // MARK: subscribers
+
+    /// Starts streaming to `sink`: first what a reconnecting client missed since `lastEventID` (or one snapshot
+    /// when that is no longer in the buffer), then every new event.
+    func subscribe(_ sink: EventSink, downloadID: String?, lastEventID: Int64?) {
+        let now = ProcessInfo.processInfo.systemUptime
+        let subscriber = EventSubscriber(sink: sink, downloadID: downloadID, queueLimit: config.slowClientQueue,
+                                         now: now)
+        let key = ObjectIdentifier(sink)
+        sink.onClose = { [unowned self] in self.subscribers.removeValue(forKey: key) }
+        sink.onDrained = { [weak subscriber] in subscriber?.drained(now: ProcessInfo.processInfo.systemUptime) }
+        subscribers[key] = subscriber
+        sink.write("retry: 2000\n\n")
+        guard let lastEventID, lastEventID < sequence else { return }
+        let ordered = replayInOrder
+        if let oldest = ordered.first, lastEventID >= oldest.sequence - 1 {
+            for event in ordered where event.sequence > lastEventID { subscriber.offer(event, now: now) }
+        } else {
+            subscriber.offer(snapshot(for: downloadID), now: now)
+        }
+    }
+
+    /// Every download now (or the one followed), as one event carrying the current sequence number.
+    private func snapshot(for downloadID: String?) -> StreamEvent {
+        let snapshots = downloadID.map { id in engine.snapshot(id).map { [$0] } ?? [] } ?? engine.list()
+        return StreamEvent(sequence: sequence, kind: .snapshot, downloadID: nil,
+                           data: JSONValue.object([("downloads", .array(snapshots.map(DownloadResource.json)))])
+                               .serialized())
+    }
+
+    private func heartbeat() {
+        let now = ProcessInfo.processInfo.systemUptime
+        for subscriber in subscribers.values where now - subscriber.lastWriteAt >= config.heartbeat / 2 {
+            subscriber.heartbeat(now: now)
+        }
+    }
+
+    /// A client that has not taken its queue for `slowClientTimeout` is cut off; its memory is freed with it.
+    private func closeSlowClients() {
+        let now = ProcessInfo.processInfo.systemUptime
+        for subscriber in subscribers.values {
+            if let since = subscriber.slowSince, now - since > config.slowClientTimeout { subscriber.sink.close() }
+        }
+    }
+
+    // MARK: polling
+
+    /// What changed after `since`: the ids of downloads with newer events, and the ids removed. nil when removals
+    /// that old are forgotten (the caller then sends everything).
+    func changes(since: Int64) -> (changed: Set<String>, removed: [String])? {
+        guard since >= forgottenBefore else { return nil }
+        // Changes not yet announced (coalesced until the next progress tick) are newer than any number given out.
+        var changed = Set(lastChange.filter { $0.value > since }.keys).union(dirty)
+        for id in engine.runningIDs where engine.receivedBytes(id) != announcedBytes[id] { changed.insert(id) }
+        let removed = tombstones.filter { $0.sequence > since }.map(\.id)
+        return (changed, removed)
+    }
+}
