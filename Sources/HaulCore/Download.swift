@@ -18,7 +18,11 @@ public struct Download: Sendable, Equatable {
     public var state: DownloadState
     public var finalURL: String?
     public var totalBytes: Int64?
+    /// Bytes in the part file, counted as they are written.
     public var receivedBytes: Int64 = 0
+    /// Bytes known to be on disk: the journal. Only this is stored, so after a crash a download never resumes
+    /// past data that was lost with the page cache. Never more than `receivedBytes`.
+    public var durableBytes: Int64 = 0
     public var acceptsRanges = false
     public var etag: String?
     public var lastModified: String?

@@ -74,7 +74,7 @@ public final class DownloadStore {
         try db.run("INSERT OR REPLACE INTO downloads (\(Self.columns)) VALUES (\(placeholders))", [
             .text(d.id), .integer(d.sequence), .text(d.url), .text(Self.encode(d.headers)),
             text(d.requestedFilename), .text(d.directory), text(d.filename), .text(d.state.rawValue),
-            text(d.finalURL), integer(d.totalBytes), .integer(d.receivedBytes), .integer(d.acceptsRanges ? 1 : 0),
+            text(d.finalURL), integer(d.totalBytes), .integer(d.durableBytes), .integer(d.acceptsRanges ? 1 : 0),
             text(d.etag), text(d.lastModified), text(d.contentType), .integer(Int64(d.connections)),
             .integer(Int64(d.priority)), integer(d.maxSpeed), text(d.error?.code.rawValue), text(d.error?.message),
             .integer(Int64(d.attempts)), .real(d.createdAt.timeIntervalSince1970),
@@ -82,10 +82,10 @@ public final class DownloadStore {
         ])
     }
 
-    /// Records progress only: the cheap write made while a transfer runs.
-    public func saveProgress(id: String, receivedBytes: Int64, updatedAt: Date) throws {
+    /// Records a checkpoint only: the cheap write made while a transfer runs.
+    public func saveProgress(id: String, durableBytes: Int64, updatedAt: Date) throws {
         try db.run("UPDATE downloads SET received_bytes = ?, updated_at = ? WHERE id = ?",
-                   [.integer(receivedBytes), .real(updatedAt.timeIntervalSince1970), .text(id)])
+                   [.integer(durableBytes), .real(updatedAt.timeIntervalSince1970), .text(id)])
     }
 
     public func delete(id: String) throws {
@@ -110,7 +110,8 @@ public final class DownloadStore {
         d.filename = row[6].string
         d.finalURL = row[8].string
         d.totalBytes = row[9].int
-        d.receivedBytes = row[10].int ?? 0
+        d.durableBytes = row[10].int ?? 0
+        d.receivedBytes = d.durableBytes
         d.acceptsRanges = (row[11].int ?? 0) != 0
         d.etag = row[12].string
         d.lastModified = row[13].string

@@ -103,13 +103,10 @@ public final class Engine {
         schedule()
     }
 
-    /// Stops every transfer and records how far each got; they resume on the next start.
+    /// Stops every transfer and checkpoints it (fdatasync, then the journal); they resume on the next start.
     public func shutdown() {
         tick?.cancel()
-        for (id, job) in jobs {
-            job.stop()
-            if let download = downloads[id] { persist(download) }
-        }
+        for job in jobs.values { job.stop() }
         jobs.removeAll()
     }
 
@@ -224,6 +221,7 @@ public final class Engine {
         guard var download = downloads[id] else { return nil }
         let before = download.state
         change(&download)
+        download.durableBytes = min(download.durableBytes, download.receivedBytes)
         download.updatedAt = Date()
         downloads[id] = download
         persist(download)
@@ -231,12 +229,34 @@ public final class Engine {
         return download
     }
 
-    /// Progress without a full write: the hot path of every body chunk.
+    /// Progress without a full write: the hot path of every body chunk. Going back (a restart) also takes the
+    /// journal back at once, before a single byte of other data lands where it used to vouch for.
     func setReceived(_ id: String, _ bytes: Int64) {
-        downloads[id]?.receivedBytes = bytes
+        guard var download = downloads[id] else { return }
+        download.receivedBytes = bytes
+        let lowered = download.durableBytes > bytes
+        if lowered { download.durableBytes = bytes }
+        downloads[id] = download
+        if lowered { journal(id, bytes) }
+    }
+
+    /// Records that the first `bytes` of the part file are on disk (the caller has synced them).
+    func journal(_ id: String, _ bytes: Int64) {
+        guard downloads[id] != nil else { return }
+        downloads[id]!.durableBytes = min(bytes, downloads[id]!.receivedBytes)
+        do {
+            try store.saveProgress(id: id, durableBytes: downloads[id]!.durableBytes, updatedAt: Date())
+        } catch {
+            log.error("cannot save a checkpoint", ["download.id": id, "error": "\(error)"])
+        }
     }
 
     func download(_ id: String) -> Download? { downloads[id] }
+
+    /// Whether a download still needs the part file `name.part` in `directory` (one not yet completed).
+    func isClaimed(directory: String, name: String) -> Bool {
+        downloads.values.contains { $0.directory == directory && $0.filename == name && $0.state != .completed }
+    }
 
     /// Called by a job that reached `completed` or `failed`: frees its slot.
     func jobEnded(_ id: String) {
@@ -280,20 +300,13 @@ public final class Engine {
         }
     }
 
-    /// Periodic: sample speeds and write progress of running downloads.
+    /// Periodic: sample speeds, cut stalls, and checkpoint running downloads.
     private func checkpoint() {
         let now = ProcessInfo.processInfo.systemUptime
         for (id, job) in jobs {
             guard let download = downloads[id] else { continue }
             job.tick(bytes: download.receivedBytes, at: now)
-            if job.lastSavedBytes != download.receivedBytes {
-                job.lastSavedBytes = download.receivedBytes
-                do {
-                    try store.saveProgress(id: id, receivedBytes: download.receivedBytes, updatedAt: Date())
-                } catch {
-                    log.error("cannot save progress", ["download.id": id, "error": "\(error)"])
-                }
-            }
+            job.checkpoint()
         }
     }
 

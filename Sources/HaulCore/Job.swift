@@ -18,7 +18,12 @@ final class Job {
     private var restarts = 0
     private var stopped = false
     private var meter = RateMeter()
-    var lastSavedBytes: Int64 = -1
+    /// Bumped whenever the part file is cut back, so a checkpoint started before cannot journal stale bytes.
+    private var generation = 0
+    private var checkpointInFlight = false
+    /// The offset the latest checkpoint covers (or is covering).
+    private var checkpointOffset: Int64 = 0
+    static let checkpointBytes: Int64 = 16 << 20
     /// The stall watchdog: bytes seen at the last tick, and when that count last moved.
     private var watchedBytes: Int64 = -1
     private var lastMovedAt: Double = 0
@@ -63,6 +68,7 @@ final class Job {
     // MARK: lifecycle
 
     func start() {
+        if finishedBeforeACrash() { return }
         engine.modify(id) {
             $0.state = .probing
             $0.startedAt = $0.startedAt ?? Date()
@@ -72,15 +78,65 @@ final class Job {
         probe(head: true)
     }
 
-    /// Stops at once: closes the connection, keeps the part file and the bytes received.
+    /// Stops at once: closes the connection, keeps the part file, and checkpoints what was received.
     func stop() {
         stopped = true
         if let transfer { engine.multi.remove(transfer) }
         transfer = nil
         retryTimer?.cancel()
         retryTimer = nil
-        file?.close()
-        file = nil
+        closeFile()
+    }
+
+    /// Syncs and journals the bytes written so far, then closes the part file. Blocks for the fdatasync: it
+    /// covers at most one checkpoint interval of data.
+    private func closeFile() {
+        guard let file else { return }
+        if (try? file.sync()) != nil { engine.journal(id, writeOffset) }
+        file.close()
+        self.file = nil
+    }
+
+    /// Every second (and every 16 MiB): fdatasync the part file off the loop, then journal the offset it covers.
+    /// The journal therefore never claims a byte that is not on disk.
+    func checkpoint() {
+        guard !checkpointInFlight, let file, writeOffset > checkpointOffset,
+              let download = engine.download(id), writeOffset > download.durableBytes else { return }
+        let handle: SyncHandle
+        do {
+            handle = try file.syncHandle()
+        } catch {
+            return log.warning("cannot checkpoint: \(error)", meta)
+        }
+        let offset = writeOffset
+        let generation = self.generation
+        checkpointInFlight = true
+        checkpointOffset = offset
+        engine.loop.offload({ handle.syncAndClose() }, then: { [weak self] error in
+            guard let self else { return }
+            self.checkpointInFlight = false
+            if let error { return self.log.warning("checkpoint failed: \(error)", self.meta) }
+            guard generation == self.generation, !self.stopped else { return }
+            self.engine.journal(self.id, offset)
+        })
+    }
+
+    /// A crash between giving the file its name and recording `completed` leaves the journal complete, no part
+    /// file, and the finished file in place: record the completion instead of fetching it again.
+    private func finishedBeforeACrash() -> Bool {
+        guard let download = engine.download(id), let name = download.filename, let total = download.totalBytes,
+              download.durableBytes == total else { return false }
+        let directory = engine.path(ofDirectory: download.directory)
+        guard !Files.exists(directory + "/" + name + ".part"), Files.size(directory + "/" + name) == total else {
+            return false
+        }
+        engine.modify(id) {
+            $0.state = .completed
+            $0.completedAt = $0.completedAt ?? Date()
+        }
+        log.info("found the download completed before a restart", meta)
+        engine.jobEnded(id)
+        return true
     }
 
     // MARK: probe
@@ -160,6 +216,19 @@ final class Job {
         for n in 0..<10_000 {
             let name = FileName.candidate(base, n)
             if Files.exists(directory + "/" + name) { continue }
+            let partPath = directory + "/" + name + ".part"
+            if let size = Files.size(partPath), !engine.isClaimed(directory: download.directory, name: name) {
+                // A part file nobody journals (another tool's, or ours with the database lost): the resume plan
+                // continues it if smaller than the remote file, completes it if equal, restarts it if larger.
+                file = try PartFile(path: partPath)
+                engine.modify(id) {
+                    $0.filename = name
+                    $0.receivedBytes = size
+                    $0.durableBytes = size
+                }
+                log.info("adopting an existing part file", meta.merging(["file.size": "\(size)"]) { a, _ in a })
+                return
+            }
             do {
                 // O_EXCL: two downloads of the same name never share a part file.
                 file = try PartFile(path: directory + "/" + name + ".part", exclusive: true)
@@ -180,13 +249,19 @@ final class Job {
         let plan = ResumePlan.decide(journaled: download.receivedBytes, partFileSize: partSize,
                                      total: download.totalBytes, acceptsRanges: download.acceptsRanges,
                                      validator: download.etag ?? download.lastModified)
+        engine.setReceived(id, plan.offset)
         do {
-            if partSize != plan.offset { try file.truncate(to: plan.offset) }
+            if partSize != plan.offset {
+                generation += 1
+                try file.truncate(to: plan.offset)
+            }
+            // Blocks for the whole file now: a full disk fails here, not hours into the transfer.
+            if let total = download.totalBytes { try file.reserve(total) }
         } catch {
             return failed(Job.fileError(error))
         }
         writeOffset = plan.offset
-        engine.setReceived(id, plan.offset)
+        checkpointOffset = min(checkpointOffset, plan.offset)
         if let total = download.totalBytes, plan.offset == total, plan.offset > 0 {
             return transferred()
         }
@@ -247,6 +322,9 @@ final class Job {
 
     /// Accepts a 200 body: everything from byte 0, possibly of a new version of the file.
     private func takeWholeBody(_ response: TransferResponse) -> Bool {
+        engine.setReceived(id, 0)
+        generation += 1
+        checkpointOffset = 0
         do {
             try file?.truncate(to: 0)
         } catch {
@@ -278,6 +356,7 @@ final class Job {
         }
         writeOffset += Int64(chunk.count)
         engine.setReceived(id, writeOffset)
+        if writeOffset - checkpointOffset >= Job.checkpointBytes { checkpoint() }
         return true
     }
 
@@ -343,18 +422,24 @@ final class Job {
         do {
             for n in 0..<10_000 {
                 let name = FileName.candidate(base, n)
-                if try Files.linkWithoutReplacing(file.path, to: directory + "/" + name) {
-                    try Files.syncDirectory(directory)
-                    engine.modify(id) {
-                        $0.filename = name
-                        $0.state = .completed
-                        $0.completedAt = Date()
-                        $0.error = nil
-                    }
-                    log.info("download completed", meta.merging(["file.name": name, "file.size": "\(size)"]) { a, _ in a })
-                    engine.jobEnded(id)
-                    return
+                let target = directory + "/" + name
+                if Files.sameFile(file.path, target) {
+                    // A crash between link and unlink left both names on this file: finish the unlink.
+                    try Files.remove(file.path)
+                } else if !(try Files.linkWithoutReplacing(file.path, to: target)) {
+                    continue
                 }
+                try Files.syncDirectory(directory)
+                engine.modify(id) {
+                    $0.filename = name
+                    $0.durableBytes = size
+                    $0.state = .completed
+                    $0.completedAt = Date()
+                    $0.error = nil
+                }
+                log.info("download completed", meta.merging(["file.name": name, "file.size": "\(size)"]) { a, _ in a })
+                engine.jobEnded(id)
+                return
             }
             failed(DownloadError(.writeFailed, "no free file name for \(base)"))
         } catch {
@@ -378,8 +463,8 @@ final class Job {
             return
         }
         log.warning("download failed: \(error.message)", meta.merging(["error.code": error.code.rawValue]) { a, _ in a })
-        file?.close()
-        file = nil
+        // Keep what was received: a retry after the cause is fixed continues from there.
+        closeFile()
         engine.modify(id) {
             $0.state = .failed
             $0.error = error

@@ -9,6 +9,7 @@ public final class EventLoop {
     let base: OpaquePointer
     private var signalEvents: [SignalWatch] = []
     let inbox = Inbox()
+    private let workers = WorkerPool(threads: 2)
     private var wakeEvent: OpaquePointer?
     private var wakeFDs: (read: Int32, write: Int32) = (-1, -1)
     private var thread: pthread_t?
@@ -144,12 +145,12 @@ final class Inbox: @unchecked Sendable {
 }
 
 extension EventLoop {
-    /// Runs `work` on a background thread (it may block: fsync, hashing) and then `completion` with its result on
-    /// the loop thread.
+    /// Runs `work` on a worker thread (it may block: fsync, hashing) and then `completion` with its result on the
+    /// loop thread.
     public func offload<T: Sendable>(_ work: @escaping @Sendable () -> T, then completion: @escaping (T) -> Void) {
         let box = LoopBound(completion)
         let inbox = self.inbox
-        Thread.detachNewThread {
+        workers.submit {
             let result = work()
             inbox.append { box.value(result) }
         }

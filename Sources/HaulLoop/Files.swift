@@ -9,6 +9,14 @@ public enum Files {
         return Int64(info.st_size)
     }
 
+    /// Whether two paths name the same file (hard links of one inode).
+    public static func sameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard stat(a, &first) == 0, stat(b, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+
     public static func exists(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0

@@ -1,3 +1,4 @@
+internal import CSystem
 import Foundation
 
 /// A file written at chosen offsets with `pwrite`: the `.part` file a download streams into.
@@ -43,6 +44,23 @@ public final class PartFile {
     public func sync() throws(FileError) {
         guard fdatasync(fd) == 0 else { throw FileError(call: "fdatasync", path: path, code: errno) }
     }
+
+    /// Reserves disk blocks for the first `size` bytes without changing the file's size. A file system that
+    /// cannot do this is not an error; a full one is (`isNoSpace`).
+    public func reserve(_ size: Int64) throws(FileError) {
+        guard size > 0 else { return }
+        let code = haul_reserve_space(fd, 0, off_t(size))
+        if code == 0 || code == EOPNOTSUPP || code == ENOSYS { return }
+        throw FileError(call: "fallocate", path: path, code: code)
+    }
+
+    /// A second descriptor for syncing on a worker thread: closing or truncating this one on the loop thread
+    /// meanwhile is then harmless.
+    public func syncHandle() throws(FileError) -> SyncHandle {
+        let copy = dup(fd)
+        guard copy >= 0 else { throw FileError(call: "dup", path: path, code: errno) }
+        return SyncHandle(fd: copy, path: path)
+    }
 }
 
 /// A failed file-system call, with the path and errno it failed on.
@@ -59,4 +77,16 @@ public struct FileError: Error, CustomStringConvertible, Sendable {
 
     public var isNoSpace: Bool { code == ENOSPC || code == EDQUOT }
     public var description: String { "\(call) \(path): \(String(cString: strerror(code)))" }
+}
+
+/// A descriptor to be synced once, off the loop, and closed.
+public struct SyncHandle: Sendable {
+    let fd: Int32
+    let path: String
+
+    /// fdatasync, then close; nil when the data is durable.
+    public func syncAndClose() -> FileError? {
+        defer { _ = Glibc.close(fd) }
+        return fdatasync(fd) == 0 ? nil : FileError(call: "fdatasync", path: path, code: errno)
+    }
 }

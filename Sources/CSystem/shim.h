@@ -1,0 +1,17 @@
+#ifndef HAUL_CSYSTEM_SHIM_H
+#define HAUL_CSYSTEM_SHIM_H
+
+#include <sys/types.h>
+#include <errno.h>
+
+// fallocate(2) is declared only under _GNU_SOURCE, which Swift's Glibc module is not built with.
+extern int fallocate(int fd, int mode, off_t offset, off_t len);
+
+// Reserves the blocks of [offset, offset + len) without changing the file's size (FALLOC_FL_KEEP_SIZE), so
+// ENOSPC shows up before the transfer and the size still tells how far a sequential writer got.
+// Returns 0 or an errno value.
+static inline int haul_reserve_space(int fd, off_t offset, off_t len) {
+    return fallocate(fd, 0x01 /* FALLOC_FL_KEEP_SIZE */, offset, len) == 0 ? 0 : errno;
+}
+
+#endif
