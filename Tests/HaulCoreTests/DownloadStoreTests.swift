@@ -53,6 +53,26 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(try reopened.loadAll(), [])
     }
 
+    func testOpensTheDatabaseOfTheFirstSchemaAndMigratesIt() throws {
+        let path = directory + "/haul.sqlite"
+        do {
+            // What the first Haul wrote: schema 1 and one row.
+            let db = try SQLiteDatabase(path: path)
+            try db.execute(DownloadStore.migrations[0])
+            try db.execute("PRAGMA user_version = 1")
+            try db.run("""
+                INSERT INTO downloads (id, seq, url, state, connections, received_bytes, created_at, updated_at)
+                VALUES ('old', 1, 'http://h/f', 'paused', 1, 42, 1800000000, 1800000000)
+                """)
+        }
+        let store = try DownloadStore(path: path)
+        XCTAssertEqual(store.schemaVersion, DownloadStore.migrations.count)
+        let loaded = try store.loadAll()
+        XCTAssertEqual(loaded.map(\.id), ["old"])
+        XCTAssertEqual(loaded.first?.state, .paused)
+        XCTAssertEqual(loaded.first?.durableBytes, 42)
+    }
+
     func testRefusesADatabaseFromANewerHaul() throws {
         let path = directory + "/haul.sqlite"
         do {

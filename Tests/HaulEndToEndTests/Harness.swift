@@ -54,13 +54,13 @@ var buildDirectory: String {
 
 /// sha256 of a file, computed by coreutils' sha256sum.
 func sha256(_ path: String) throws -> String {
-    let output = try run("/usr/bin/sha256sum", [path])
+    let output = try runCommand("/usr/bin/sha256sum", [path])
     guard let hash = output.split(separator: " ").first else { throw HarnessError("sha256sum printed nothing") }
     return String(hash)
 }
 
 @discardableResult
-func run(_ executable: String, _ arguments: [String]) throws -> String {
+func runCommand(_ executable: String, _ arguments: [String]) throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments

@@ -1,0 +1,158 @@
+import Foundation
+import XCTest
+
+/// Kill the server at any moment, start it again: every download finishes with the right bytes.
+final class CrashTests: HaulTestCase {
+    /// Bytes the origin sent for `name` beyond the file's size: what was fetched again after interruptions.
+    private func refetched(_ name: String, size: Int) throws -> Int64 {
+        let sent = try originRequests().filter { ($0["path"] as? String) == "/files/\(name)" }
+            .reduce(Int64(0)) { $0 + int($1["body_bytes"]) }
+        return sent - Int64(size)
+    }
+
+    func testSIGKILLAtTwentyRandomMomentsLosesAndDuplicatesNothing() throws {
+        let files: [(name: String, size: Int, query: String)] = [
+            ("big-1.bin", 16_000_000, "rate=3000000"),
+            ("big-2.bin", 12_000_000, "rate=3000000"),
+            ("small-1.bin", 200_000, "rate=100000"),
+            ("small-2.bin", 40_000, ""),
+        ]
+        var hashes: [String: String] = [:]
+        for file in files { hashes[file.name] = try sandbox.makeRandomFile("www/\(file.name)", size: file.size) }
+        var ids: [String: String] = [:]
+        for file in files { ids[file.name] = try add(["url": originURL(file.name, file.query)]) }
+
+        var generator = SystemRandomNumberGenerator()
+        var activeAtKill = 0
+        for _ in 0..<20 {
+            usleep(UInt32.random(in: 150_000...600_000, using: &generator))
+            activeAtKill += (try? api.get("/stats").json["active"]).map { int($0) > 0 ? 1 : 0 } ?? 0
+            haul.stop(signal: SIGKILL)
+            try startHaul()
+        }
+        XCTAssertGreaterThanOrEqual(activeAtKill, 10, "most kills should hit running transfers")
+
+        for file in files {
+            let done = try waitForState(ids[file.name]!, "completed", timeout: 90)
+            XCTAssertEqual(done["filename"] as? String, file.name)
+            XCTAssertEqual(try sha256(try downloadedPath(done)), hashes[file.name], file.name)
+        }
+        let listed = try XCTUnwrap(try api.get("/downloads").json["downloads"] as? [[String: Any]])
+        XCTAssertEqual(Set(listed.compactMap { $0["id"] as? String }), Set(ids.values), "none lost or added")
+        let onDisk = try FileManager.default.contentsOfDirectory(atPath: sandbox.file("downloads")).sorted()
+        XCTAssertEqual(onDisk, files.map(\.name).sorted(), "no duplicates, no leftover part files")
+        var report: [String] = []
+        for file in files where file.size > 1_000_000 {
+            report.append("\(file.name) \(try refetched(file.name, size: file.size) / 1024) KiB")
+        }
+        print("SIGKILL x20: refetched in total \(report.joined(separator: ", ")); "
+              + "\(activeAtKill) kills hit running transfers")
+    }
+
+    func testSIGTERMCheckpointsAndExitsWithinFiveSeconds() throws {
+        let size = 8_000_000
+        let hash = try sandbox.makeRandomFile("www/term.bin", size: size)
+        let id = try add(["url": originURL("term.bin", "rate=2000000")])
+        try waitFor("a few megabytes") { int(try download(id)["received_bytes"]) > 2_500_000 }
+        let started = Date()
+        XCTAssertEqual(haul.stop(signal: SIGTERM), 0)
+        let took = Date().timeIntervalSince(started)
+        XCTAssertLessThan(took, 5)
+        try startHaul()
+        let journaled = int(try download(id)["received_bytes"])
+        XCTAssertGreaterThan(journaled, 2_500_000, "the shutdown checkpoint kept the bytes received")
+        let done = try waitForState(id, "completed")
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
+        let again = try refetched("term.bin", size: size)
+        print("SIGTERM: exited in \(String(format: "%.2f", took)) s; refetched \(again) bytes after the restart")
+        // At most one checkpoint's worth (one second at 2 MB/s); a clean shutdown should need next to nothing.
+        XCTAssertLessThanOrEqual(again, 2_000_000)
+        let ranged = try originRequests().filter { $0["method"] as? String == "GET" }.last
+        XCTAssertEqual(ranged?["range"] as? String, "bytes=\(journaled)-")
+        XCTAssertNotNil(ranged?["if_range"] as? String)
+    }
+
+    func testAPartFileWithoutAJournalIsContinuedCompletedOrRestarted() throws {
+        let size = 600_000
+        let hash = try sandbox.makeRandomFile("www/adopt.bin", size: size)
+        let source = try Data(contentsOf: URL(fileURLWithPath: sandbox.file("www/adopt.bin")))
+        try FileManager.default.createDirectory(atPath: sandbox.file("downloads"), withIntermediateDirectories: true)
+        let cases: [(dir: String, part: Data, firstGetRange: String??)] = [
+            ("smaller", source.prefix(250_000), .some("bytes=250000-")),
+            ("equal", source, .none),
+            ("larger", source + Data(count: 1000), .some(nil)),
+        ]
+        for (dir, part, expected) in cases {
+            try FileManager.default.createDirectory(atPath: sandbox.file("downloads/\(dir)"),
+                                                    withIntermediateDirectories: true)
+            try part.write(to: URL(fileURLWithPath: sandbox.file("downloads/\(dir)/adopt.bin.part")))
+            _ = try originClient.request("DELETE", "/_requests")
+            let id = try add(["url": originURL("adopt.bin"), "directory": dir])
+            let done = try waitForState(id, "completed")
+            XCTAssertEqual(done["filename"] as? String, "adopt.bin", dir)
+            XCTAssertEqual(try sha256(try downloadedPath(done)), hash, dir)
+            let gets = try originRequests().filter { $0["method"] as? String == "GET" && $0["range"] as? String != "bytes=0-0" }
+            switch expected {
+            case .none: XCTAssertEqual(gets.count, 0, "\(dir): nothing left to fetch")
+            case .some(let range): XCTAssertEqual(gets.first?["range"] as? String, range, dir)
+            }
+        }
+    }
+}
+
+/// A full disk fails one download with disk_full; the server and the others go on, and a retry after space is
+/// freed finishes the file.
+final class DiskFullTests: HaulTestCase {
+    private var mounts: [String] = []
+
+    private func mountTmpfs(_ relative: String, megabytes: Int) throws {
+        try XCTSkipUnless(getuid() == 0, "mounting a small file system needs root")
+        let path = sandbox.file(relative)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        do {
+            try runCommand("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", path])
+        } catch {
+            throw XCTSkip("cannot mount tmpfs here: \(error)")
+        }
+        mounts.append(path)
+    }
+
+    override func tearDownWithError() throws {
+        haul?.stop(signal: SIGKILL)
+        for path in mounts { _ = try? runCommand("/bin/umount", ["-l", path]) }
+        try super.tearDownWithError()
+    }
+
+    func testDiskFullFailsOneDownloadAndARetryAfterFreeingSpaceFinishesIt() throws {
+        try mountTmpfs("downloads/full", megabytes: 2)
+        let bigHash = try sandbox.makeRandomFile("www/big.bin", size: 3_000_000)
+        let otherHash = try sandbox.makeRandomFile("www/other.bin", size: 1_000_000)
+        let big = try add(["url": originURL("big.bin"), "directory": "full"])
+        let failed = try waitForState(big, "failed")
+        let error = try XCTUnwrap(failed["error"] as? [String: Any])
+        XCTAssertEqual(error["code"] as? String, "disk_full")
+        XCTAssertTrue((error["message"] as? String ?? "").contains("space"))
+        // The rest of the server carries on.
+        let other = try add(["url": originURL("other.bin")])
+        XCTAssertEqual(try sha256(try downloadedPath(try waitForState(other, "completed"))), otherHash)
+
+        try runCommand("/bin/mount", ["-o", "remount,size=16m", sandbox.file("downloads/full")])
+        XCTAssertEqual(try patch(big, ["state": "queued"]).status, 200)
+        let done = try waitForState(big, "completed")
+        XCTAssertEqual(try sha256(try downloadedPath(done)), bigHash)
+    }
+
+    func testDiskFullWhileWritingKeepsWhatWasWrittenForTheRetry() throws {
+        try mountTmpfs("downloads/full", megabytes: 1)
+        // Size unknown until the end, so nothing can be reserved: the disk fills up mid-transfer.
+        let hash = try sandbox.makeRandomFile("www/stream.bin", size: 2_000_000)
+        let id = try add(["url": originURL("stream.bin", "nolength=1&norange=1"), "directory": "full"])
+        let failed = try waitForState(id, "failed")
+        XCTAssertEqual((failed["error"] as? [String: Any])?["code"] as? String, "disk_full")
+        XCTAssertEqual(try api.get("/healthz").status, 200)
+        try runCommand("/bin/mount", ["-o", "remount,size=16m", sandbox.file("downloads/full")])
+        XCTAssertEqual(try patch(id, ["state": "queued"]).status, 200)
+        let done = try waitForState(id, "completed")
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
+    }
+}
