@@ -3,7 +3,7 @@
 # As root it runs apt-get itself; otherwise it prints the command to run.
 set -euo pipefail
 
-packages=(libevent-dev libcurl4-openssl-dev libsqlite3-dev pkg-config nginx curl ca-certificates)
+packages=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev pkg-config nginx curl ca-certificates)
 if [ "${1:-}" = "--bench" ]; then packages+=(aria2); fi
 
 missing=()

@@ -60,7 +60,7 @@ public final class API {
     private func addDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         var body = try RequestBody(c.request)
         body.rejectUnknown(except: ["url", "filename", "directory", "connections", "headers", "priority",
-                                    "max_speed", "start_paused"])
+                                    "max_speed", "start_paused", "checksum"])
         let url = body.string("url", required: true)
         if let url, let problem = Validate.url(url) { body.reject("url", problem) }
         var request = NewDownload(url: url ?? "")
@@ -79,6 +79,13 @@ public final class API {
         request.priority = body.integer("priority", in: -1000...1000).map(Int.init) ?? 0
         request.maxSpeed = body.integer("max_speed", in: 0...Int64(1) << 50).flatMap { $0 == 0 ? nil : $0 }
         request.startPaused = body.bool("start_paused") ?? false
+        if let checksum = body.string("checksum") {
+            if let parsed = Checksum(checksum) {
+                request.checksum = parsed.description
+            } else {
+                body.reject("checksum", "must be sha256:, sha1: or md5: followed by the digest in hex")
+            }
+        }
         if let headers = body.object("headers") {
             for (name, value) in headers {
                 guard let text = value.stringValue else {
@@ -189,7 +196,7 @@ public final class API {
         let id = c.parameters["id"]!
         guard engine.snapshot(id) != nil else { throw Problem(EngineError.notFound(id)) }
         var body = try RequestBody(c.request)
-        body.rejectUnknown(except: ["state", "priority", "max_speed"])
+        body.rejectUnknown(except: ["state", "priority", "max_speed", "connections"])
         var changes = DownloadChanges()
         if let state = body.string("state") {
             if state == DownloadState.paused.rawValue || state == DownloadState.queued.rawValue {
@@ -199,6 +206,7 @@ public final class API {
             }
         }
         changes.priority = body.integer("priority", in: -1000...1000).map(Int.init)
+        changes.connections = body.integer("connections", in: 1...32).map(Int.init)
         if let speed = body.nullableInteger("max_speed", in: 0...Int64(1) << 50) {
             changes.maxSpeed = .some(speed.flatMap { $0 == 0 ? nil : $0 })
         }

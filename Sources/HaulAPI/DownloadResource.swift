@@ -27,7 +27,7 @@ enum DownloadResource {
             ("active_connections", JSONValue(snapshot.activeConnections)),
             ("resumable", .bool(d.resumable)),
             ("segments", .array(segments(d))),
-            ("checksum", .null),
+            ("checksum", JSONValue(d.checksum)),
             ("priority", JSONValue(d.priority)),
             ("max_speed", JSONValue(d.maxSpeed)),
             ("error", d.error.map { .object([("code", .string($0.code.rawValue)), ("message", .string($0.message))]) }
@@ -40,14 +40,11 @@ enum DownloadResource {
         ])
     }
 
-    /// One connection for now: a single segment covering the file.
+    /// In file order; an empty file has none.
     private static func segments(_ d: Download) -> [JSONValue] {
-        if let total = d.totalBytes {
-            guard total > 0 else { return [] }
-            return [.object([("start", JSONValue(0)), ("end", JSONValue(total - 1)),
-                             ("received", JSONValue(d.receivedBytes))])]
-        }
-        guard d.receivedBytes > 0 || d.state == .downloading else { return [] }
-        return [.object([("start", JSONValue(0)), ("end", .null), ("received", JSONValue(d.receivedBytes))])]
+        d.segments.filter { segment in segment.end.map { $0 >= segment.start } ?? true }
+            .sorted { $0.start < $1.start }
+            .map { .object([("start", JSONValue($0.start)), ("end", JSONValue($0.end)),
+                            ("received", JSONValue($0.received))]) }
     }
 }

@@ -18,11 +18,13 @@ public struct Download: Sendable, Equatable {
     public var state: DownloadState
     public var finalURL: String?
     public var totalBytes: Int64?
-    /// Bytes in the part file, counted as they are written.
-    public var receivedBytes: Int64 = 0
-    /// Bytes known to be on disk: the journal. Only this is stored, so after a crash a download never resumes
-    /// past data that was lost with the page cache. Never more than `receivedBytes`.
-    public var durableBytes: Int64 = 0
+    /// The byte ranges being fetched, with the bytes of each already in the part file (counted as written).
+    public var segments: [Segment] = []
+    /// The same ranges with the bytes known to be on disk: the journal. Only this is stored, so after a crash a
+    /// download never resumes past data lost with the page cache. Never ahead of `segments`.
+    public var journal: [Segment] = []
+    /// "sha256:<hex>", "sha1:<hex>" or "md5:<hex>", checked before the file gets its name.
+    public var checksum: String?
     public var acceptsRanges = false
     public var etag: String?
     public var lastModified: String?
@@ -53,6 +55,11 @@ public struct Download: Sendable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = createdAt
     }
+
+    /// Bytes in the part file.
+    public var receivedBytes: Int64 { segments.reduce(0) { $0 + $1.received } }
+    /// Bytes the journal vouches for.
+    public var durableBytes: Int64 { journal.reduce(0) { $0 + $1.received } }
 
     /// Whether an interrupted transfer can continue where it stopped: ranges, a known size, and a validator.
     public var resumable: Bool {
@@ -96,6 +103,8 @@ public struct DownloadError: Error, Sendable, Equatable {
     public var message: String
     /// Worth another attempt (connection problems, 5xx, 429) as opposed to permanent (404, disk full).
     public var retryable: Bool
+    /// Seconds the server asked us to wait (Retry-After).
+    public var retryAfter: Double?
 
     public init(_ code: ErrorCode, _ message: String, retryable: Bool = false) {
         self.code = code
@@ -121,6 +130,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
     public static let sizeMismatch = ErrorCode(rawValue: "size_mismatch")
     public static let rangeMismatch = ErrorCode(rawValue: "range_mismatch")
     public static let remoteChanged = ErrorCode(rawValue: "remote_changed")
+    public static let checksumMismatch = ErrorCode(rawValue: "checksum_mismatch")
     public static let internalError = ErrorCode(rawValue: "internal_error")
 
     /// `http_404`, `http_503`, ...: the origin answered with this status.

@@ -37,6 +37,25 @@ public final class DownloadStore {
             completed_at REAL
         );
         """,
+        // 2: the journal of every segment, checksums, and Idempotency-Key answers.
+        """
+        CREATE TABLE segments (
+            download_id TEXT NOT NULL REFERENCES downloads(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER,
+            received INTEGER NOT NULL,
+            PRIMARY KEY (download_id, idx)
+        );
+        ALTER TABLE downloads ADD COLUMN checksum TEXT;
+        CREATE TABLE idempotency_keys (
+            key TEXT PRIMARY KEY,
+            download_id TEXT NOT NULL,
+            request_hash TEXT NOT NULL,
+            status INTEGER NOT NULL,
+            created_at REAL NOT NULL
+        );
+        """,
     ]
 
     public init(path: String) throws {
@@ -65,27 +84,43 @@ public final class DownloadStore {
     private static let columns = """
         id, seq, url, headers, requested_filename, directory, filename, state, final_url, total_bytes,
         received_bytes, accepts_ranges, etag, last_modified, content_type, connections, priority, max_speed,
-        error_code, error_message, attempts, created_at, updated_at, started_at, completed_at
+        error_code, error_message, attempts, created_at, updated_at, started_at, completed_at, checksum
         """
 
-    /// Inserts or replaces the whole row.
+    /// Inserts or replaces the whole download with its journal.
     public func save(_ d: Download) throws {
-        let placeholders = Array(repeating: "?", count: 25).joined(separator: ", ")
-        try db.run("INSERT OR REPLACE INTO downloads (\(Self.columns)) VALUES (\(placeholders))", [
+        let placeholders = Array(repeating: "?", count: 26).joined(separator: ", ")
+        try db.transaction {
+            try db.run("INSERT OR REPLACE INTO downloads (\(Self.columns)) VALUES (\(placeholders))", [
             .text(d.id), .integer(d.sequence), .text(d.url), .text(Self.encode(d.headers)),
             text(d.requestedFilename), .text(d.directory), text(d.filename), .text(d.state.rawValue),
             text(d.finalURL), integer(d.totalBytes), .integer(d.durableBytes), .integer(d.acceptsRanges ? 1 : 0),
             text(d.etag), text(d.lastModified), text(d.contentType), .integer(Int64(d.connections)),
             .integer(Int64(d.priority)), integer(d.maxSpeed), text(d.error?.code.rawValue), text(d.error?.message),
             .integer(Int64(d.attempts)), .real(d.createdAt.timeIntervalSince1970),
-            .real(d.updatedAt.timeIntervalSince1970), real(d.startedAt), real(d.completedAt),
-        ])
+            .real(d.updatedAt.timeIntervalSince1970), real(d.startedAt), real(d.completedAt), text(d.checksum),
+            ])
+            try writeSegments(d.id, d.journal)
+        }
     }
 
-    /// Records a checkpoint only: the cheap write made while a transfer runs.
-    public func saveProgress(id: String, durableBytes: Int64, updatedAt: Date) throws {
-        try db.run("UPDATE downloads SET received_bytes = ?, updated_at = ? WHERE id = ?",
-                   [.integer(durableBytes), .real(updatedAt.timeIntervalSince1970), .text(id)])
+    private func writeSegments(_ id: String, _ journal: [Segment]) throws {
+        try db.run("DELETE FROM segments WHERE download_id = ?", [.text(id)])
+        for (index, segment) in journal.enumerated() {
+            try db.run("INSERT INTO segments (download_id, idx, start, \"end\", received) VALUES (?, ?, ?, ?, ?)",
+                       [.text(id), .integer(Int64(index)), .integer(segment.start), integer(segment.end),
+                        .integer(segment.received)])
+        }
+    }
+
+    /// Records a checkpoint only: the journal, the cheap write made while a transfer runs.
+    public func saveJournal(id: String, _ journal: [Segment], updatedAt: Date) throws {
+        try db.transaction {
+            try db.run("UPDATE downloads SET received_bytes = ?, updated_at = ? WHERE id = ?",
+                       [.integer(journal.reduce(0) { $0 + $1.received }), .real(updatedAt.timeIntervalSince1970),
+                        .text(id)])
+            try writeSegments(id, journal)
+        }
     }
 
     public func delete(id: String) throws {
@@ -93,7 +128,23 @@ public final class DownloadStore {
     }
 
     public func loadAll() throws -> [Download] {
-        try db.query("SELECT \(Self.columns) FROM downloads ORDER BY seq").map(Self.decode)
+        var segments: [String: [Segment]] = [:]
+        for row in try db.query("SELECT download_id, start, \"end\", received FROM segments ORDER BY download_id, idx") {
+            guard let id = row[0].string, let start = row[1].int, let received = row[3].int else { continue }
+            segments[id, default: []].append(Segment(start: start, end: row[2].int, received: received))
+        }
+        return try db.query("SELECT \(Self.columns) FROM downloads ORDER BY seq").map { row in
+            var download = try Self.decode(row)
+            download.journal = segments[download.id] ?? Self.legacyJournal(download, received: row[10].int ?? 0)
+            download.segments = download.journal
+            return download
+        }
+    }
+
+    /// A database from before segments recorded only a byte count: one segment from the start.
+    private static func legacyJournal(_ d: Download, received: Int64) -> [Segment] {
+        guard received > 0 else { return [] }
+        return [Segment(start: 0, end: d.totalBytes.map { $0 - 1 }, received: received)]
     }
 
     private static func decode(_ row: [SQLValue]) throws -> Download {
@@ -110,8 +161,6 @@ public final class DownloadStore {
         d.filename = row[6].string
         d.finalURL = row[8].string
         d.totalBytes = row[9].int
-        d.durableBytes = row[10].int ?? 0
-        d.receivedBytes = d.durableBytes
         d.acceptsRanges = (row[11].int ?? 0) != 0
         d.etag = row[12].string
         d.lastModified = row[13].string
@@ -123,6 +172,7 @@ public final class DownloadStore {
         d.updatedAt = date(row[22]) ?? created
         d.startedAt = date(row[23])
         d.completedAt = date(row[24])
+        d.checksum = row[25].string
         return d
     }
 

@@ -17,6 +17,15 @@ public struct EngineConfig: Sendable {
     public var connectTimeout: Double = 30
     /// A transfer that receives nothing for this many seconds is cut and retried.
     public var stallTimeout = 60
+    /// A connection slower than this (bytes/s) for `stallTimeout` seconds is closed and its range handed back;
+    /// 0 turns the check off.
+    public var lowestSpeed: Int64 = 0
+    /// No segment is split below this size.
+    public var minSplitSize: Int64 = 4 << 20
+    /// Connections to one host over all downloads.
+    public var maxConnectionsPerHost = 16
+    /// Bytes per second over all downloads, nil for unlimited.
+    public var maxSpeed: Int64?
 
     public init(downloadRoot: String) { self.downloadRoot = downloadRoot }
 }
@@ -31,6 +40,7 @@ public struct NewDownload: Sendable {
     public var priority = 0
     public var maxSpeed: Int64?
     public var startPaused = false
+    public var checksum: String?
 
     public init(url: String) { self.url = url }
 }
@@ -39,13 +49,15 @@ public struct NewDownload: Sendable {
 public struct DownloadChanges: Sendable {
     public var state: DownloadState?
     public var priority: Int?
+    public var connections: Int?
     /// `.some(nil)` removes the limit.
     public var maxSpeed: Int64??
 
-    public init(state: DownloadState? = nil, priority: Int? = nil, maxSpeed: Int64?? = nil) {
+    public init(state: DownloadState? = nil, priority: Int? = nil, maxSpeed: Int64?? = nil, connections: Int? = nil) {
         self.state = state
         self.priority = priority
         self.maxSpeed = maxSpeed
+        self.connections = connections
     }
 }
 
@@ -75,6 +87,9 @@ public final class Engine {
     private var jobs: [String: Job] = [:]
     private var nextSequence: Int64 = 1
     private var tick: LoopTimer?
+    /// Open connections per host, over all downloads.
+    private var hostConnections: [String: Int] = [:]
+    private var refill: LoopTimer?
     /// Told of every change, on the loop thread, after it is stored.
     public var onChange: ((EngineChange) -> Void)?
 
@@ -141,12 +156,13 @@ public final class Engine {
             return (snapshot(existing.id)!, false)
         }
         let now = Date()
-        let download = Download(
+        var download = Download(
             id: Engine.newID(), sequence: nextSequence, url: request.url, headers: request.headers,
             requestedFilename: request.filename, directory: request.directory,
             state: request.startPaused ? .paused : .queued,
             connections: request.connections ?? config.defaultConnections, priority: request.priority,
             maxSpeed: request.maxSpeed, createdAt: now)
+        download.checksum = request.checksum
         do {
             try store.save(download)
         } catch {
@@ -173,11 +189,14 @@ public final class Engine {
                 throw .conflict("a \(download.state.rawValue) download cannot become \(target.rawValue)")
             }
         }
-        if changes.priority != nil || changes.maxSpeed != nil {
+        if changes.priority != nil || changes.maxSpeed != nil || changes.connections != nil {
             modify(id) {
                 if let priority = changes.priority { $0.priority = priority }
                 if let maxSpeed = changes.maxSpeed { $0.maxSpeed = maxSpeed }
+                if let connections = changes.connections { $0.connections = connections }
             }
+            // A running download takes new limits at once.
+            if changes.maxSpeed != nil || changes.connections != nil { jobs[id]?.limitsChanged() }
         }
         if let target = changes.state, target != download.state {
             if target == .paused { pause(id) } else { resume(id) }
@@ -221,7 +240,9 @@ public final class Engine {
         guard var download = downloads[id] else { return nil }
         let before = download.state
         change(&download)
-        download.durableBytes = min(download.durableBytes, download.receivedBytes)
+        // The journal follows every change of the segments and never claims more than they hold: cutting the
+        // file back is recorded before a byte of other data can land where the journal used to vouch for.
+        download.journal = SegmentPlanner.journal(synced: download.journal, live: download.segments)
         download.updatedAt = Date()
         downloads[id] = download
         persist(download)
@@ -229,25 +250,51 @@ public final class Engine {
         return download
     }
 
-    /// Progress without a full write: the hot path of every body chunk. Going back (a restart) also takes the
-    /// journal back at once, before a single byte of other data lands where it used to vouch for.
-    func setReceived(_ id: String, _ bytes: Int64) {
-        guard var download = downloads[id] else { return }
-        download.receivedBytes = bytes
-        let lowered = download.durableBytes > bytes
-        if lowered { download.durableBytes = bytes }
-        downloads[id] = download
-        if lowered { journal(id, bytes) }
+    /// Progress without a store write: the hot path of every body chunk.
+    func advance(_ id: String, segment: Int, by count: Int64) {
+        downloads[id]?.segments[segment].received += count
     }
 
-    /// Records that the first `bytes` of the part file are on disk (the caller has synced them).
-    func journal(_ id: String, _ bytes: Int64) {
-        guard downloads[id] != nil else { return }
-        downloads[id]!.durableBytes = min(bytes, downloads[id]!.receivedBytes)
+    /// Records that the segments as they were in `synced` are on disk (the caller has synced them).
+    func journal(_ id: String, synced: [Segment]) {
+        guard let download = downloads[id] else { return }
+        let journal = SegmentPlanner.journal(synced: synced, live: download.segments)
+        downloads[id]!.journal = journal
         do {
-            try store.saveProgress(id: id, durableBytes: downloads[id]!.durableBytes, updatedAt: Date())
+            try store.saveJournal(id: id, journal, updatedAt: Date())
         } catch {
             log.error("cannot save a checkpoint", ["download.id": id, "error": "\(error)"])
+        }
+    }
+
+    /// Takes a connection to `host` if the per-host cap allows.
+    func acquireConnection(to host: String) -> Bool {
+        guard hostConnections[host, default: 0] < config.maxConnectionsPerHost else { return false }
+        hostConnections[host, default: 0] += 1
+        return true
+    }
+
+    /// Gives a connection back; downloads waiting for one get a chance soon (not from inside this call chain).
+    func releaseConnection(to host: String) {
+        hostConnections[host, default: 1] -= 1
+        if hostConnections[host] == 0 { hostConnections.removeValue(forKey: host) }
+        if refill == nil {
+            refill = LoopTimer(loop: loop, delay: 0) { [unowned self] in
+                for job in self.jobs.values { job.fillConnections() }
+            }
+        }
+        if refill?.isPending == false { refill?.start() }
+    }
+
+    /// The per-connection speed cap for a download running `connections` connections: its own limit and the
+    /// global one shared out.
+    func speedCap(for download: Download, connections: Int) -> Int64? {
+        let own = download.maxSpeed.map { max(1, $0 / Int64(max(1, connections))) }
+        let total = jobs.values.reduce(0) { $0 + $1.plannedConnections }
+        let global = config.maxSpeed.map { max(1, $0 / Int64(max(1, total))) }
+        switch (own, global) {
+        case let (a?, b?): return min(a, b)
+        default: return own ?? global
         }
     }
 

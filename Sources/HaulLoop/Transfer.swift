@@ -73,6 +73,11 @@ public struct TransferResult: Sendable {
 public struct TransferChunk {
     let bytes: UnsafeRawBufferPointer
     public var count: Int { bytes.count }
+
+    /// The first `count` bytes.
+    public func prefix(_ count: Int) -> TransferChunk {
+        TransferChunk(bytes: UnsafeRawBufferPointer(rebasing: bytes.prefix(count)))
+    }
 }
 
 /// One HTTP request on a curl easy handle, run by a `CurlMulti`. Single use: make a new one per attempt.

@@ -24,8 +24,10 @@ final class DownloadStoreTests: XCTestCase {
         download.filename = "x (1).bin"
         download.finalURL = "https://h/final.bin"
         download.totalBytes = 1 << 40
-        download.receivedBytes = 20000
-        download.durableBytes = 12345
+        download.segments = [Segment(start: 0, end: 999, received: 800), Segment(start: 1000, end: (1 << 40) - 1,
+                                                                               received: 50)]
+        download.journal = [Segment(start: 0, end: 999, received: 500), Segment(start: 1000, end: (1 << 40) - 1)]
+        download.checksum = "sha256:" + String(repeating: "a", count: 64)
         download.acceptsRanges = true
         download.etag = "\"e\""
         download.lastModified = "Sun, 29 Nov 2026 10:00:00 GMT"
@@ -38,14 +40,17 @@ final class DownloadStoreTests: XCTestCase {
         do {
             let store = try DownloadStore(path: directory + "/haul.sqlite")
             try store.save(download)
-            try store.saveProgress(id: "abc", durableBytes: 23456, updatedAt: created.addingTimeInterval(3))
+            try store.saveJournal(id: "abc", [Segment(start: 0, end: 999, received: 700),
+                                              Segment(start: 1000, end: (1 << 40) - 1, received: 40)],
+                                  updatedAt: created.addingTimeInterval(3))
         }
         let reopened = try DownloadStore(path: directory + "/haul.sqlite")
         XCTAssertEqual(reopened.schemaVersion, DownloadStore.migrations.count)
         var expected = download
         // Only the journal is stored: after a restart what was received is what is known to be on disk.
-        expected.receivedBytes = 23456
-        expected.durableBytes = 23456
+        expected.journal = [Segment(start: 0, end: 999, received: 700), Segment(start: 1000, end: (1 << 40) - 1,
+                                                                               received: 40)]
+        expected.segments = expected.journal
         expected.updatedAt = created.addingTimeInterval(3)
         expected.error?.retryable = false
         XCTAssertEqual(try reopened.loadAll(), [expected])
@@ -71,6 +76,7 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(loaded.map(\.id), ["old"])
         XCTAssertEqual(loaded.first?.state, .paused)
         XCTAssertEqual(loaded.first?.durableBytes, 42)
+        XCTAssertEqual(loaded.first?.segments, [Segment(start: 0, end: nil, received: 42)])
     }
 
     func testRefusesADatabaseFromANewerHaul() throws {

@@ -1,0 +1,52 @@
+internal import CCrypto
+import Foundation
+
+/// Hash algorithms a checksum can name.
+public enum DigestAlgorithm: String, Sendable {
+    case sha256, sha1, md5
+
+    public var hexLength: Int {
+        switch self {
+        case .sha256: return 64
+        case .sha1: return 40
+        case .md5: return 32
+        }
+    }
+}
+
+/// Hashing files with OpenSSL. Blocking: call it from a worker thread.
+public enum Digest {
+    /// The lower-case hex digest of the file at `path`, read in 1 MiB pieces.
+    public static func hex(ofFile path: String, algorithm: DigestAlgorithm) throws(FileError) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileError(call: "open", path: path, code: errno) }
+        defer { close(fd) }
+        guard let context = EVP_MD_CTX_new() else { throw FileError(call: "EVP_MD_CTX_new", path: path, code: ENOMEM) }
+        defer { EVP_MD_CTX_free(context) }
+        let type: OpaquePointer?
+        switch algorithm {
+        case .sha256: type = EVP_sha256()
+        case .sha1: type = EVP_sha1()
+        case .md5: type = EVP_md5()
+        }
+        guard EVP_DigestInit_ex(context, type, nil) == 1 else {
+            throw FileError(call: "EVP_DigestInit_ex", path: path, code: EINVAL)
+        }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileError(call: "read", path: path, code: errno)
+            }
+            if count == 0 { break }
+            _ = buffer.withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, count) }
+        }
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(context, &digest, &length) == 1 else {
+            throw FileError(call: "EVP_DigestFinal_ex", path: path, code: EINVAL)
+        }
+        return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
+    }
+}
