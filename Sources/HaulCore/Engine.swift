@@ -90,6 +90,8 @@ public final class Engine {
     /// Open connections per host, over all downloads.
     private var hostConnections: [String: Int] = [:]
     private var refill: LoopTimer?
+    /// The speed limit over all downloads.
+    var globalBucket: TokenBucket?
     /// Told of every change, on the loop thread, after it is stored.
     public var onChange: ((EngineChange) -> Void)?
 
@@ -99,6 +101,7 @@ public final class Engine {
         self.store = store
         self.config = config
         self.log = log
+        globalBucket = config.maxSpeed.map { TokenBucket(rate: Double($0)) }
     }
 
     /// Loads the stored downloads, puts the ones that were running back in the queue and starts the queue.
@@ -284,18 +287,6 @@ public final class Engine {
             }
         }
         if refill?.isPending == false { refill?.start() }
-    }
-
-    /// The per-connection speed cap for a download running `connections` connections: its own limit and the
-    /// global one shared out.
-    func speedCap(for download: Download, connections: Int) -> Int64? {
-        let own = download.maxSpeed.map { max(1, $0 / Int64(max(1, connections))) }
-        let total = jobs.values.reduce(0) { $0 + $1.plannedConnections }
-        let global = config.maxSpeed.map { max(1, $0 / Int64(max(1, total))) }
-        switch (own, global) {
-        case let (a?, b?): return min(a, b)
-        default: return own ?? global
-        }
     }
 
     func download(_ id: String) -> Download? { downloads[id] }

@@ -27,12 +27,16 @@ final class Job {
     /// Work that must wait until no curl callback is on the stack (removing transfers).
     private var sweep: LoopTimer?
     private var afterSweep: (() -> Void)?
+    /// The download's own speed limit (`max_speed`).
+    private var bucket: TokenBucket?
 
     /// One connection fetching one segment.
     final class Connection {
         var segment: Int
         var transfer: Transfer?
         var retryTimer: LoopTimer?
+        /// Wakes a transfer held back by a speed limit.
+        var resumeTimer: LoopTimer?
         /// The range asked for: nil for a plain GET of the whole file.
         var requested: (start: Int64, end: Int64?)?
         /// Set by the response check or the writer when they stop the transfer, read when it ends.
@@ -95,6 +99,7 @@ final class Job {
     private func drop(_ connection: Connection) {
         connection.retryTimer?.cancel()
         connection.retryTimer = nil
+        connection.resumeTimer?.cancel()
         if let transfer = connection.transfer {
             engine.multi.remove(transfer)
             engine.releaseConnection(to: host)
@@ -347,6 +352,7 @@ final class Job {
             log.info("resuming", meta.merging(["bytes": "\(resumedBytes)", "segments": "\(segments.count)"]) { a, _ in a })
         }
         plannedConnections = ranged ? download.connections : 1
+        bucket = download.maxSpeed.map { TokenBucket(rate: Double($0)) }
         fillConnections()
     }
 
@@ -391,7 +397,6 @@ final class Job {
         }
         let segment = download.segments[connection.segment]
         var request = baseRequest(download)
-        request.maxSpeed = engine.speedCap(for: download, connections: plannedConnections)
         if download.resumable, let total = download.totalBytes, segment.cursor > 0 || segment.end != total - 1 {
             // The last segment asks for "the rest"; the others for their exact range.
             let end = segment.end == total - 1 ? nil : segment.end
@@ -409,6 +414,7 @@ final class Job {
             let transfer = try Transfer(request)
             transfer.onResponse = { [unowned self, unowned connection] response in self.check(connection, response) }
             transfer.onData = { [unowned self, unowned connection] chunk in self.write(connection, chunk) }
+            connection.resumeTimer?.cancel()
             transfer.onComplete = { [weak self, weak connection] result in
                 guard let self, let connection else { return }
                 self.ended(connection, result)
@@ -491,16 +497,20 @@ final class Job {
         return true
     }
 
-    private func write(_ connection: Connection, _ chunk: TransferChunk) -> Bool {
-        guard !connection.defunct, let file, let segment = download?.segments[connection.segment] else { return false }
+    private func write(_ connection: Connection, _ chunk: TransferChunk) -> ChunkDecision {
+        guard !connection.defunct, let file, let segment = download?.segments[connection.segment] else { return .abort }
         let room = segment.remaining ?? Int64.max
         let take = Int(min(Int64(chunk.count), room))
         if take > 0 {
+            if let wait = limitDelay(take), wait > 0 {
+                hold(connection, for: wait)
+                return .pause
+            }
             do {
                 try file.write(take == chunk.count ? chunk : chunk.prefix(take), at: segment.cursor)
             } catch {
                 connection.verdict = Job.fileError(error)
-                return false
+                return .abort
             }
             engine.advance(id, segment: connection.segment, by: Int64(take))
             bytesSinceCheckpoint += Int64(take)
@@ -509,9 +519,32 @@ final class Job {
         if take < chunk.count {
             // The range was split while this connection fetched it: its part is done.
             connection.reachedEnd = true
-            return false
+            return .abort
         }
-        return true
+        return .consumed
+    }
+
+    /// Seconds until `count` bytes fit this download's and the global speed limits, spending them if they fit
+    /// now; nil without limits.
+    private func limitDelay(_ count: Int) -> Double? {
+        guard bucket != nil || engine.globalBucket != nil else { return nil }
+        let now = ProcessInfo.processInfo.systemUptime
+        let wait = max(bucket?.delay(for: count, now: now) ?? 0, engine.globalBucket?.delay(for: count, now: now) ?? 0)
+        if wait == 0 {
+            bucket?.consume(count)
+            engine.globalBucket?.consume(count)
+        }
+        return wait
+    }
+
+    /// Holds a connection's transfer for `seconds` (curl stops reading, so TCP slows the sender down).
+    private func hold(_ connection: Connection, for seconds: Double) {
+        let timer = LoopTimer(loop: engine.loop, delay: seconds, priority: .transfer) { [weak connection] in
+            connection?.resumeTimer = nil
+            connection?.transfer?.resume()
+        }
+        connection.resumeTimer = timer
+        timer.start()
     }
 
     private func ended(_ connection: Connection, _ result: TransferResult) {
@@ -597,19 +630,18 @@ final class Job {
         if sweep?.isPending == false { sweep?.start() }
     }
 
-    /// New speed limit or connection count while running: restart each connection from where it is.
+    /// A new speed limit applies to the next chunk; fewer connections close the extra ones (their segments
+    /// wait for a free connection), more are opened at once.
     func limitsChanged() {
         guard !stopped, let download, download.state == .downloading, afterSweep == nil else { return }
+        if let speed = download.maxSpeed {
+            if bucket == nil { bucket = TokenBucket(rate: Double(speed)) } else { bucket?.rate = Double(speed) }
+        } else {
+            bucket = nil
+        }
         plannedConnections = download.resumable ? download.connections : 1
-        for connection in connections where connection.transfer != nil {
-            engine.multi.remove(connection.transfer!)
-            connection.transfer = nil
-            if connections.filter({ $0.transfer != nil }).count >= plannedConnections {
-                engine.releaseConnection(to: host)
-                connections.removeAll { $0 === connection }
-            } else {
-                launch(connection)
-            }
+        for connection in connections.reversed() where connections.count > plannedConnections {
+            drop(connection)
         }
         fillConnections()
     }

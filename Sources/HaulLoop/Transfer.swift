@@ -69,6 +69,16 @@ public struct TransferResult: Sendable {
     public var bodyBytes: Int64
 }
 
+/// What `onData` wants done with a chunk.
+public enum ChunkDecision: Sendable {
+    /// Taken: go on.
+    case consumed
+    /// Not taken: hold the transfer until `resume()`, then offer the same bytes again (speed limits).
+    case pause
+    /// Stop the transfer (it ends with `.aborted`).
+    case abort
+}
+
 /// A view of body bytes handed to `onData`; valid only during that call.
 public struct TransferChunk {
     let bytes: UnsafeRawBufferPointer
@@ -87,8 +97,8 @@ public final class Transfer {
     /// Called once, when the final response's headers are complete and before any body byte is passed on.
     /// Return false to abort the transfer (it then ends with `.aborted`).
     public var onResponse: ((TransferResponse) -> Bool)?
-    /// Called with each piece of the body, in order. Return false to abort (ends with `.aborted`).
-    public var onData: ((TransferChunk) -> Bool)?
+    /// Called with each piece of the body, in order.
+    public var onData: ((TransferChunk) -> ChunkDecision)?
     /// Called once when the transfer ends, unless it was removed from its multi first.
     public var onComplete: ((TransferResult) -> Void)?
 
@@ -158,7 +168,11 @@ public final class Transfer {
         results.append(haul_easy_setopt_writefn(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
             let this = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
             let length = size * count
-            return this.body(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+            switch this.body(UnsafeRawBufferPointer(start: data, count: length)) {
+            case .consumed: return length
+            case .pause: return Int(CURL_WRITEFUNC_PAUSE)
+            case .abort: return 0
+            }
         })
         if let failed = results.first(where: { $0 != CURLE_OK }) {
             throw LoopError.libevent("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
@@ -189,15 +203,22 @@ public final class Transfer {
         }
     }
 
-    private func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard deliverResponse() else { return false }
-        let chunk = TransferChunk(bytes: bytes)
-        if let onData, !onData(chunk) {
-            aborted = true
-            return false
+    private func body(_ bytes: UnsafeRawBufferPointer) -> ChunkDecision {
+        guard deliverResponse() else { return .abort }
+        let decision = onData?(TransferChunk(bytes: bytes)) ?? .consumed
+        switch decision {
+        case .consumed: bodyBytes += Int64(bytes.count)
+        case .abort: aborted = true
+        case .pause: break
         }
-        bodyBytes += Int64(bytes.count)
-        return true
+        return decision
+    }
+
+    /// Continues a transfer held by `.pause`. Not from inside one of this transfer's callbacks; the held bytes
+    /// may be offered to `onData` before this returns.
+    public func resume() {
+        // CURLPAUSE_CONT: 0, nothing held in either direction.
+        curl_easy_pause(easy, 0)
     }
 
     /// Hands the final response to `onResponse` exactly once; false if it asked to abort.

@@ -16,6 +16,10 @@ struct ServeConfig {
     var progressInterval = 0.25
     var httpTimeout = 60
     var slowClientTimeout = 30.0
+    var minSplitSize: Int64 = 4 << 20
+    var maxConnectionsPerHost = 16
+    var maxSpeed: Int64?
+    var lowestSpeed: Int64 = 0
     var allowRemote = false
     var logLevel = Logger.Level.info
 
@@ -26,6 +30,12 @@ struct ServeConfig {
           --data-dir PATH        where the database lives (HAUL_DATA_DIR, default ./data)
           --max-active N         downloads running at once (HAUL_MAX_ACTIVE, default 5)
           --connections N        default connections per download, 1-32 (HAUL_CONNECTIONS, default 8)
+          --max-connections-per-host N  connections to one host over all downloads
+                                 (HAUL_MAX_CONNECTIONS_PER_HOST, default 16)
+          --min-split-size BYTES never split a segment below this (HAUL_MIN_SPLIT_SIZE, default 4M)
+          --max-speed BYTES      bytes per second over all downloads, 0 for no limit (HAUL_MAX_SPEED, default 0)
+          --lowest-speed BYTES   close and retry a connection slower than this for --stall-timeout
+                                 (HAUL_LOWEST_SPEED, default 0: only stalls)
           --max-attempts N       attempts before a download fails (HAUL_MAX_ATTEMPTS, default 5)
           --retry-wait SECONDS   first retry delay, doubling each time (HAUL_RETRY_WAIT, default 1)
           --stall-timeout SECONDS  cut and retry a transfer that received nothing for this long
@@ -48,7 +58,8 @@ struct ServeConfig {
         var values: [String: String] = [:]
         let names = ["listen", "download-dir", "data-dir", "max-active", "connections", "max-attempts", "retry-wait",
                      "stall-timeout", "sse-heartbeat", "progress-interval", "http-timeout",
-                     "slow-client-timeout", "allow-remote",
+                     "slow-client-timeout", "max-connections-per-host", "min-split-size", "max-speed",
+                     "lowest-speed", "allow-remote",
                      "log-level"]
         for name in names {
             let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
@@ -96,6 +107,15 @@ struct ServeConfig {
         config.heartbeat = try seconds(values["sse-heartbeat"], "sse-heartbeat", 0.05...3600) ?? config.heartbeat
         config.progressInterval = try seconds(values["progress-interval"], "progress-interval", 0.01...60)
             ?? config.progressInterval
+        config.maxConnectionsPerHost = try integer(values["max-connections-per-host"], "max-connections-per-host",
+                                                   1...1024) ?? config.maxConnectionsPerHost
+        config.minSplitSize = try bytes(values["min-split-size"], "min-split-size", 1...(Int64(1) << 40))
+            ?? config.minSplitSize
+        if let speed = try bytes(values["max-speed"], "max-speed", 0...(Int64(1) << 50)) {
+            config.maxSpeed = speed == 0 ? nil : speed
+        }
+        config.lowestSpeed = try bytes(values["lowest-speed"], "lowest-speed", 0...(Int64(1) << 50))
+            ?? config.lowestSpeed
         config.slowClientTimeout = try seconds(values["slow-client-timeout"], "slow-client-timeout", 0.1...3600)
             ?? config.slowClientTimeout
         config.httpTimeout = try integer(values["http-timeout"], "http-timeout", 1...3600) ?? config.httpTimeout
@@ -117,6 +137,18 @@ struct ServeConfig {
 
     var isLoopback: Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// A byte count, with an optional k, m or g suffix (powers of 1024).
+    private static func bytes(_ text: String?, _ name: String, _ range: ClosedRange<Int64>) throws -> Int64? {
+        guard let text else { return nil }
+        let lower = text.lowercased()
+        let shift: Int64 = lower.hasSuffix("k") ? 10 : lower.hasSuffix("m") ? 20 : lower.hasSuffix("g") ? 30 : 0
+        let digits = shift == 0 ? lower : String(lower.dropLast())
+        guard let value = Int64(digits), range.contains(value << shift) else {
+            throw Invalid(description: "--\(name) must be a byte count like 4194304 or 4m")
+        }
+        return value << shift
     }
 
     private static func seconds(_ text: String?, _ name: String, _ range: ClosedRange<Double>) throws -> Double? {

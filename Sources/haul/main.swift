@@ -33,6 +33,10 @@ func serve(_ arguments: [String]) -> Int32 {
         engineConfig.maxAttempts = config.maxAttempts
         engineConfig.retryBaseDelay = config.retryWait
         engineConfig.stallTimeout = config.stallTimeout
+        engineConfig.minSplitSize = config.minSplitSize
+        engineConfig.maxConnectionsPerHost = config.maxConnectionsPerHost
+        engineConfig.maxSpeed = config.maxSpeed
+        engineConfig.lowestSpeed = config.lowestSpeed
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
         var events = EventStreamConfig()
         events.heartbeat = config.heartbeat

@@ -11,8 +11,12 @@ import HaulLoop
 //     ?nolength=1               no Content-Length (chunked body)
 //     ?novalidator=1            no ETag and no Last-Modified
 //     ?rate=BYTES               trickle the body at BYTES per second on each connection
+//     ?slowfrom=OFFSET&slowrate=BYTES  bodies starting at OFFSET or later trickle at BYTES per second
 //     ?cut=BYTES                close the connection after BYTES of body
 //     ?stall=BYTES              send BYTES of body, then nothing more, keeping the connection open
+//       &stalls=N               ... only in the first N bodies of this path
+//     ?badrange=N               the first N ranged replies of this path carry a Content-Range off by one byte
+//     ?ignorerangeafter=N       honour the first N ranged requests of this path, then answer 200 to the rest
 //     ?fail=N&status=S          the first N GETs of this path answer S (default 503), with Retry-After: 1
 //     ?status=S                 always answer S
 //     ?disposition=VALUE        send Content-Disposition: VALUE
@@ -21,13 +25,16 @@ import HaulLoop
 //   /redirect/N/PATH            N redirects, then PATH (keeps the query)
 //   /loop                       redirects to itself forever
 //   /_requests                  GET: every request so far as JSON; DELETE: forget them
-//   /_stats                     GET: {"active_streams": n}
+//   /_stats                     GET: {"active_streams": n, "max_active_streams": n} (the high-water mark)
 
 final class Origin {
     let root: String
     var log: [[String: Any]] = []
     var failures: [String: Int] = [:]
     var hits: [String: Int] = [:]
+    var rangedHits: [String: Int] = [:]
+    var bodies: [String: Int] = [:]
+    var maxActiveStreams = 0
     var activeStreams = 0
     let loop: EventLoop
 
@@ -45,11 +52,16 @@ final class Origin {
                 log.removeAll()
                 failures.removeAll()
                 hits.removeAll()
+                rangedHits.removeAll()
+                bodies.removeAll()
+                maxActiveStreams = activeStreams
                 return exchange.respond(HTTPResponse(status: 204))
             }
             return respondJSON(exchange, log)
         }
-        if path == "/_stats" { return respondJSON(exchange, ["active_streams": activeStreams]) }
+        if path == "/_stats" {
+            return respondJSON(exchange, ["active_streams": activeStreams, "max_active_streams": maxActiveStreams])
+        }
         let entryIndex = log.count
         log.append([
             "method": request.method, "path": path, "target": request.target,
@@ -108,7 +120,14 @@ final class Origin {
         var start: Int64 = 0
         var end = size - 1
         var status = 200
-        if ranges, query["ignorerange"] == nil, let rangeHeader = request.header("Range"), rangeHeader.hasPrefix("bytes=") {
+        var rangedHit = 0
+        if request.method == "GET", request.header("Range") != nil {
+            rangedHit = rangedHits[path, default: 0]
+            rangedHits[path] = rangedHit + 1
+        }
+        let ignoreThisRange = query["ignorerangeafter"].flatMap(Int.init).map { rangedHit >= $0 } ?? false
+        if ranges, query["ignorerange"] == nil, !ignoreThisRange, let rangeHeader = request.header("Range"),
+           rangeHeader.hasPrefix("bytes=") {
             let ifRange = request.header("If-Range")
             let current = ifRange == nil || ifRange == etag || ifRange == lastModified
             if current {
@@ -125,7 +144,8 @@ final class Origin {
                         return answer(416, [("Content-Range", "bytes */\(size)")])
                     }
                     status = 206
-                    headers.append(("Content-Range", "bytes \(start)-\(end)/\(size)"))
+                    let off = query["badrange"].flatMap(Int.init).map { rangedHit < $0 ? 1 : 0 } ?? 0
+                    headers.append(("Content-Range", "bytes \(start + Int64(off))-\(end)/\(size)"))
                 }
             }
         }
@@ -138,10 +158,17 @@ final class Origin {
             close(fd)
             return exchange.respond(HTTPResponse(status: status, headers: headers))
         }
-        let stall = query["stall"].flatMap { Int64($0) }
+        var pace = query["rate"].flatMap { Int($0) }
+        if let from = query["slowfrom"].flatMap({ Int64($0) }), start >= from {
+            pace = query["slowrate"].flatMap { Int($0) }
+        }
+        let body = bodies[path, default: 0]
+        bodies[path] = body + 1
+        let stallsLeft = query["stalls"].flatMap(Int.init).map { body < $0 } ?? true
+        let stall = stallsLeft ? query["stall"].flatMap { Int64($0) } : nil
         let stream = Stream(origin: self, exchange: exchange, fd: fd, offset: start, remaining: length,
                             limit: (cut ?? stall).map { min($0, length) } ?? length, stalls: stall != nil,
-                            rate: query["rate"].flatMap { Int($0) }, logIndex: entryIndex)
+                            rate: pace, logIndex: entryIndex)
         stream.begin(status: status, headers: headers)
     }
 
@@ -192,6 +219,7 @@ final class Stream {
 
     func begin(status: Int, headers: [(name: String, value: String)]) {
         origin.activeStreams += 1
+        origin.maxActiveStreams = max(origin.maxActiveStreams, origin.activeStreams)
         exchange.onClose = { [self] in finish(closeEarly: true) }
         exchange.startStream(status: status, headers: headers)
         if let rate {
