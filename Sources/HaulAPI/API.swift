@@ -96,8 +96,18 @@ public final class API {
                 request.headers.append(HeaderField(name: name, value: text))
             }
         }
+        let key = c.request.header("Idempotency-Key")
+        if let key, key.isEmpty || key.count > 255 || key.contains(where: { $0.isNewline }) {
+            body.reject("Idempotency-Key", "must be 1 to 255 characters on one line")
+        }
         try body.finish()
-        let (snapshot, created) = try attempt(engine.add(request))
+        let (snapshot, created): (DownloadSnapshot, Bool)
+        if let key {
+            (snapshot, created) = try attempt(engine.add(request, idempotencyKey: key,
+                                                         requestHash: ETag.of(c.request.body)))
+        } else {
+            (snapshot, created) = try attempt(engine.add(request))
+        }
         let location = "/downloads/\(snapshot.download.id)"
         return API.json(created ? 201 : 200, DownloadResource.json(snapshot), headers: [("Location", location)])
     }

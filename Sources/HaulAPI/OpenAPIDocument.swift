@@ -55,7 +55,13 @@ paths:
       summary: Add a download.
       description: |
         Answers 201 with the new download, or 200 with the existing one when the same URL is already being
-        downloaded to the same place.
+        downloaded to the same place. With an `Idempotency-Key`, a repeated request gets the first answer's
+        status and the download as it is now.
+      parameters:
+        - name: Idempotency-Key
+          in: header
+          description: Makes retrying the POST safe; 1 to 255 characters, remembered across restarts.
+          schema: { type: string, minLength: 1, maxLength: 255 }
       requestBody:
         required: true
         content:
@@ -80,6 +86,11 @@ paths:
             application/json:
               schema: { $ref: "#/components/schemas/Download" }
         "400": { $ref: "#/components/responses/Malformed" }
+        "409":
+          description: The Idempotency-Key was used with a different request, or its download was removed.
+          content:
+            application/problem+json:
+              schema: { $ref: "#/components/schemas/Problem" }
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/UnsupportedMediaType" }
         "422": { $ref: "#/components/responses/Invalid" }
@@ -106,7 +117,7 @@ paths:
         "404": { $ref: "#/components/responses/NotFound" }
     patch:
       operationId: updateDownload
-      summary: Pause, resume or retry a download, or change its priority or speed limit.
+      summary: Pause, resume or retry a download, or change its priority, speed limit or connections.
       description: |
         `{"state": "paused"}` stops the transfer and keeps the part file. `{"state": "queued"}` resumes a paused
         download or retries a failed one, continuing from the bytes already received when the server allows it.
@@ -235,13 +246,18 @@ components:
         priority: { type: integer, minimum: -1000, maximum: 1000, default: 0 }
         max_speed: { type: integer, minimum: 0, description: "Bytes per second; 0 for unlimited." }
         start_paused: { type: boolean, default: false }
+        checksum:
+          type: string
+          pattern: "^(sha256|sha1|md5):[0-9a-fA-F]+$"
+          description: Verified before the file gets its name; a mismatch fails with checksum_mismatch.
     DownloadPatch:
       type: object
       additionalProperties: false
       properties:
         state: { type: string, enum: [paused, queued] }
         priority: { type: integer, minimum: -1000, maximum: 1000 }
-        max_speed: { type: [integer, "null"], minimum: 0 }
+        max_speed: { type: [integer, "null"], minimum: 0, description: "Takes effect at once; null or 0 lifts it." }
+        connections: { type: integer, minimum: 1, maximum: 32, description: Takes effect at once. }
     Segment:
       type: object
       required: [start, end, received]
@@ -258,7 +274,7 @@ components:
           description: |
             Stable: dns_failed, connect_failed, timeout, tls_failed, too_many_redirects, connection_cut,
             network_error, write_failed, disk_full, size_mismatch, range_mismatch, remote_changed,
-            internal_error, or http_<status> (http_404, http_503, ...).
+            checksum_mismatch, internal_error, or http_<status> (http_404, http_503, ...).
         message: { type: string }
     Download:
       type: object
@@ -282,8 +298,9 @@ components:
         resumable: { type: boolean }
         segments:
           type: array
+          description: The byte ranges being fetched, in file order; a connection works on one at a time.
           items: { $ref: "#/components/schemas/Segment" }
-        checksum: { type: [string, "null"] }
+        checksum: { type: [string, "null"], description: "algorithm:hex, lower case" }
         priority: { type: integer }
         max_speed: { type: [integer, "null"] }
         error:

@@ -123,6 +123,20 @@ public final class DownloadStore {
         }
     }
 
+    /// The first answer given to an `Idempotency-Key`.
+    public func idempotencyAnswer(key: String) throws -> (downloadID: String, requestHash: String, status: Int)? {
+        guard let row = try db.query("SELECT download_id, request_hash, status FROM idempotency_keys WHERE key = ?",
+                                     [.text(key)]).first,
+              let id = row[0].string, let hash = row[1].string, let status = row[2].int else { return nil }
+        return (id, hash, Int(status))
+    }
+
+    public func rememberIdempotencyAnswer(key: String, downloadID: String, requestHash: String, status: Int) throws {
+        try db.run("INSERT OR IGNORE INTO idempotency_keys (key, download_id, request_hash, status, created_at) "
+                   + "VALUES (?, ?, ?, ?, ?)", [.text(key), .text(downloadID), .text(requestHash),
+                                               .integer(Int64(status)), .real(Date().timeIntervalSince1970)])
+    }
+
     public func delete(id: String) throws {
         try db.run("DELETE FROM downloads WHERE id = ?", [.text(id)])
     }

@@ -179,6 +179,35 @@ public final class Engine {
         return (snapshot(download.id)!, true)
     }
 
+    /// Adds a download once per `key`: a repeated request with the same key and body gets the first answer's
+    /// status and the download as it is now; the same key with another body is a conflict.
+    public func add(_ request: NewDownload, idempotencyKey key: String, requestHash: String)
+        throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool) {
+        let first: (downloadID: String, requestHash: String, status: Int)?
+        do {
+            first = try store.idempotencyAnswer(key: key)
+        } catch {
+            throw .storage("\(error)")
+        }
+        if let first {
+            guard first.requestHash == requestHash else {
+                throw .conflict("Idempotency-Key '\(key)' was used before with a different request")
+            }
+            guard let snapshot = snapshot(first.downloadID) else {
+                throw .conflict("the download created for Idempotency-Key '\(key)' has been removed")
+            }
+            return (snapshot, first.status == 201)
+        }
+        let answer = try add(request)
+        do {
+            try store.rememberIdempotencyAnswer(key: key, downloadID: answer.snapshot.download.id,
+                                                requestHash: requestHash, status: answer.created ? 201 : 200)
+        } catch {
+            log.error("cannot record an Idempotency-Key", ["error": "\(error)"])
+        }
+        return answer
+    }
+
     public func update(_ id: String, _ changes: DownloadChanges) throws(EngineError) -> DownloadSnapshot {
         guard let download = downloads[id] else { throw .notFound(id) }
         if let target = changes.state, target != download.state {

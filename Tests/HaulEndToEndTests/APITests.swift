@@ -89,3 +89,30 @@ final class APITests: HaulTestCase {
         XCTAssertEqual(after["url"] as? String, originURL("p.bin"))
     }
 }
+
+/// Retried POSTs: the Idempotency-Key returns the first answer.
+final class IdempotencyTests: HaulTestCase {
+    func testTheSameKeyReturnsTheFirstAnswer() throws {
+        try sandbox.makeRandomFile("www/i.bin", size: 100)
+        let body: [String: Any] = ["url": originURL("i.bin"), "start_paused": true]
+        let first = try api.request("POST", "/downloads", json: body, headers: ["Idempotency-Key": "k-1"])
+        XCTAssertEqual(first.status, 201)
+        let again = try api.request("POST", "/downloads", json: body, headers: ["Idempotency-Key": "k-1"])
+        XCTAssertEqual(again.status, 201, "the first answer's status")
+        XCTAssertEqual(again.json["id"] as? String, first.json["id"] as? String)
+        XCTAssertEqual((try api.get("/downloads").json["downloads"] as? [Any])?.count, 1)
+        // The same key with another request is refused; a new key makes a new download.
+        let other = try api.request("POST", "/downloads", json: ["url": originURL("i.bin"), "filename": "x"],
+                                    headers: ["Idempotency-Key": "k-1"])
+        XCTAssertEqual(other.status, 409)
+        XCTAssertEqual(other.header("Content-Type"), "application/problem+json")
+        let fresh = try api.request("POST", "/downloads", json: ["url": originURL("i.bin"), "filename": "y"],
+                                    headers: ["Idempotency-Key": "k-2"])
+        XCTAssertEqual(fresh.status, 201)
+        // Remembered across a restart.
+        haul.stop(signal: SIGTERM)
+        try startHaul()
+        let afterRestart = try api.request("POST", "/downloads", json: body, headers: ["Idempotency-Key": "k-1"])
+        XCTAssertEqual(afterRestart.json["id"] as? String, first.json["id"] as? String)
+    }
+}

@@ -8,7 +8,9 @@ final class Nginx {
 
     static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") }
 
-    init(root: String, prefix: String) throws {
+    /// `serverConfig` is added to the server block (e.g. `limit_rate 2m;`). The access log records each request's
+    /// status and Range header, tab-separated.
+    init(root: String, prefix: String, serverConfig: String = "") throws {
         self.prefix = prefix
         try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
         let port = try Nginx.freePort()
@@ -19,7 +21,8 @@ final class Nginx {
             error_log \(prefix)/logs/error.log warn;
             events { worker_connections 256; }
             http {
-                access_log \(prefix)/logs/access.log;
+                log_format ranges '$status\t$http_range\t$body_bytes_sent';
+                access_log \(prefix)/logs/access.log ranges;
                 client_body_temp_path \(prefix)/body;
                 proxy_temp_path \(prefix)/proxy;
                 fastcgi_temp_path \(prefix)/fastcgi;
@@ -29,6 +32,7 @@ final class Nginx {
                 server {
                     listen 127.0.0.1:\(port);
                     root \(root);
+                    \(serverConfig)
                 }
             }
             """
@@ -47,6 +51,15 @@ final class Nginx {
         }
         let log = (try? String(contentsOfFile: prefix + "/logs/error.log", encoding: .utf8)) ?? ""
         throw HarnessError("nginx did not start: \(log)")
+    }
+
+    /// (status, Range header) of every request so far.
+    func requests() -> [(status: Int, range: String)] {
+        let log = (try? String(contentsOfFile: prefix + "/logs/access.log", encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").map { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            return (Int(fields.first ?? "") ?? 0, fields.count > 1 ? String(fields[1]) : "")
+        }
     }
 
     deinit {

@@ -38,6 +38,19 @@ final class SegmentedTests: HaulTestCase {
         XCTAssertEqual(segments.reduce(Int64(0)) { $0 + int($1["received"]) }, Int64(size))
     }
 
+    func testEightConnectionsAgainstNginxLimitingEachConnection() throws {
+        try XCTSkipUnless(Nginx.available, "nginx is not installed")
+        let size = 16 << 20
+        let hash = try sandbox.makeRandomFile("www/throttled.bin", size: size)
+        let nginx = try Nginx(root: sandbox.file("www"), prefix: sandbox.file("nginx"), serverConfig: "limit_rate 2m;")
+        let id = try add(["url": nginx.baseURL + "/throttled.bin", "connections": 8])
+        try waitFor("8 connections") { int(try download(id)["active_connections"]) == 8 }
+        let done = try waitForState(id, "completed")
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
+        let ranged = nginx.requests().filter { $0.status == 206 && $0.range != "bytes=0-0" }
+        XCTAssertGreaterThanOrEqual(ranged.count, 8)
+    }
+
     func testAFinishedConnectionStealsHalfOfTheLargestRange() throws {
         // Two connections; the origin serves the second half slowly, so the first connection finishes early
         // and takes over half of what is left of the second range, then again.
