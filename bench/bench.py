@@ -14,7 +14,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_nginx(root, prefix):
+def start_nginx(root, prefix, server_extra=""):
     os.makedirs(prefix + "/logs", exist_ok=True)
     port = free_port()
     with open(prefix + "/nginx.conf", "w") as f:
@@ -22,7 +22,7 @@ def start_nginx(root, prefix):
 events {{ worker_connections 64; }}
 http {{ access_log off; sendfile on; client_body_temp_path {prefix}/b; proxy_temp_path {prefix}/p;
   fastcgi_temp_path {prefix}/f; uwsgi_temp_path {prefix}/u; scgi_temp_path {prefix}/s;
-  server {{ listen 127.0.0.1:{port}; root {root}; }} }}
+  server {{ listen 127.0.0.1:{port}; root {root}; {server_extra} }} }}
 """)
     proc = subprocess.Popen(["nginx", "-p", prefix, "-c", prefix + "/nginx.conf"], stderr=subprocess.DEVNULL)
     for _ in range(500):
@@ -67,7 +67,8 @@ def sha256(path):
 class Haul:
     def __init__(self, binary, download_dir, data_dir):
         self.proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--download-dir", download_dir,
-                                      "--data-dir", data_dir, "--connections", "1", "--log-level", "warning"],
+                                      "--data-dir", data_dir, "--connections", "1", "--log-level", "warning",
+                                      "--max-connections-per-host", "32"],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.base = self.proc.stdout.readline().strip().split()[-1]
 
@@ -79,11 +80,14 @@ class Haul:
             raw = r.read()
             return json.loads(raw) if raw else None
 
-    def download(self, url, name):
+    def download(self, url, name, connections=None):
         """From sending the POST to the server's completed_at (same clock, millisecond precision), so that
         sparse polling neither steals CPU from the transfer nor rounds the result up."""
         start = time.time()
-        d = self.call("POST", "/downloads", {"url": url, "filename": name})
+        body = {"url": url, "filename": name}
+        if connections:
+            body["connections"] = connections
+        d = self.call("POST", "/downloads", body)
         while d["state"] not in ("completed", "failed"):
             time.sleep(0.1)
             d = self.call("GET", "/downloads/" + d["id"])
@@ -107,7 +111,10 @@ def main():
     ap.add_argument("--haul", required=True)
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--scenario", choices=["single", "throttled"], default="single")
     args = ap.parse_args()
+    if args.scenario == "throttled":
+        return throttled(args)
 
     work = tempfile.mkdtemp(prefix="haul-bench-", dir="/dev/shm")
     os.chmod(work, 0o755)
@@ -166,6 +173,46 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(disk, ignore_errors=True)
+
+
+def throttled(args):
+    """One file from an origin that limits each connection to 8 MB/s (nginx limit_rate): Haul with 1, 4, 8 and
+    16 connections against aria2c with 8 and 16, once each, in one run."""
+    work = tempfile.mkdtemp(prefix="haul-bench-", dir="/dev/shm")
+    os.chmod(work, 0o755)
+    try:
+        os.makedirs(work + "/www")
+        os.chmod(work + "/www", 0o755)
+        source = work + "/www/file.bin"
+        with open(source, "wb") as f:
+            for _ in range(args.size_mib):
+                f.write(os.urandom(1 << 20))
+        os.chmod(source, 0o644)
+        expected = sha256(source)
+        nginx, origin = start_nginx(work + "/www", work + "/nginx", "limit_rate 8m;")
+        url = origin + "/file.bin"
+        dest = work + "/dest"
+        os.makedirs(dest)
+        haul = Haul(args.haul, dest + "/haul", dest + "/haul-data")
+        ideal = args.size_mib * 1.048576 / 8.388608
+        print(f"{args.size_mib} MiB from nginx limiting each connection to 8 MiB/s (one connection: {ideal:.2f} s)")
+        for n in (1, 4, 8, 16):
+            t = haul.download(url, f"haul-{n}.bin", connections=n)
+            out = f"{dest}/haul/haul-{n}.bin"
+            assert sha256(out) == expected, "haul produced a wrong file"
+            os.remove(out)
+            print(f"  haul, {n:2d} connections   {t:7.2f} s   (ideal {ideal / n:5.2f} s)")
+        for n in (8, 16):
+            t, _ = timed(["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=none",
+                          "--allow-overwrite=true", "-d", dest, "-o", f"aria-{n}.bin", url])
+            assert sha256(f"{dest}/aria-{n}.bin") == expected, "aria2c produced a wrong file"
+            os.remove(f"{dest}/aria-{n}.bin")
+            print(f"  aria2c -x{n:<2d} -s{n:<2d} -k1M   {t:7.2f} s   (ideal {ideal / n:5.2f} s)")
+        haul.stop()
+        nginx.terminate()
+        nginx.wait()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
