@@ -67,8 +67,7 @@ public final class EventHub {
             publish(.state, about: id)
         case .removed(let id):
             sequence += 1
-            let event = StreamEvent(sequence: sequence, kind: .removed, downloadID: id,
-                                    data: JSONValue.object([("id", .string(id))]).serialized())
+            let event = StreamEvent(sequence: sequence, kind: .removed, downloadID: id, payload: .removed(id))
             lastChange.removeValue(forKey: id)
             announcedBytes.removeValue(forKey: id)
             dirty.remove(id)
@@ -96,8 +95,7 @@ public final class EventHub {
     private func publish(_ kind: StreamEvent.Kind, about id: String) {
         guard let snapshot = engine.snapshot(id) else { return }
         sequence += 1
-        let event = StreamEvent(sequence: sequence, kind: kind, downloadID: id,
-                                data: DownloadResource.json(snapshot).serialized())
+        let event = StreamEvent(sequence: sequence, kind: kind, downloadID: id, payload: .download(snapshot))
         lastChange[id] = sequence
         announcedBytes[id] = snapshot.download.receivedBytes
         dirty.remove(id)
@@ -144,9 +142,7 @@ public final class EventHub {
     /// Every download now (or the one followed), as one event carrying the current sequence number.
     private func snapshot(for downloadID: String?) -> StreamEvent {
         let snapshots = downloadID.map { id in engine.snapshot(id).map { [$0] } ?? [] } ?? engine.list()
-        return StreamEvent(sequence: sequence, kind: .snapshot, downloadID: nil,
-                           data: JSONValue.object([("downloads", .array(snapshots.map(DownloadResource.json)))])
-                               .serialized())
+        return StreamEvent(sequence: sequence, kind: .snapshot, downloadID: nil, payload: .all(snapshots))
     }
 
     private func heartbeat() {

@@ -1,17 +1,42 @@
 import HaulCore
 
-/// One server-sent event: a server-wide sequence number, a kind, and the download it is about.
-struct StreamEvent {
+/// One server-sent event: a server-wide sequence number, a kind, and the download it is about. Its JSON is made
+/// the first time a client needs it, so events nobody is listening to cost no serialization.
+final class StreamEvent {
     enum Kind: String {
         case created, progress, state, removed, snapshot
+    }
+
+    enum Payload {
+        case download(DownloadSnapshot)
+        case removed(String)
+        case all([DownloadSnapshot])
     }
 
     let sequence: Int64
     let kind: Kind
     /// nil for a snapshot, which is about every download.
     let downloadID: String?
+    private let payload: Payload
+
+    init(sequence: Int64, kind: Kind, downloadID: String?, payload: Payload) {
+        self.sequence = sequence
+        self.kind = kind
+        self.downloadID = downloadID
+        self.payload = payload
+    }
+
     /// The `data:` payload, JSON on one line.
-    let data: String
+    lazy var data: String = {
+        switch payload {
+        case .download(let snapshot):
+            return DownloadResource.json(snapshot).serialized()
+        case .removed(let id):
+            return JSONValue.object([("id", .string(id))]).serialized()
+        case .all(let snapshots):
+            return JSONValue.object([("downloads", .array(snapshots.map(DownloadResource.json)))]).serialized()
+        }
+    }()
 
     /// The event in `text/event-stream` form.
     var wire: String { "id: \(sequence)\nevent: \(kind.rawValue)\ndata: \(data)\n\n" }

@@ -87,10 +87,15 @@ public final class DownloadStore {
         error_code, error_message, attempts, created_at, updated_at, started_at, completed_at, checksum
         """
 
+    /// Runs `body` in one transaction (one commit for many saves).
+    public func transaction(_ body: () throws -> Void) throws {
+        try db.transaction(body)
+    }
+
     /// Inserts or replaces the whole download with its journal.
     public func save(_ d: Download) throws {
         let placeholders = Array(repeating: "?", count: 26).joined(separator: ", ")
-        try db.transaction {
+        try db.transactionIfNeeded {
             try db.run("INSERT OR REPLACE INTO downloads (\(Self.columns)) VALUES (\(placeholders))", [
             .text(d.id), .integer(d.sequence), .text(d.url), .text(Self.encode(d.headers)),
             text(d.requestedFilename), .text(d.directory), text(d.filename), .text(d.state.rawValue),
@@ -115,7 +120,7 @@ public final class DownloadStore {
 
     /// Records a checkpoint only: the journal, the cheap write made while a transfer runs.
     public func saveJournal(id: String, _ journal: [Segment], updatedAt: Date) throws {
-        try db.transaction {
+        try db.transactionIfNeeded {
             try db.run("UPDATE downloads SET received_bytes = ?, updated_at = ? WHERE id = ?",
                        [.integer(journal.reduce(0) { $0 + $1.received }), .real(updatedAt.timeIntervalSince1970),
                         .text(id)])

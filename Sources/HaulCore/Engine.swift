@@ -90,6 +90,13 @@ public final class Engine {
     /// Open connections per host, over all downloads.
     private var hostConnections: [String: Int] = [:]
     private var refill: LoopTimer?
+    /// Queued downloads, so scheduling never scans them all.
+    private var queued: Set<String> = []
+    /// Unfinished downloads by destination (URL, directory, requested name), for answering a repeated POST.
+    private var destinations: [String: String] = [:]
+    /// Downloads changed since the last store write.
+    private var unsaved: Set<String> = []
+    private var flush: LoopTimer?
     /// The speed limit over all downloads.
     var globalBucket: TokenBucket?
     /// Told of every change, on the loop thread, after it is stored.
@@ -112,6 +119,7 @@ public final class Engine {
                 try store.save(download)
             }
             downloads[download.id] = download
+            index(download, was: nil)
             nextSequence = max(nextSequence, download.sequence + 1)
         }
         tick = LoopTimer(loop: loop, delay: config.progressInterval, repeating: true) { [unowned self] in
@@ -126,6 +134,7 @@ public final class Engine {
         tick?.cancel()
         for job in jobs.values { job.stop() }
         jobs.removeAll()
+        saveUnsaved()
     }
 
     // MARK: queries
@@ -152,11 +161,8 @@ public final class Engine {
 
     /// Adds a download, or returns the unfinished one with the same URL and destination (`created` false).
     public func add(_ request: NewDownload) throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool) {
-        if let existing = downloads.values.first(where: {
-            $0.url == request.url && $0.directory == request.directory
-                && $0.requestedFilename == request.filename && !$0.state.isFinished
-        }) {
-            return (snapshot(existing.id)!, false)
+        if let existing = destinations[Engine.destination(request.url, request.directory, request.filename)] {
+            return (snapshot(existing)!, false)
         }
         let now = Date()
         var download = Download(
@@ -173,6 +179,7 @@ public final class Engine {
         }
         nextSequence += 1
         downloads[download.id] = download
+        index(download, was: nil)
         log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
         onChange?(.created(download.id))
         schedule()
@@ -233,6 +240,8 @@ public final class Engine {
         if let target = changes.state, target != download.state {
             if target == .paused { pause(id) } else { resume(id) }
         }
+        // What a client was told is stored before it hears it.
+        saveUnsaved()
         schedule()
         return snapshot(id)!
     }
@@ -255,6 +264,7 @@ public final class Engine {
             throw .storage("\(error)")
         }
         downloads.removeValue(forKey: id)
+        index(nil, was: download)
         log.info("download removed", ["download.id": id])
         onChange?(.removed(id))
         schedule()
@@ -271,13 +281,25 @@ public final class Engine {
     func modify(_ id: String, _ change: (inout Download) -> Void) -> Download? {
         guard var download = downloads[id] else { return nil }
         let before = download.state
+        let journalBefore = download.journal
         change(&download)
-        // The journal follows every change of the segments and never claims more than they hold: cutting the
-        // file back is recorded before a byte of other data can land where the journal used to vouch for.
+        // The journal follows every change of the segments and never claims more than they hold.
         download.journal = SegmentPlanner.journal(synced: download.journal, live: download.segments)
         download.updatedAt = Date()
         downloads[id] = download
-        persist(download)
+        if before != download.state {
+            var previous = download
+            previous.state = before
+            index(download, was: previous)
+        }
+        if download.journal != journalBefore, !journalOnlyGrew(from: journalBefore, to: download.journal) {
+            // Cutting the file back is on disk before a byte of other data can land where the journal used to
+            // vouch for.
+            persist(download)
+            unsaved.remove(id)
+        } else {
+            persistSoon(id)
+        }
         onChange?(.updated(id, stateChanged: before != download.state))
         return download
     }
@@ -331,6 +353,50 @@ public final class Engine {
         schedule()
     }
 
+    /// Keeps `queued` and `destinations` in step with a download's state (`nil`: added or removed).
+    private func index(_ now: Download?, was: Download?) {
+        if let was {
+            if was.state == .queued { queued.remove(was.id) }
+            let key = Engine.destination(was.url, was.directory, was.requestedFilename)
+            if !was.state.isFinished, destinations[key] == was.id { destinations.removeValue(forKey: key) }
+        }
+        if let now {
+            if now.state == .queued { queued.insert(now.id) }
+            let key = Engine.destination(now.url, now.directory, now.requestedFilename)
+            if !now.state.isFinished, destinations[key] == nil { destinations[key] = now.id }
+        }
+    }
+
+    private static func destination(_ url: String, _ directory: String, _ name: String?) -> String {
+        url + "\u{0}" + directory + "\u{0}" + (name ?? "")
+    }
+
+    /// Several changes in one loop iteration (a probe answer, a state change) make one write at its end.
+    private func persistSoon(_ id: String) {
+        unsaved.insert(id)
+        if flush == nil {
+            flush = LoopTimer(loop: loop, delay: 0) { [unowned self] in self.saveUnsaved() }
+        }
+        if flush?.isPending == false { flush?.start() }
+    }
+
+    private func saveUnsaved() {
+        let ids = unsaved
+        unsaved.removeAll()
+        do {
+            try store.transaction {
+                for id in ids { if let download = downloads[id] { try store.save(download) } }
+            }
+        } catch {
+            log.error("cannot save downloads", ["error": "\(error)"])
+        }
+    }
+
+    private func journalOnlyGrew(from old: [Segment], to new: [Segment]) -> Bool {
+        old.count <= new.count && zip(old, new).allSatisfy { $0.start == $1.start && $0.received <= $1.received }
+            && new.dropFirst(old.count).allSatisfy { $0.received == 0 }
+    }
+
     private func persist(_ download: Download) {
         do {
             try store.save(download)
@@ -356,8 +422,8 @@ public final class Engine {
 
     /// Starts queued downloads, highest priority first, then oldest, while slots are free.
     private func schedule() {
-        guard jobs.count < config.maxActive else { return }
-        let waiting = downloads.values.filter { $0.state == .queued }.sorted {
+        guard jobs.count < config.maxActive, !queued.isEmpty else { return }
+        let waiting = queued.compactMap { downloads[$0] }.sorted {
             $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence
         }
         for download in waiting.prefix(config.maxActive - jobs.count) {

@@ -128,6 +128,12 @@ public final class SQLiteDatabase {
         }
     }
 
+    /// Like `transaction`, or just `body` when a transaction is already open.
+    public func transactionIfNeeded<T>(_ body: () throws -> T) throws -> T {
+        if sqlite3_get_autocommit(db) == 0 { return try body() }
+        return try transaction(body)
+    }
+
     private func prepared(_ sql: String) throws -> OpaquePointer {
         if let statement = statements[sql] { return statement }
         var statement: OpaquePointer?

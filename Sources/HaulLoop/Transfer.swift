@@ -187,19 +187,37 @@ public final class Transfer {
     // MARK: callbacks from curl
 
     private func headerLine(_ raw: UnsafeRawBufferPointer) {
-        let line = String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if line.hasPrefix("HTTP/") {
-            // Each response (redirects, 100 Continue, the final one) starts a new block.
-            let parts = line.split(separator: " ", maxSplits: 2)
-            pendingStatus = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
-            pendingHeaders = []
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            pendingHeaders.append((name, value))
+        // Parsed as bytes: this runs for every header of every response, and Foundation's trimming is slow.
+        let bytes = raw.bindMemory(to: UInt8.self)
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D || bytes[end - 1] == 0x20 { end -= 1 }
+        if end == 0 {
+            if pendingStatus >= 200 {
+                response = TransferResponse(status: pendingStatus, headers: pendingHeaders, effectiveURL: effectiveURL())
+            }
+            return
         }
-        if line.isEmpty, pendingStatus >= 200 {
-            response = TransferResponse(status: pendingStatus, headers: pendingHeaders, effectiveURL: effectiveURL())
+        let line = UnsafeBufferPointer(rebasing: bytes[0..<end])
+        if line.starts(with: Array("HTTP/".utf8)) {
+            // Each response (redirects, 100 Continue, the final one) starts a new block.
+            var index = 0
+            while index < line.count, line[index] != 0x20 { index += 1 }
+            while index < line.count, line[index] == 0x20 { index += 1 }
+            var status = 0
+            while index < line.count, (0x30...0x39).contains(line[index]), status < 1000 {
+                status = status * 10 + Int(line[index] - 0x30)
+                index += 1
+            }
+            pendingStatus = status
+            pendingHeaders = []
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            var valueStart = colon + 1
+            while valueStart < line.count, line[valueStart] == 0x20 || line[valueStart] == 0x09 { valueStart += 1 }
+            var nameEnd = colon
+            while nameEnd > 0, line[nameEnd - 1] == 0x20 { nameEnd -= 1 }
+            let name = String(decoding: line[0..<nameEnd].map { (0x41...0x5A).contains($0) ? $0 + 32 : $0 },
+                              as: UTF8.self)
+            pendingHeaders.append((name, String(decoding: line[valueStart...], as: UTF8.self)))
         }
     }
 
