@@ -4,7 +4,7 @@ LISTEN ?= 127.0.0.1:8080
 DOWNLOAD_DIR ?= ./downloads
 DATA_DIR ?= ./data
 
-.PHONY: deps build run test bench spec format clean
+.PHONY: deps build run test bench bench-quick spec format clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -18,11 +18,17 @@ run: build
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
+	python3 bench/bench.py --haul .build/debug/haul --quick
 
-bench:
-	@./scripts/install-deps.sh --bench
+# Every scenario of bench/bench.py at full size; the report lands in bench/results/latest.md.
+bench: deps
 	$(SWIFT) build -c release
-	./bench/run.sh
+	python3 bench/bench.py --haul .build/release/haul
+
+# The benchmark harness on tiny inputs: checks it still works (and every file's sha256), not speed.
+bench-quick: deps
+	$(SWIFT) build
+	python3 bench/bench.py --haul .build/debug/haul --quick
 
 # Regenerates the copy of openapi.yaml compiled into the server (a test fails when they differ).
 spec:

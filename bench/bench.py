@@ -1,11 +1,21 @@
-"""Benchmarks one download of the same file by haul, curl and aria2c, in one run, against nginx on loopback.
+"""make bench: Haul against curl and aria2 on the same files, in one run, on loopback.
 
-Each tool fetches over one connection into the same file system; the order rotates every round and the median is
-reported with its ratio to curl. Two destinations: tmpfs (/dev/shm), where only the transfer machinery counts, and
-the working disk, where haul's fdatasync before the final rename is part of its time (curl's and aria2c's files
-are not synced; a `curl + sync` row shows what that costs them).
+Scenarios (bench.py --scenarios A,B,C,E,F; --quick shrinks every input so `make test` can run the harness):
+  A  one large file, unthrottled: Haul with 1 and 8 connections, curl -o, aria2c -x1 and -x8; the ceilings
+     curl -o /dev/null and dd (with and without conv=fdatasync).
+  B  one file from an nginx limiting each connection to 8 MiB/s: Haul with 1, 4, 8 and 16 connections, curl,
+     aria2c -x8 and -x16.
+  C  1,000 files of 64 KiB, 16 at a time: Haul, aria2c -i -j16, curl -Z --parallel-max 16; on tmpfs and disk.
+  E  10,000 queued downloads added one request at a time: Haul's RSS and time, against aria2's RPC.
+  F  1,000 event-stream clients following one download: Haul's RSS and CPU.
+Each contender runs in rotating order after one discarded warm-up; medians with min-max are reported, and every
+result's sha256 is checked. "wall + sync" adds a `sync` of the written file (Haul fdatasyncs before it reports
+completion, curl does not). Results go to bench/results/latest.md.
 """
-import argparse, datetime, json, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time, urllib.request
+import argparse, datetime, hashlib, json, os, resource, select, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import http.client
+
+MIB = 1 << 20
 
 
 def free_port():
@@ -19,7 +29,7 @@ def start_nginx(root, prefix, server_extra=""):
     port = free_port()
     with open(prefix + "/nginx.conf", "w") as f:
         f.write(f"""daemon off; worker_processes 1; pid {prefix}/nginx.pid; error_log {prefix}/logs/error.log;
-events {{ worker_connections 64; }}
+events {{ worker_connections 1024; }}
 http {{ access_log off; sendfile on; client_body_temp_path {prefix}/b; proxy_temp_path {prefix}/p;
   fastcgi_temp_path {prefix}/f; uwsgi_temp_path {prefix}/u; scgi_temp_path {prefix}/s;
   server {{ listen 127.0.0.1:{port}; root {root}; {server_extra} }} }}
@@ -34,185 +44,425 @@ http {{ access_log off; sendfile on; client_body_temp_path {prefix}/b; proxy_tem
     raise RuntimeError("nginx did not start")
 
 
-def peak_rss_kib(pid):
-    """VmHWM of a running process; 0 once it has gone."""
+def proc_stat(pid):
+    """(CPU seconds, peak RSS KiB) of a live process."""
     try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        peak = 0
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmHWM:"):
+                peak = int(line.split()[1])
+        return cpu, peak
     except OSError:
-        pass
-    return 0
+        return 0.0, 0
 
 
-def timed(cmd):
-    """Wall time and peak RSS (KiB, sampled every 5 ms: rusage would report the forking Python's) of a command."""
+def timed(cmd, cwd=None):
+    """Wall seconds, CPU seconds (user + sys) and peak RSS (KiB, sampled from /proc: rusage's maxrss would
+    report the forking Python's)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     peak = 0
     while proc.poll() is None:
-        peak = max(peak, peak_rss_kib(proc.pid))
+        peak = max(peak, proc_stat(proc.pid)[1])
         time.sleep(0.005)
-    elapsed = time.monotonic() - start
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed with {proc.returncode}")
-    return elapsed, peak
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, peak
 
 
 def sha256(path):
-    return subprocess.run(["sha256sum", path], capture_output=True, text=True, check=True).stdout.split()[0]
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(MIB):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sync_file(path):
+    start = time.monotonic()
+    subprocess.run(["sync", "--data", path], check=True)
+    return time.monotonic() - start
+
+
+def make_file(path, size):
+    with open(path, "wb") as f:
+        left = size
+        while left > 0:
+            n = min(left, MIB)
+            f.write(os.urandom(n))
+            left -= n
+    os.chmod(path, 0o644)
+    return sha256(path)
+
+
+def reread(path):
+    """Pull a source file back into the page cache (it is reclaimed here after about a minute)."""
+    with open(path, "rb") as f:
+        while f.read(8 * MIB):
+            pass
 
 
 class Haul:
-    def __init__(self, binary, download_dir, data_dir):
-        self.proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--download-dir", download_dir,
-                                      "--data-dir", data_dir, "--connections", "1", "--log-level", "warning",
-                                      "--max-connections-per-host", "32"],
+    def __init__(self, binary, root, *extra):
+        os.makedirs(root, exist_ok=True)
+        self.root = root
+        self.proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--download-dir", root + "/dl",
+                                      "--data-dir", root + "/data", "--log-level", "warning", *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.base = self.proc.stdout.readline().strip().split()[-1]
+        self.port = int(self.proc.stdout.readline().strip().rsplit(":", 1)[1])
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port)
 
     def call(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req) as r:
-            raw = r.read()
-            return json.loads(raw) if raw else None
+        self.conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                          headers={"Content-Type": "application/json"})
+        reply = self.conn.getresponse()
+        raw = reply.read()
+        if reply.status >= 400:
+            raise RuntimeError(f"{method} {path}: {reply.status} {raw[:200]}")
+        return json.loads(raw) if raw else None
 
-    def download(self, url, name, connections=None):
-        """From sending the POST to the server's completed_at (same clock, millisecond precision), so that
-        sparse polling neither steals CPU from the transfer nor rounds the result up."""
+    def wait_all(self, count, poll=0.01):
+        while True:
+            stats = self.call("GET", "/stats")
+            if stats["completed"] + stats["failed"] >= count:
+                if stats["failed"]:
+                    raise RuntimeError(f"{stats['failed']} haul downloads failed")
+                return
+            time.sleep(poll)
+
+    def download(self, url, name, connections):
+        """Wall (from the POST to the server's completed_at), server CPU, and the file's path."""
+        cpu0 = proc_stat(self.proc.pid)[0]
         start = time.time()
-        body = {"url": url, "filename": name}
-        if connections:
-            body["connections"] = connections
-        d = self.call("POST", "/downloads", body)
+        d = self.call("POST", "/downloads", {"url": url, "filename": name, "connections": connections})
         while d["state"] not in ("completed", "failed"):
-            time.sleep(0.1)
+            time.sleep(0.05)
             d = self.call("GET", "/downloads/" + d["id"])
-        completed = datetime.datetime.fromisoformat(d["completed_at"].replace("Z", "+00:00")).timestamp()
-        elapsed = completed - start
         if d["state"] != "completed":
             raise RuntimeError(f"haul failed: {d['error']}")
+        done = datetime.datetime.fromisoformat(d["completed_at"].replace("Z", "+00:00")).timestamp()
         self.call("DELETE", "/downloads/" + d["id"])
-        return elapsed
+        return done - start, proc_stat(self.proc.pid)[0] - cpu0, f"{self.root}/dl/{name}"
 
-    def peak_rss_kib(self):
-        return peak_rss_kib(self.proc.pid)
+    def peak_rss(self):
+        return proc_stat(self.proc.pid)[1]
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=10)
 
 
+class Report:
+    def __init__(self):
+        self.lines = []
+
+    def section(self, title, note):
+        self.lines += ["", f"## {title}", "", note, ""]
+        print(f"\n{title}\n{note}")
+
+    def table(self, header, rows):
+        self.lines.append("| " + " | ".join(header) + " |")
+        self.lines.append("|" + "---|" * len(header))
+        for row in rows:
+            self.lines.append("| " + " | ".join(row) + " |")
+        widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+        for row in [header] + rows:
+            print("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+
+
+def fmt(values, unit="s"):
+    if not values:
+        return "-"
+    med = statistics.median(values)
+    if len(values) == 1:
+        return f"{med:.3f} {unit}"
+    return f"{med:.3f} {unit} ({min(values):.3f}-{max(values):.3f})"
+
+
+def rounds(contenders, n, run):
+    """Runs every contender once to warm up, then n rounds in rotating order; returns {name: [results]}."""
+    results = {name: [] for name in contenders}
+    for name in contenders:
+        run(name)
+    for r in range(n):
+        order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
+        for name in order:
+            results[name].append(run(name))
+    return results
+
+
+def scenario_a(args, report, work, disk):
+    size = (8 if args.quick else 1024) * MIB
+    src = work + "/www/big.bin"
+    expected = make_file(src, size)
+    nginx, origin = start_nginx(work + "/www", work + "/nginx-a")
+    url = origin + "/big.bin"
+    dest = disk + "/a"
+    os.makedirs(dest)
+    haul = Haul(args.haul, disk + "/haul-a")
+    contenders = ["haul -c1", "haul -c8", "curl -o", "aria2c -x1", "aria2c -x8", "curl -o /dev/null",
+                  "dd", "dd conv=fdatasync"]
+
+    def run(name):
+        reread(src)
+        out = f"{dest}/out.bin"
+        if name.startswith("haul"):
+            wall, cpu, out = haul.download(url, "out.bin", 1 if name == "haul -c1" else 8)
+            rss = haul.peak_rss()
+        elif name == "curl -o":
+            wall, cpu, rss = timed(["curl", "-s", "-o", out, url])
+        elif name == "curl -o /dev/null":
+            wall, cpu, rss = timed(["curl", "-s", "-o", "/dev/null", url])
+            return wall, wall, cpu, rss
+        elif name.startswith("aria2c"):
+            n = name[-1]
+            wall, cpu, rss = timed(["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=none",
+                                    "--allow-overwrite=true", "-d", dest, "-o", "out.bin", url])
+        else:
+            cmd = ["dd", f"if={src}", f"of={out}", "bs=1M"] + (["conv=fdatasync"] if "fdatasync" in name else [])
+            wall, cpu, rss = timed(cmd)
+        synced = wall + sync_file(out)
+        if sha256(out) != expected:
+            raise RuntimeError(f"{name} wrote a wrong file")
+        os.remove(out)
+        return wall, synced, cpu, rss
+
+    results = rounds(contenders, 1 if args.quick else args.rounds, run)
+    anchor = statistics.median([r[1] for r in results["curl -o"]])
+    rows = []
+    for name in contenders:
+        walls = [r[0] for r in results[name]]
+        synced = [r[1] for r in results[name]]
+        cpus = [r[2] for r in results[name]]
+        rss = max(r[3] for r in results[name])
+        rows.append([name, fmt(walls), fmt(synced), f"{statistics.median(synced) / anchor:.2f}", fmt(cpus),
+                     f"{rss / 1024:.1f} MiB"])
+    report.section(f"A: one {size // MIB} MiB file, unthrottled, onto disk",
+                   "Haul's wall time includes its fdatasync, so compare it with the others' wall + sync. Haul's "
+                   "CPU and RSS are its server's (RSS: the peak of the whole run, API and all).")
+    report.table(["contender", "wall", "wall + sync", "x curl wall+sync", "CPU (user+sys)", "peak RSS"], rows)
+    haul.stop()
+    nginx.terminate()
+    os.remove(src)
+
+
+def scenario_b(args, report, work, disk):
+    size = (8 if args.quick else 128) * MIB
+    src = work + "/www/throttled.bin"
+    expected = make_file(src, size)
+    nginx, origin = start_nginx(work + "/www", work + "/nginx-b", "limit_rate 8m;")
+    url = origin + "/throttled.bin"
+    dest = work + "/b"
+    os.makedirs(dest)
+    haul = Haul(args.haul, work + "/haul-b", "--max-connections-per-host", "32")
+    contenders = ["haul -c1", "haul -c4", "haul -c8", "haul -c16", "curl", "aria2c -x8", "aria2c -x16"]
+
+    def run(name):
+        out = f"{dest}/out.bin"
+        if name.startswith("haul"):
+            wall, _, out = haul.download(url, "out.bin", int(name.split("c")[-1]))
+        elif name == "curl":
+            wall, _, _ = timed(["curl", "-s", "-o", out, url])
+        else:
+            n = name.split("x")[-1]
+            wall, _, _ = timed(["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=none",
+                                "--allow-overwrite=true", "-d", dest, "-o", "out.bin", url])
+        if sha256(out) != expected:
+            raise RuntimeError(f"{name} wrote a wrong file")
+        os.remove(out)
+        return wall
+
+    results = rounds(contenders, 1, run)
+    ideal = size / (8 * MIB)
+    rows = []
+    for name in contenders:
+        n = int(name.split("c")[-1]) if name.startswith("haul") else (int(name.split("x")[-1]) if "x" in name else 1)
+        rows.append([name, fmt(results[name]), f"{ideal / n:.2f} s"])
+    haul8 = statistics.median(results["haul -c8"])
+    haul16 = statistics.median(results["haul -c16"])
+    report.section(f"B: one {size // MIB} MiB file, each connection limited to 8 MiB/s",
+                   f"Haul/aria2: {haul8 / statistics.median(results['aria2c -x8']):.2f} at 8 connections, "
+                   f"{haul16 / statistics.median(results['aria2c -x16']):.2f} at 16.")
+    report.table(["contender", "wall", "ideal"], rows)
+    haul.stop()
+    nginx.terminate()
+    os.remove(src)
+
+
+def scenario_c(args, report, work, disk):
+    count = 20 if args.quick else 1000
+    rows = []
+    for label, base in (("tmpfs", work), ("disk", disk)):
+        www = f"{base}/www-c"
+        os.makedirs(www)
+        os.chmod(www, 0o755)
+        hashes = {f"f{i:04d}.bin": make_file(f"{www}/f{i:04d}.bin", 64 * 1024) for i in range(count)}
+        nginx, origin = start_nginx(www, f"{base}/nginx-c")
+        urls = [f"{origin}/{name}" for name in hashes]
+        with open(f"{base}/list.txt", "w") as f:
+            f.write("\n".join(urls) + "\n")
+
+        def check(directory):
+            for name, digest in hashes.items():
+                if sha256(f"{directory}/{name}") != digest:
+                    raise RuntimeError(f"wrong file {name}")
+            shutil.rmtree(directory)
+
+        def run(name):
+            out = f"{base}/out-c"
+            os.makedirs(out, exist_ok=True)
+            if name == "haul":
+                haul = Haul(args.haul, f"{base}/haul-c", "--max-active", "16", "--connections", "1")
+                start = time.monotonic()
+                for url in urls:
+                    haul.call("POST", "/downloads", {"url": url})
+                haul.wait_all(count, poll=0.005)
+                wall = time.monotonic() - start
+                haul.stop()
+                shutil.rmtree(out)
+                check(f"{base}/haul-c/dl")
+                shutil.rmtree(f"{base}/haul-c")
+                return wall
+            if name == "aria2c -j16":
+                wall, _, _ = timed(["aria2c", "-q", "-i", f"{base}/list.txt", "-j16", "--file-allocation=none",
+                                    "-d", out])
+            else:
+                wall, _, _ = timed(["curl", "-s", "-Z", "--parallel-max", "16", "--remote-name-all", *urls], cwd=out)
+            check(out)
+            return wall
+
+        results = rounds(["haul", "aria2c -j16", "curl -Z"], 1 if args.quick else 3, run)
+        aria = statistics.median(results["aria2c -j16"])
+        for name, values in results.items():
+            rows.append([label, name, fmt(values), f"{statistics.median(values) / aria:.2f}"])
+        nginx.terminate()
+        shutil.rmtree(www)
+    report.section(f"C: {count} files of 64 KiB, 16 at a time",
+                   "Haul: one POST per file over one keep-alive connection, then until the last completes.")
+    report.table(["where", "contender", "wall", "x aria2"], rows)
+
+
+def scenario_e(args, report, work, disk):
+    count = 100 if args.quick else 10000
+    haul = Haul(args.haul, work + "/haul-e")
+    start = time.monotonic()
+    for i in range(count):
+        haul.call("POST", "/downloads", {"url": f"http://127.0.0.1:9/queued/{i}.bin", "start_paused": True})
+    haul_time = time.monotonic() - start
+    haul_rss = haul.peak_rss()
+    haul.stop()
+    rows = [["haul", f"{haul_time:.2f} s", f"{haul_rss / 1024:.1f} MiB"]]
+    if shutil.which("aria2c"):
+        port = free_port()
+        aria = subprocess.Popen(["aria2c", "--enable-rpc", f"--rpc-listen-port={port}", "--rpc-listen-all=false",
+                                 "-d", work + "/aria-e", "--max-concurrent-downloads=1"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(500):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.01)
+        conn = http.client.HTTPConnection("127.0.0.1", port)
+        start = time.monotonic()
+        for i in range(count):
+            body = {"jsonrpc": "2.0", "id": str(i), "method": "aria2.addUri",
+                    "params": [[f"http://127.0.0.1:9/queued/{i}.bin"], {"pause": "true"}]}
+            conn.request("POST", "/jsonrpc", body=json.dumps(body), headers={"Content-Type": "application/json"})
+            conn.getresponse().read()
+        aria_time = time.monotonic() - start
+        aria_rss = proc_stat(aria.pid)[1]
+        aria.terminate()
+        aria.wait()
+        rows.append(["aria2 RPC", f"{aria_time:.2f} s", f"{aria_rss / 1024:.1f} MiB"])
+    report.section(f"E: {count} paused downloads added one request at a time", "Peak RSS of the server.")
+    report.table(["server", "time to add", "peak RSS"], rows)
+
+
+def scenario_f(args, report, work, disk):
+    clients_count = 50 if args.quick else 1000
+    size = (2 if args.quick else 16) * MIB
+    src = work + "/www/sse.bin"
+    make_file(src, size)
+    nginx, origin = start_nginx(work + "/www", work + "/nginx-f", "limit_rate 4m;")
+    haul = Haul(args.haul, work + "/haul-f")
+    socks = []
+    for _ in range(clients_count):
+        s = socket.create_connection(("127.0.0.1", haul.port))
+        s.sendall(b"GET /events HTTP/1.0\r\nHost: x\r\n\r\n")
+        s.setblocking(False)
+        socks.append(s)
+    while haul.call("GET", "/stats")["event_streams"] < clients_count:
+        time.sleep(0.01)
+    cpu0, _ = proc_stat(haul.proc.pid)
+    start = time.monotonic()
+    d = haul.call("POST", "/downloads", {"url": origin + "/sse.bin", "filename": "sse.bin"})
+    done = set()
+    buffers = {}
+    while len(done) < clients_count and time.monotonic() - start < 120:
+        ready, _, _ = select.select([s for s in socks if s not in done], [], [], 0.1)
+        for s in ready:
+            try:
+                data = s.recv(1 << 16)
+            except BlockingIOError:
+                continue
+            buffers[s] = (buffers.get(s, b"") + data)[-4096:]
+            if b'"state":"completed"' in buffers[s] and d["id"].encode() in buffers[s]:
+                done.add(s)
+    wall = time.monotonic() - start
+    cpu = proc_stat(haul.proc.pid)[0] - cpu0
+    rss = haul.peak_rss()
+    for s in socks:
+        s.close()
+    haul.stop()
+    nginx.terminate()
+    if len(done) < clients_count:
+        raise RuntimeError(f"only {len(done)} of {clients_count} clients saw the completion")
+    report.section(f"F: {clients_count} event-stream clients following one {size // MIB} MiB download",
+                   "Every client saw the completion event.")
+    report.table(["peak RSS", "server CPU", "wall", "CPU share"],
+                 [[f"{rss / 1024:.1f} MiB", f"{cpu:.2f} s", f"{wall:.2f} s", f"{100 * cpu / wall:.0f}%"]])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
-    ap.add_argument("--size-mib", type=int, default=1024)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--scenario", choices=["single", "throttled"], default="single")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--scenarios", default="A,B,C,E,F")
+    ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
+    ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
     args = ap.parse_args()
-    if args.scenario == "throttled":
-        return throttled(args)
 
     work = tempfile.mkdtemp(prefix="haul-bench-", dir="/dev/shm")
-    os.chmod(work, 0o755)
     disk = tempfile.mkdtemp(prefix="haul-bench-", dir=os.getcwd())
+    for d in (work, disk):
+        os.chmod(d, 0o755)
+    os.makedirs(work + "/www")
+    os.chmod(work + "/www", 0o755)
+    report = Report()
+    report.lines = [f"# Haul benchmarks, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC", "",
+                    f"{os.cpu_count()} cores; loopback; `bench/bench.py --scenarios {args.scenarios}"
+                    + (" --quick" if args.quick else "") + "`"]
+    scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "E": scenario_e, "F": scenario_f}
     try:
-        source = work + "/www/file.bin"
-        os.makedirs(work + "/www")
-        os.chmod(work + "/www", 0o755)
-        with open(source, "wb") as f:
-            for _ in range(args.size_mib):
-                f.write(os.urandom(1 << 20))
-        os.chmod(source, 0o644)
-        expected = sha256(source)
-        nginx, origin = start_nginx(work + "/www", work + "/nginx")
-        url = origin + "/file.bin"
-        print(f"{args.size_mib} MiB over loopback from nginx, one connection, {args.rounds} rounds; "
-              f"median and best seconds, median MB/s, median ratio to curl")
-        for label, dest in (("tmpfs", work + "/dest"), ("disk", disk + "/dest")):
-            os.makedirs(dest, exist_ok=True)
-            haul = Haul(args.haul, dest + "/haul", dest + "/haul-data")
-            times = {"curl -o": [], "curl -o + sync": [], "aria2c -x1": [], "haul": []}
-            rss = {"curl -o": 0, "aria2c -x1": 0}
-            for rnd in range(args.rounds):
-                order = ["curl", "aria2c", "haul"]
-                order = order[rnd % 3:] + order[:rnd % 3]
-                for tool in order:
-                    out = f"{dest}/{tool}-{rnd}.bin"
-                    if tool == "curl":
-                        t, m = timed(["curl", "-s", "-o", out, url])
-                        times["curl -o"].append(t)
-                        rss["curl -o"] = max(rss["curl -o"], m)
-                        t2, _ = timed(["sync", "--data", out])
-                        times["curl -o + sync"].append(t + t2)
-                    elif tool == "aria2c":
-                        t, m = timed(["aria2c", "-q", "-x1", "-s1", "--file-allocation=none", "--allow-overwrite=true",
-                                      "-d", dest, "-o", os.path.basename(out), url])
-                        times["aria2c -x1"].append(t)
-                        rss["aria2c -x1"] = max(rss["aria2c -x1"], m)
-                    else:
-                        times["haul"].append(haul.download(url, os.path.basename(out)))
-                        out = f"{dest}/haul/{os.path.basename(out)}"
-                    if sha256(out) != expected:
-                        raise RuntimeError(f"{tool} produced a wrong file")
-                    os.remove(out)
-            rss["haul (server, peak)"] = haul.peak_rss_kib()
-            haul.stop()
-            base = statistics.median(times["curl -o"])
-            print(f"\n[{label}]")
-            for tool, ts in times.items():
-                m = statistics.median(ts)
-                print(f"  {tool:16s} {m:7.3f} s  best {min(ts):7.3f} s  ({args.size_mib * 1.048576 / m:7.1f} MB/s)"
-                      f"  x{m / base:.3f}")
-            print("  peak RSS: " + ", ".join(f"{k} {v / 1024:.1f} MiB" for k, v in rss.items()))
-        nginx.terminate()
-        nginx.wait()
+        for key in args.scenarios.split(","):
+            scenarios[key.strip()](args, report, work, disk)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(disk, ignore_errors=True)
-
-
-def throttled(args):
-    """One file from an origin that limits each connection to 8 MB/s (nginx limit_rate): Haul with 1, 4, 8 and
-    16 connections against aria2c with 8 and 16, once each, in one run."""
-    work = tempfile.mkdtemp(prefix="haul-bench-", dir="/dev/shm")
-    os.chmod(work, 0o755)
-    try:
-        os.makedirs(work + "/www")
-        os.chmod(work + "/www", 0o755)
-        source = work + "/www/file.bin"
-        with open(source, "wb") as f:
-            for _ in range(args.size_mib):
-                f.write(os.urandom(1 << 20))
-        os.chmod(source, 0o644)
-        expected = sha256(source)
-        nginx, origin = start_nginx(work + "/www", work + "/nginx", "limit_rate 8m;")
-        url = origin + "/file.bin"
-        dest = work + "/dest"
-        os.makedirs(dest)
-        haul = Haul(args.haul, dest + "/haul", dest + "/haul-data")
-        ideal = args.size_mib * 1.048576 / 8.388608
-        print(f"{args.size_mib} MiB from nginx limiting each connection to 8 MiB/s (one connection: {ideal:.2f} s)")
-        for n in (1, 4, 8, 16):
-            t = haul.download(url, f"haul-{n}.bin", connections=n)
-            out = f"{dest}/haul/haul-{n}.bin"
-            assert sha256(out) == expected, "haul produced a wrong file"
-            os.remove(out)
-            print(f"  haul, {n:2d} connections   {t:7.2f} s   (ideal {ideal / n:5.2f} s)")
-        for n in (8, 16):
-            t, _ = timed(["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=none",
-                          "--allow-overwrite=true", "-d", dest, "-o", f"aria-{n}.bin", url])
-            assert sha256(f"{dest}/aria-{n}.bin") == expected, "aria2c produced a wrong file"
-            os.remove(f"{dest}/aria-{n}.bin")
-            print(f"  aria2c -x{n:<2d} -s{n:<2d} -k1M   {t:7.2f} s   (ideal {ideal / n:5.2f} s)")
-        haul.stop()
-        nginx.terminate()
-        nginx.wait()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    out = args.out or (None if args.quick else "bench/results/latest.md")
+    if out:
+        with open(out, "w") as f:
+            f.write("\n".join(report.lines) + "\n")
+        print(f"\nreport: {out}")
+    if args.quick:
+        print("bench: 1 passed, 0 failed")
 
 
 if __name__ == "__main__":

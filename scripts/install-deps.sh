@@ -3,8 +3,9 @@
 # As root it runs apt-get itself; otherwise it prints the command to run.
 set -euo pipefail
 
-packages=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev pkg-config nginx curl ca-certificates)
-if [ "${1:-}" = "--bench" ]; then packages+=(aria2); fi
+# nginx and aria2 are the tests' and benchmarks' origin and anchor; python3 runs the benchmark harness.
+packages=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev pkg-config nginx curl ca-certificates aria2
+          python3)
 
 missing=()
 for p in "${packages[@]}"; do
