@@ -1,0 +1,132 @@
+import Foundation
+import HaulLoop
+
+/// The end of a download: sync, checksum, the final name, and failures with their retries.
+extension Job {
+    // MARK: completion
+
+    /// Every byte is in the part file: make it durable, check it, then give it its final name.
+    func transferred() {
+        guard let download, let file else { return }
+        engine.modify(id) { $0.state = .verifying }
+        let handle: SyncHandle
+        do {
+            handle = try file.syncHandle()
+        } catch {
+            return failed(Job.fileError(error))
+        }
+        let path = file.path
+        let expected = download.checksum.flatMap(Checksum.init)
+        engine.loop.offload({ () -> Result<String?, FileError> in
+            if let error = handle.syncAndClose() { return .failure(error) }
+            guard let expected else { return .success(nil) }
+            return Result { () throws(FileError) in try Digest.hex(ofFile: path, algorithm: expected.algorithm) }
+        }, then: { [weak self] result in
+            guard let self, !self.stopped else { return }
+            switch result {
+            case .failure(let error):
+                self.failed(Job.fileError(error))
+            case .success(let actual):
+                if let expected, let actual, actual != expected.hex {
+                    return self.checksumMismatch(expected: expected, actual: actual)
+                }
+                self.publish()
+            }
+        })
+    }
+
+    /// The bytes are wrong: nothing gets the final name, and the part file is discarded so a retry starts over.
+    func checksumMismatch(expected: Checksum, actual: String) {
+        file?.close()
+        file = nil
+        if let download, let name = download.filename {
+            try? Files.remove(engine.path(ofDirectory: download.directory) + "/" + name + ".part")
+        }
+        generation += 1
+        engine.modify(id) {
+            $0.segments = []
+            $0.state = .failed
+            $0.error = DownloadError(.checksumMismatch, "\(expected.algorithm.rawValue) of the file is \(actual), "
+                + "expected \(expected.hex)")
+        }
+        log.warning("checksum mismatch", meta)
+        engine.jobEnded(id)
+    }
+
+    func publish() {
+        guard let download, let base = download.filename, let file else { return }
+        let directory = engine.path(ofDirectory: download.directory)
+        let size = Files.size(file.path) ?? -1
+        guard size == download.totalBytes ?? size else {
+            return failed(DownloadError(.sizeMismatch, "the part file holds \(size) bytes, expected "
+                + "\(download.totalBytes ?? 0)"))
+        }
+        file.close()
+        self.file = nil
+        do {
+            for n in 0..<10_000 {
+                let name = FileName.candidate(base, n)
+                let target = directory + "/" + name
+                if Files.sameFile(file.path, target) {
+                    // A crash between link and unlink left both names on this file: finish the unlink.
+                    try Files.remove(file.path)
+                } else if !(try Files.linkWithoutReplacing(file.path, to: target)) {
+                    continue
+                }
+                try Files.syncDirectory(directory)
+                engine.modify(id) {
+                    $0.filename = name
+                    $0.journal = $0.segments
+                    $0.state = .completed
+                    $0.completedAt = Date()
+                    $0.error = nil
+                }
+                log.info("download completed", meta.merging(["file.name": name, "file.size": "\(size)"]) { a, _ in a })
+                engine.jobEnded(id)
+                return
+            }
+            failed(DownloadError(.writeFailed, "no free file name for \(base)"))
+        } catch {
+            failed(Job.fileError(error))
+        }
+    }
+
+    // MARK: failures
+
+    /// Retries after a backoff (with `retry`) when the error allows it and attempts remain; otherwise the
+    /// download fails and keeps what it received.
+    func failed(_ error: DownloadError, retry: (() -> Void)? = nil) {
+        guard let download, !stopped else { return }
+        if let retry, error.retryable, download.attempts < engine.config.maxAttempts {
+            engine.modify(id) { $0.attempts += 1 }
+            let delay = backoff(attempt: download.attempts, error: error)
+            log.warning("attempt failed, retrying in \(String(format: "%.2f", delay)) s: \(error.message)",
+                        meta.merging(["error.code": error.code.rawValue]) { a, _ in a })
+            let timer = LoopTimer(loop: engine.loop, delay: delay) { [weak self] in
+                self?.probeRetry = nil
+                retry()
+            }
+            probeRetry = timer
+            timer.start()
+            return
+        }
+        log.warning("download failed: \(error.message)", meta.merging(["error.code": error.code.rawValue]) { a, _ in a })
+        stopped = true
+        dropConnections()
+        // Keep what was received: a retry after the cause is fixed continues from there.
+        closeFile()
+        engine.modify(id) {
+            $0.state = .failed
+            $0.error = error
+        }
+        engine.jobEnded(id)
+    }
+
+    /// Exponential backoff with ±25% jitter, never sooner than the server's Retry-After.
+    func backoff(attempt: Int, error: DownloadError) -> Double {
+        let base = min(engine.config.retryMaxDelay,
+                       engine.config.retryBaseDelay * pow(2, Double(max(0, attempt - 1))))
+        let jittered = base * Double.random(in: 0.75...1.25)
+        return max(jittered, min(error.retryAfter ?? 0, 600))
+    }
+}
