@@ -1,11 +1,13 @@
 """make bench: Haul against curl and aria2 on the same files, in one run, on loopback.
 
-Scenarios (bench.py --scenarios A,B,C,E,F; --quick shrinks every input so `make test` can run the harness):
+Scenarios (bench.py --scenarios A,B,C,D,E,F; --quick shrinks every input so `make test` can run the harness):
   A  one large file, unthrottled: Haul with 1 and 8 connections, curl -o, aria2c -x1 and -x8; the ceilings
      curl -o /dev/null and dd (with and without conv=fdatasync).
   B  one file from an nginx limiting each connection to 8 MiB/s: Haul with 1, 4, 8 and 16 connections, curl,
      aria2c -x8 and -x16.
   C  1,000 files of 64 KiB, 16 at a time: Haul, aria2c -i -j16, curl -Z --parallel-max 16; on tmpfs and disk.
+  D  API latency with wrk (-t2 -c32) on one download's status, idle and while 4 throttled downloads run:
+     Haul's GET /downloads/{id} against aria2's RPC aria2.tellStatus.
   E  10,000 queued downloads added one request at a time: Haul's RSS and time, against aria2's RPC.
   F  1,000 event-stream clients following one download: Haul's RSS and CPU.
 Each contender runs in rotating order after one discarded warm-up; medians with min-max are reported, and every
@@ -348,6 +350,81 @@ def scenario_c(args, report, work, disk):
     report.table(["where", "contender", "wall", "x aria2"], rows)
 
 
+def wrk(url, seconds, script=None):
+    """Requests per second and the 50th and 99th percentile latencies (ms) from wrk."""
+    cmd = ["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency"] + (["-s", script] if script else []) + [url]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    rps = float(next(l for l in out.splitlines() if l.startswith("Requests/sec:")).split()[1])
+
+    def percentile(p):
+        line = next(l for l in out.splitlines() if l.strip().startswith(p))
+        value = line.split()[1]
+        for suffix, scale in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+            if value.endswith(suffix):
+                return float(value[:-len(suffix)]) * scale
+        return float(value)
+    return rps, percentile("50%"), percentile("99%")
+
+
+def scenario_d(args, report, work, disk):
+    seconds = 1 if args.quick else 10
+    size = (4 if args.quick else 64) * MIB
+    for i in range(4):
+        make_file(f"{work}/www/d{i}.bin", size)
+    nginx, origin = start_nginx(work + "/www", work + "/nginx-d", "limit_rate 1m;")
+    rows = []
+    haul = Haul(args.haul, work + "/haul-d")
+    target = haul.call("POST", "/downloads", {"url": origin + "/d0.bin", "filename": "idle.bin",
+                                              "start_paused": True})["id"]
+    url = f"http://127.0.0.1:{haul.port}/downloads/{target}"
+    cpu0 = proc_stat(haul.proc.pid)[0]
+    rows.append(["haul", "idle", *fmt_wrk(wrk(url, seconds))])
+    for i in range(4):
+        haul.call("POST", "/downloads", {"url": f"{origin}/d{i}.bin", "filename": f"busy{i}.bin"})
+    time.sleep(0.5)
+    rows.append(["haul", "4 downloads", *fmt_wrk(wrk(url, seconds))])
+    haul.stop()
+    port = free_port()
+    aria = subprocess.Popen(["aria2c", "--enable-rpc", f"--rpc-listen-port={port}", "--rpc-listen-all=false",
+                             "-d", work + "/aria-d", "--file-allocation=none", "--allow-overwrite=true"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(500):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.01)
+
+    def rpc(method, params):
+        conn = http.client.HTTPConnection("127.0.0.1", port)
+        conn.request("POST", "/jsonrpc", body=json.dumps({"jsonrpc": "2.0", "id": "1", "method": method,
+                                                          "params": params}),
+                     headers={"Content-Type": "application/json"})
+        return json.loads(conn.getresponse().read())["result"]
+    gid = rpc("aria2.addUri", [[origin + "/d0.bin"], {"pause": "true", "out": "idle.bin"}])
+    script = work + "/tellstatus.lua"
+    with open(script, "w") as f:
+        f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+                f'wrk.body = \'{{"jsonrpc":"2.0","id":"1","method":"aria2.tellStatus","params":["{gid}"]}}\'\n')
+    rpc_url = f"http://127.0.0.1:{port}/jsonrpc"
+    rows.append(["aria2 RPC", "idle", *fmt_wrk(wrk(rpc_url, seconds, script))])
+    for i in range(4):
+        rpc("aria2.addUri", [[f"{origin}/d{i}.bin"], {"out": f"busy{i}.bin"}])
+    time.sleep(0.5)
+    rows.append(["aria2 RPC", "4 downloads", *fmt_wrk(wrk(rpc_url, seconds, script))])
+    aria.terminate()
+    aria.wait()
+    nginx.terminate()
+    report.section("D: API latency, wrk -t2 -c32 on one download's status",
+                   "Haul: GET /downloads/{id}. aria2: POST aria2.tellStatus. Downloads throttled to 1 MiB/s.")
+    report.table(["server", "while", "requests/s", "p50", "p99"], rows)
+
+
+def fmt_wrk(result):
+    rps, p50, p99 = result
+    return [f"{rps:,.0f}", f"{p50:.2f} ms", f"{p99:.2f} ms"]
+
+
 def scenario_e(args, report, work, disk):
     count = 100 if args.quick else 10000
     haul = Haul(args.haul, work + "/haul-e")
@@ -434,7 +511,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--scenarios", default="A,B,C,E,F")
+    ap.add_argument("--scenarios", default="A,B,C,D,E,F")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
     args = ap.parse_args()
@@ -449,7 +526,8 @@ def main():
     report.lines = [f"# Haul benchmarks, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC", "",
                     f"{os.cpu_count()} cores; loopback; `bench/bench.py --scenarios {args.scenarios}"
                     + (" --quick" if args.quick else "") + "`"]
-    scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "E": scenario_e, "F": scenario_f}
+    scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "D": scenario_d, "E": scenario_e,
+                 "F": scenario_f}
     try:
         for key in args.scenarios.split(","):
             scenarios[key.strip()](args, report, work, disk)

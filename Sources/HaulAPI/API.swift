@@ -262,6 +262,6 @@ public final class API {
 
     static func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers,
-                     body: Array(value.serialized().utf8))
+                     body: value.serializedBytes())
     }
 }

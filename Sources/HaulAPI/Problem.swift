@@ -64,7 +64,7 @@ struct Problem: Error {
         }
         return HTTPResponse(status: status,
                             headers: [("Content-Type", "application/problem+json")] + headers,
-                            body: Array(JSONValue.object(members).serialized().utf8))
+                            body: JSONValue.object(members).serializedBytes())
     }
 }
 

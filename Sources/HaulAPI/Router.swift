@@ -4,18 +4,23 @@ import HaulLoop
 struct Route {
     let pattern: String
     let handlers: [String: (RequestContext) throws(Problem) -> APIResult]
+    private let segments: [Substring]
 
-    /// The captured parameters if `path` matches, nil otherwise.
-    func match(_ path: String) -> [String: String]? {
-        let want = pattern.split(separator: "/", omittingEmptySubsequences: false)
-        let have = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard want.count == have.count else { return nil }
+    init(pattern: String, handlers: [String: (RequestContext) throws(Problem) -> APIResult]) {
+        self.pattern = pattern
+        self.handlers = handlers
+        segments = pattern.split(separator: "/", omittingEmptySubsequences: false)
+    }
+
+    /// The captured parameters if the path (split at "/") matches, nil otherwise.
+    func match(_ path: [Substring]) -> [String: String]? {
+        guard segments.count == path.count else { return nil }
         var parameters: [String: String] = [:]
-        for (w, h) in zip(want, have) {
-            if w.hasPrefix("{"), w.hasSuffix("}") {
-                guard !h.isEmpty else { return nil }
-                parameters[String(w.dropFirst().dropLast())] = String(h)
-            } else if w != h {
+        for (want, have) in zip(segments, path) {
+            if want.first == "{" {
+                guard !have.isEmpty else { return nil }
+                parameters[String(want.dropFirst().dropLast())] = String(have)
+            } else if want != have {
                 return nil
             }
         }
@@ -64,7 +69,8 @@ struct Router {
 
     func handle(_ request: HTTPRequest) -> APIResult {
         let path = request.path
-        guard let (route, parameters) = routes.lazy.compactMap({ r in r.match(path).map { (r, $0) } }).first else {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard let (route, parameters) = routes.lazy.compactMap({ r in r.match(segments).map { (r, $0) } }).first else {
             return .response(Problem.notFound("no route for \(path)").response(instance: path))
         }
         // HEAD is answered like GET; evhttp drops the body.
