@@ -76,7 +76,13 @@ extension Job {
 
     /// Starts (or restarts) the connection's request from its segment's cursor. Holds a host slot.
     func launch(_ connection: Connection) {
-        guard let download, let file else { return }
+        guard let download, let file, !connection.defunct,
+              download.segments.indices.contains(connection.segment) else {
+            // The segments were replaced while this connection waited (a restart): it has nothing to fetch.
+            engine.releaseConnection(to: host)
+            connections.removeAll { $0 === connection }
+            return
+        }
         if !download.resumable, download.segments[connection.segment].received > 0 {
             // Nothing can prove the bytes so far belong to the version a new request gets: start over.
             generation += 1
@@ -164,6 +170,7 @@ extension Job {
                                   : "the remote file changed: starting over from byte 0", meta)
         }
         for other in connections where other !== connection { other.defunct = true }
+        if connection.requested != nil { plannedConnections = 1 }
         generation += 1
         connection.segment = 0
         connection.requested = nil
@@ -174,7 +181,6 @@ extension Job {
             $0.lastModified = lastModified
             if ignoresRange { $0.acceptsRanges = false }
         }
-        plannedConnections = 1
         do {
             try file.truncate(to: 0)
         } catch {
@@ -186,7 +192,9 @@ extension Job {
     }
 
     func write(_ connection: Connection, _ chunk: TransferChunk) -> ChunkDecision {
-        guard !connection.defunct, let file, let segment = download?.segments[connection.segment] else { return .abort }
+        guard !connection.defunct, let file, let segments = download?.segments,
+              segments.indices.contains(connection.segment) else { return .abort }
+        let segment = segments[connection.segment]
         let room = segment.remaining ?? Int64.max
         let take = Int(min(Int64(chunk.count), room))
         if take > 0 {
@@ -247,7 +255,8 @@ extension Job {
         if result.failure != nil, !(result.failure == .aborted && connection.reachedEnd) {
             return connectionFailed(connection, Job.error(for: result))
         }
-        guard let segment = download?.segments[connection.segment] else { return }
+        guard let segments = download?.segments, segments.indices.contains(connection.segment) else { return }
+        let segment = segments[connection.segment]
         if segment.end == nil {
             // The size was unknown: the end of the body is the end of the file.
             engine.modify(id) {

@@ -183,7 +183,8 @@ final class Job {
             }
             return
         }
-        for connection in connections where connection.transfer != nil {
+        for connection in connections where connection.transfer != nil && !connection.defunct
+            && download.segments.indices.contains(connection.segment) {
             let received = download.segments[connection.segment].received
             defer { connection.lastTickBytes = received }
             guard connection.lastTickBytes >= 0 else { continue }
