@@ -443,10 +443,19 @@ public final class Engine {
         }
     }
 
+    /// 16 characters of Crockford-style base 32: 80 random bits from two calls to the system generator.
     static func newID() -> String {
         var generator = SystemRandomNumberGenerator()
-        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz")
-        return String((0..<16).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
+        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
+        var bits = (generator.next() as UInt64, generator.next() as UInt64)
+        var id = [UInt8]()
+        id.reserveCapacity(16)
+        for index in 0..<16 {
+            if index == 8 { bits.0 = bits.1 }
+            id.append(alphabet[Int(bits.0 & 31)])
+            bits.0 >>= 5
+        }
+        return String(decoding: id, as: UTF8.self)
     }
 }
 
@@ -454,7 +463,8 @@ public final class Engine {
 public enum Redact {
     /// The URL with any user name and password replaced.
     public static func url(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.user != nil || components.password != nil
+        // Credentials need an "@"; most URLs have none and skip the parse.
+        guard url.contains("@"), var components = URLComponents(string: url), components.user != nil || components.password != nil
         else { return url }
         components.user = "redacted"
         components.password = nil
