@@ -163,6 +163,8 @@ class Haul:
 class Report:
     def __init__(self):
         self.lines = []
+        # (label, Haul / anchor) with "lower is better" everywhere, for the chart.
+        self.ratios = []
 
     def section(self, title, note):
         self.lines += ["", f"## {title}", "", note, ""]
@@ -237,6 +239,7 @@ def scenario_a(args, report, work, disk):
 
     results = rounds(contenders, 1 if args.quick else args.rounds, run)
     anchor = statistics.median([r[1] for r in results["curl -o"]])
+    report.ratios.append(("A large file vs curl+sync", statistics.median([r[1] for r in results["haul -c1"]]) / anchor))
     rows = []
     for name in contenders:
         walls = [r[0] for r in results[name]]
@@ -288,6 +291,8 @@ def scenario_b(args, report, work, disk):
         rows.append([name, fmt(results[name]), f"{ideal / n:.2f} s"])
     haul8 = statistics.median(results["haul -c8"])
     haul16 = statistics.median(results["haul -c16"])
+    report.ratios.append(("B x8 vs aria2", haul8 / statistics.median(results["aria2c -x8"])))
+    report.ratios.append(("B x16 vs aria2", haul16 / statistics.median(results["aria2c -x16"])))
     report.section(f"B: one {size // MIB} MiB file, each connection limited to 8 MiB/s",
                    f"Haul/aria2: {haul8 / statistics.median(results['aria2c -x8']):.2f} at 8 connections, "
                    f"{haul16 / statistics.median(results['aria2c -x16']):.2f} at 16.")
@@ -343,6 +348,7 @@ def scenario_c(args, report, work, disk):
         aria = statistics.median(results["aria2c -j16"])
         for name, values in results.items():
             rows.append([label, name, fmt(values), f"{statistics.median(values) / aria:.2f}"])
+        report.ratios.append((f"C small files {label} vs aria2", statistics.median(results["haul"]) / aria))
         nginx.terminate()
         shutil.rmtree(www)
     report.section(f"C: {count} files of 64 KiB, 16 at a time",
@@ -412,6 +418,8 @@ def scenario_d(args, report, work, disk):
         rpc("aria2.addUri", [[f"{origin}/d{i}.bin"], {"out": f"busy{i}.bin"}])
     time.sleep(0.5)
     rows.append(["aria2 RPC", "4 downloads", *fmt_wrk(wrk(rpc_url, seconds, script))])
+    # Time per request, so lower is better like every other ratio.
+    report.ratios.append(("D API busy vs aria2", float(rows[3][2].replace(",", "")) / float(rows[1][2].replace(",", ""))))
     aria.terminate()
     aria.wait()
     nginx.terminate()
@@ -458,6 +466,8 @@ def scenario_e(args, report, work, disk):
         aria.terminate()
         aria.wait()
         rows.append(["aria2 RPC", f"{aria_time:.2f} s", f"{aria_rss / 1024:.1f} MiB"])
+        report.ratios.append(("E adding vs aria2", haul_time / aria_time))
+        report.ratios.append(("E RSS vs aria2", haul_rss / aria_rss))
     report.section(f"E: {count} paused downloads added one request at a time", "Peak RSS of the server.")
     report.table(["server", "time to add", "peak RSS"], rows)
 
@@ -507,6 +517,32 @@ def scenario_f(args, report, work, disk):
                  [[f"{rss / 1024:.1f} MiB", f"{cpu:.2f} s", f"{wall:.2f} s", f"{100 * cpu / wall:.0f}%"]])
 
 
+def draw_chart(ratios, path):
+    """A bar chart of Haul / anchor with gnuplot; False when gnuplot is missing."""
+    if not shutil.which("gnuplot"):
+        print("gnuplot not found: no chart")
+        return False
+    data = path + ".dat"
+    with open(data, "w") as f:
+        for label, value in ratios:
+            f.write(f'"{label}" {value:.3f}\n')
+    script = f"""set terminal png size 900,450
+set output "{path}"
+set style data histograms
+set style fill solid 0.8
+set boxwidth 0.7
+set yrange [0:*]
+set ylabel "Haul / anchor (lower is better)"
+set xtics rotate by -30 font ",9"
+set grid ytics
+set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2
+plot "{data}" using 2:xtic(1) title "" lc rgb "#3a7bd5"
+"""
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    os.remove(data)
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
@@ -536,6 +572,12 @@ def main():
         shutil.rmtree(disk, ignore_errors=True)
     out = args.out or (None if args.quick else "bench/results/latest.md")
     if out:
+        chart = os.path.splitext(out)[0] + ".png"
+        if report.ratios and draw_chart(report.ratios, chart):
+            report.lines += ["", "## Headline ratios", "",
+                             "Haul divided by the anchor; below 1 Haul is faster or lighter.", "",
+                             f"![Haul / anchor]({os.path.basename(chart)})", ""]
+            report.lines += [f"- {label}: {value:.2f}" for label, value in report.ratios]
         with open(out, "w") as f:
             f.write("\n".join(report.lines) + "\n")
         print(f"\nreport: {out}")

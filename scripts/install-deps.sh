@@ -3,9 +3,9 @@
 # As root it runs apt-get itself; otherwise it prints the command to run.
 set -euo pipefail
 
-# nginx and aria2 are the tests' and benchmarks' origin and anchor; wrk and python3 run the benchmark harness.
+# nginx and aria2 are the tests' and benchmarks' origin and anchor; wrk, python3 and gnuplot run the benchmark harness.
 packages=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev pkg-config nginx curl ca-certificates aria2
-          wrk python3)
+          wrk python3 gnuplot-nox)
 
 missing=()
 for p in "${packages[@]}"; do
