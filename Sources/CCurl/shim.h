@@ -9,9 +9,6 @@
 static inline CURLcode haul_easy_setopt_long(CURL *_Nonnull h, CURLoption o, long v) {
     return curl_easy_setopt(h, o, v);
 }
-static inline CURLcode haul_easy_setopt_off_t(CURL *_Nonnull h, CURLoption o, curl_off_t v) {
-    return curl_easy_setopt(h, o, v);
-}
 static inline CURLcode haul_easy_setopt_string(CURL *_Nonnull h, CURLoption o, const char *_Nullable v) {
     return curl_easy_setopt(h, o, v);
 }

@@ -10,20 +10,9 @@ extension Job {
         let partSize = Files.size(file.path) ?? 0
         // Several ranges need a validator too: without one, nothing proves they come from one version.
         let ranged = download.resumable
-        var segments = download.segments
-        if download.resumable, covers(segments, download.totalBytes) {
-            // Never trust a byte beyond the end of the part file.
-            for i in segments.indices {
-                segments[i].received = max(0, min(segments[i].received, partSize - segments[i].start))
-            }
-        } else {
-            let total = download.totalBytes
-            segments = ranged
-                ? SegmentPlanner.initial(total: total!, connections: download.connections,
-                                         minSplit: engine.config.minSplitSize)
-                : [Segment(start: 0, end: total.map { $0 - 1 })]
-            if total == 0 { segments = [Segment(start: 0, end: -1)] }
-        }
+        let segments = ResumePlan.segments(journal: download.segments, partFileSize: partSize,
+                                           total: download.totalBytes, resumable: ranged,
+                                           connections: download.connections, minSplit: engine.config.minSplitSize)
         if segments != download.segments {
             generation += 1
             engine.modify(id) { $0.segments = segments }
@@ -42,15 +31,6 @@ extension Job {
         plannedConnections = ranged ? download.connections : 1
         bucket = download.maxSpeed.map { TokenBucket(rate: Double($0)) }
         fillConnections()
-    }
-
-    /// Whether `segments` cover `0..<total` exactly, in order.
-    func covers(_ segments: [Segment], _ total: Int64?) -> Bool {
-        guard let total, !segments.isEmpty else { return false }
-        let sorted = segments.sorted { $0.start < $1.start }
-        guard sorted.first?.start == 0, sorted.last?.end == total - 1 else { return false }
-        for (a, b) in zip(sorted, sorted.dropFirst()) where a.end.map({ $0 + 1 }) != b.start { return false }
-        return sorted.allSatisfy { $0.end != nil && $0.received <= $0.end! - $0.start + 1 }
     }
 
     /// Opens connections while there is work, the download's limit and the host's cap allow: idle segments

@@ -1,25 +1,31 @@
-/// How to continue a download that already has bytes in its part file.
-public struct ResumePlan: Equatable, Sendable {
-    /// First byte to request; 0 means from the beginning.
-    public var offset: Int64
-    /// Sent as `If-Range` when `offset > 0`.
-    public var ifRange: String?
-
-    public init(offset: Int64, ifRange: String?) {
-        self.offset = offset
-        self.ifRange = ifRange
+/// How a download continues when it (re)starts: the resume decision as a pure function of the journal, the part
+/// file and what the probe found.
+public enum ResumePlan {
+    /// The segments to fetch: the journaled ones, each trusted no further than the part file reaches, when the
+    /// download can be resumed and the journal covers the file exactly; otherwise a fresh plan from byte 0
+    /// (several segments when ranges and a validator allow, else one).
+    public static func segments(journal: [Segment], partFileSize: Int64, total: Int64?, resumable: Bool,
+                                connections: Int, minSplit: Int64) -> [Segment] {
+        if resumable, covers(journal, total) {
+            return journal.map { segment in
+                var clamped = segment
+                clamped.received = max(0, min(segment.received, partFileSize - segment.start))
+                return clamped
+            }
+        }
+        guard let total else { return [Segment(start: 0, end: nil)] }
+        if total == 0 { return [Segment(start: 0, end: -1)] }
+        return resumable
+            ? SegmentPlanner.initial(total: total, connections: connections, minSplit: minSplit)
+            : [Segment(start: 0, end: total - 1)]
     }
 
-    public static let fromStart = ResumePlan(offset: 0, ifRange: nil)
-
-    /// Continues from the bytes both the journal and the part file vouch for, guarded by `If-Range`; starts over
-    /// when the server cannot serve ranges, the size is unknown, no validator can prove the file unchanged, or
-    /// the journal claims more than the file holds.
-    public static func decide(journaled: Int64, partFileSize: Int64?, total: Int64?, acceptsRanges: Bool,
-                              validator: String?) -> ResumePlan {
-        guard acceptsRanges, let total, let validator, let partFileSize, journaled > 0 else { return .fromStart }
-        let offset = min(journaled, partFileSize)
-        guard offset > 0, offset <= total else { return .fromStart }
-        return ResumePlan(offset: offset, ifRange: validator)
+    /// Whether `segments` cover `0..<total` exactly, none claiming more than its length.
+    static func covers(_ segments: [Segment], _ total: Int64?) -> Bool {
+        guard let total, !segments.isEmpty else { return false }
+        let sorted = segments.sorted { $0.start < $1.start }
+        guard sorted.first?.start == 0, sorted.last?.end == total - 1 else { return false }
+        for (a, b) in zip(sorted, sorted.dropFirst()) where a.end.map({ $0 + 1 }) != b.start { return false }
+        return sorted.allSatisfy { $0.end != nil && $0.received <= $0.end! - $0.start + 1 }
     }
 }

@@ -29,12 +29,6 @@ public final class LoopTimer {
         event_add(event, &interval)
     }
 
-    /// Re-arms the timer to fire after `delay` seconds from now.
-    public func start(after delay: Double) {
-        interval = timeval(seconds: delay)
-        event_add(event, &interval)
-    }
-
     public func cancel() {
         event_del(event)
     }

@@ -15,8 +15,6 @@ public struct TransferRequest: Sendable {
     public var ifRange: String?
     public var maxRedirects = 10
     public var connectTimeout: Double = 30
-    /// Bytes per second, nil for unlimited.
-    public var maxSpeed: Int64?
     public var userAgent = "haul/0.1"
 
     public init(url: String) { self.url = url }
@@ -141,9 +139,6 @@ public final class Transfer {
         // About 100 KiB per read matches the curl CLI's throughput; curl's 16 KiB default is up to 30% slower.
         results.append(haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 100 * 1024))
         results.append(haul_easy_setopt_string(easy, CURLOPT_USERAGENT, request.userAgent))
-        if let maxSpeed = request.maxSpeed, maxSpeed > 0 {
-            results.append(haul_easy_setopt_off_t(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(maxSpeed)))
-        }
         if request.method == .head {
             results.append(haul_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
         }

@@ -2,28 +2,39 @@ import XCTest
 @testable import HaulCore
 
 final class ResumePlanTests: XCTestCase {
+    private func plan(_ journal: [Segment], file: Int64, total: Int64?, resumable: Bool = true) -> [Segment] {
+        ResumePlan.segments(journal: journal, partFileSize: file, total: total, resumable: resumable,
+                            connections: 4, minSplit: 100)
+    }
+
     func testDecisionTable() {
-        let etag = "\"v1\""
-        // (journaled, part file size, total, ranges, validator) -> plan
-        let table: [(Int64, Int64?, Int64?, Bool, String?, ResumePlan)] = [
-            (500, 500, 1000, true, etag, ResumePlan(offset: 500, ifRange: etag)),
+        let journal = [Segment(start: 0, end: 499, received: 300), Segment(start: 500, end: 999, received: 200)]
+        let fresh = [Segment(start: 0, end: 249), Segment(start: 250, end: 499), Segment(start: 500, end: 749),
+                     Segment(start: 750, end: 999)]
+        // (journal, part file size, total, resumable) -> segments
+        let table: [([Segment], Int64, Int64?, Bool, [Segment])] = [
+            // The journal is trusted where the part file holds the bytes.
+            (journal, 1000, 1000, true, journal),
             // The part file is shorter than the journal claims: trust the file.
-            (500, 300, 1000, true, etag, ResumePlan(offset: 300, ifRange: etag)),
-            // Bytes beyond the journal are not vouched for.
-            (500, 800, 1000, true, etag, ResumePlan(offset: 500, ifRange: etag)),
-            (1000, 1000, 1000, true, etag, ResumePlan(offset: 1000, ifRange: etag)),
-            (0, 0, 1000, true, etag, .fromStart),
-            (500, nil, 1000, true, etag, .fromStart),
-            (500, 500, 1000, false, etag, .fromStart),
-            (500, 500, nil, true, etag, .fromStart),
-            (500, 500, 1000, true, nil, .fromStart),
-            // Journal and file claim more than the remote file has.
-            (1500, 1500, 1000, true, etag, .fromStart),
+            (journal, 600, 1000, true, [Segment(start: 0, end: 499, received: 300),
+                                        Segment(start: 500, end: 999, received: 100)]),
+            (journal, 100, 1000, true, [Segment(start: 0, end: 499, received: 100), Segment(start: 500, end: 999)]),
+            // Finished: nothing left to fetch, the file is verified as it is.
+            ([Segment(start: 0, end: 999, received: 1000)], 1000, 1000, true,
+             [Segment(start: 0, end: 999, received: 1000)]),
+            // Without a journal that covers the remote file (it changed size, or there is none): start over.
+            (journal, 1000, 2000, true, SegmentPlanner.initial(total: 2000, connections: 4, minSplit: 100)),
+            ([], 0, 1000, true, fresh),
+            // A journal claiming more than a segment holds is not trusted.
+            ([Segment(start: 0, end: 999, received: 1500)], 1500, 1000, true, fresh),
+            // No ranges or no validator: one segment from byte 0, whatever was there.
+            (journal, 1000, 1000, false, [Segment(start: 0, end: 999)]),
+            // Unknown size: one open segment; an empty file: nothing to fetch.
+            (journal, 1000, nil, false, [Segment(start: 0, end: nil)]),
+            ([], 0, 0, false, [Segment(start: 0, end: -1)]),
         ]
         for (index, row) in table.enumerated() {
-            let plan = ResumePlan.decide(journaled: row.0, partFileSize: row.1, total: row.2, acceptsRanges: row.3,
-                                         validator: row.4)
-            XCTAssertEqual(plan, row.5, "row \(index)")
+            XCTAssertEqual(plan(row.0, file: row.1, total: row.2, resumable: row.3), row.4, "row \(index)")
         }
     }
 }
