@@ -37,13 +37,28 @@ http {{ access_log off; sendfile on; client_body_temp_path {prefix}/b; proxy_tem
   server {{ listen 127.0.0.1:{port}; root {root}; {server_extra} }} }}
 """)
     proc = subprocess.Popen(["nginx", "-p", prefix, "-c", prefix + "/nginx.conf"], stderr=subprocess.DEVNULL)
+    wait_for_port(port, "nginx")
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def wait_for_port(port, what):
+    """Returns once something accepts connections on the loopback port (5 s at most)."""
     for _ in range(500):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return proc, f"http://127.0.0.1:{port}"
+            return
         except OSError:
             time.sleep(0.01)
-    raise RuntimeError("nginx did not start")
+    raise RuntimeError(f"{what} did not start")
+
+
+def start_aria2_rpc(directory, *options):
+    """aria2c with its JSON-RPC on a free loopback port: (process, port)."""
+    port = free_port()
+    proc = subprocess.Popen(["aria2c", "--enable-rpc", f"--rpc-listen-port={port}", "--rpc-listen-all=false",
+                             "-d", directory, *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_port(port, "aria2c")
+    return proc, port
 
 
 def proc_stat(pid):
@@ -383,23 +398,13 @@ def scenario_d(args, report, work, disk):
     target = haul.call("POST", "/downloads", {"url": origin + "/d0.bin", "filename": "idle.bin",
                                               "start_paused": True})["id"]
     url = f"http://127.0.0.1:{haul.port}/downloads/{target}"
-    cpu0 = proc_stat(haul.proc.pid)[0]
     rows.append(["haul", "idle", *fmt_wrk(wrk(url, seconds))])
     for i in range(4):
         haul.call("POST", "/downloads", {"url": f"{origin}/d{i}.bin", "filename": f"busy{i}.bin"})
     time.sleep(0.5)
     rows.append(["haul", "4 downloads", *fmt_wrk(wrk(url, seconds))])
     haul.stop()
-    port = free_port()
-    aria = subprocess.Popen(["aria2c", "--enable-rpc", f"--rpc-listen-port={port}", "--rpc-listen-all=false",
-                             "-d", work + "/aria-d", "--file-allocation=none", "--allow-overwrite=true"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(500):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.01)
+    aria, port = start_aria2_rpc(work + "/aria-d", "--file-allocation=none", "--allow-overwrite=true")
 
     def rpc(method, params):
         conn = http.client.HTTPConnection("127.0.0.1", port)
@@ -444,16 +449,7 @@ def scenario_e(args, report, work, disk):
     haul.stop()
     rows = [["haul", f"{haul_time:.2f} s", f"{haul_rss / 1024:.1f} MiB"]]
     if shutil.which("aria2c"):
-        port = free_port()
-        aria = subprocess.Popen(["aria2c", "--enable-rpc", f"--rpc-listen-port={port}", "--rpc-listen-all=false",
-                                 "-d", work + "/aria-e", "--max-concurrent-downloads=1"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(500):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.01)
+        aria, port = start_aria2_rpc(work + "/aria-e", "--max-concurrent-downloads=1")
         conn = http.client.HTTPConnection("127.0.0.1", port)
         start = time.monotonic()
         for i in range(count):
