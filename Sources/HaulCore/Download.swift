@@ -62,10 +62,10 @@ public struct Download: Sendable, Equatable {
     public var durableBytes: Int64 { journal.reduce(0) { $0 + $1.received } }
 
     /// Whether an interrupted transfer can continue where it stopped: ranges, a known size, and a validator.
-    public var resumable: Bool {
-        ProbeResult(finalURL: finalURL ?? url, totalBytes: totalBytes, acceptsRanges: acceptsRanges, etag: etag,
-                    lastModified: lastModified).resumable
-    }
+    public var resumable: Bool { acceptsRanges && totalBytes != nil && validator != nil }
+
+    /// What a ranged request sends as `If-Range`: the strong ETag, else Last-Modified.
+    public var validator: String? { etag ?? lastModified }
 
     /// The path of the file relative to the download root, once a name is chosen.
     public var relativePath: String? {

@@ -75,7 +75,7 @@ extension Job {
             // The last segment asks for "the rest"; the others for their exact range.
             let end = segment.end == total - 1 ? nil : segment.end
             request.range = (segment.cursor, end)
-            request.ifRange = download.etag ?? download.lastModified
+            request.ifRange = download.validator
             connection.requested = (segment.cursor, end)
         } else {
             connection.requested = nil
