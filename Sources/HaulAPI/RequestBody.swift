@@ -12,9 +12,9 @@ struct RequestBody {
     /// Parses the body as a JSON object: 413 when too large, 415 for a non-JSON type, 400 when malformed.
     init(_ request: HTTPRequest) throws(Problem) {
         guard request.body.count <= RequestBody.maxBytes else { throw Problem.tooLarge(limit: RequestBody.maxBytes) }
-        if let type = request.header("Content-Type")?.lowercased(),
-           !type.hasPrefix("application/json"), !type.contains("+json") {
-            throw Problem.unsupportedMediaType(type)
+        if let type = request.header("Content-Type"), !ASCII.hasPrefixIgnoringCase(type, "application/json"),
+           !type.lowercased().contains("+json") {
+            throw Problem.unsupportedMediaType(type.lowercased())
         }
         let value: JSONValue
         do {
@@ -93,8 +93,8 @@ struct RequestBody {
 enum Validate {
     /// An absolute http or https URL with a host.
     static func url(_ text: String) -> String? {
-        guard text.count <= 8192, !text.contains(where: { $0.isWhitespace }) else {
-            return "must be an absolute http or https URL without spaces"
+        guard text.count <= 8192, !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
+            return "must be an absolute http or https URL without spaces or control characters"
         }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
             return "must be an absolute http or https URL"

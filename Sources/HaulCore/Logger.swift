@@ -4,6 +4,16 @@ import Foundation
 public struct Logger: Sendable {
     public enum Level: Int, Sendable, Comparable {
         case debug, info, warning, error
+
+        /// The name printed in log lines (interpolating the case itself goes through reflection).
+        public var name: String {
+            switch self {
+            case .debug: "debug"
+            case .info: "info"
+            case .warning: "warning"
+            case .error: "error"
+            }
+        }
         public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
     }
 
@@ -13,10 +23,19 @@ public struct Logger: Sendable {
 
     public func log(_ level: Level, _ message: String, _ metadata: [String: String] = [:]) {
         guard level >= minimum else { return }
-        var line = "\(Timestamp.rfc3339(Date())) \(level) \(message)"
+        var line = "\(Timestamp.rfc3339(Date())) \(level.name) \(message)"
         for key in metadata.keys.sorted() { line += " \(key)=\(metadata[key]!)" }
         line += "\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        // One write(2) per line, so lines from the loop and from worker threads never interleave mid-line.
+        line.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
     }
 
     public func debug(_ m: String, _ meta: [String: String] = [:]) { log(.debug, m, meta) }

@@ -17,14 +17,14 @@ public struct HTTPRequest: Sendable {
 
     /// The first value of header `name`, compared case-insensitively.
     public func header(_ name: String) -> String? {
-        headers.first(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame })?.value
+        headers.first(where: { ASCII.equalsIgnoringCase($0.name, name) })?.value
     }
 
     /// The path without the query, percent-decoded.
     public var path: String {
         let raw = target.firstIndex(of: "?").map { target[..<$0] } ?? target[...]
         // Most paths carry no escapes; Foundation's decoding is slow enough to show in request rates.
-        guard raw.contains("%") else { return String(raw) }
+        guard raw.utf8.contains(UInt8(ascii: "%")) else { return String(raw) }
         return String(raw).removingPercentEncoding ?? String(raw)
     }
 
@@ -57,7 +57,7 @@ public struct HTTPResponse: Sendable {
     }
 
     public func header(_ name: String) -> String? {
-        headers.first(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame })?.value
+        headers.first(where: { ASCII.equalsIgnoringCase($0.name, name) })?.value
     }
 }
 

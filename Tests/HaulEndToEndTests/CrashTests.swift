@@ -72,6 +72,20 @@ final class CrashTests: HaulTestCase {
         XCTAssertNotNil(ranged?["if_range"] as? String)
     }
 
+    func testASecondServerOnTheSameDataDirectoryRefusesToStart() throws {
+        let id = try add(["url": originURL("none.bin"), "start_paused": true])
+        XCTAssertThrowsError(try ServerProcess(
+            executable: buildDirectory + "/haul",
+            arguments: ["serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("downloads2"),
+                        "--data-dir", sandbox.file("data")],
+            logPath: sandbox.file("second.log"))) { error in
+            XCTAssertTrue("\(error)".contains("in use by another Haul"), "\(error)")
+        }
+        // The first server is untouched and still owns its database.
+        XCTAssertEqual(try download(id)["state"] as? String, "paused")
+        XCTAssertEqual(try api.request("PATCH", "/downloads/\(id)", json: ["priority": 3]).status, 200)
+    }
+
     func testAPartFileWithoutAJournalIsContinuedCompletedOrRestarted() throws {
         let size = 600_000
         let hash = try sandbox.makeRandomFile("www/adopt.bin", size: size)
