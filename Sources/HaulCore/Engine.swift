@@ -146,6 +146,22 @@ public final class Engine {
                                 activeConnections: job?.activeConnections ?? 0)
     }
 
+    /// Counters over all downloads, in one pass that copies none of them (`/stats` with 10,000 downloads must not
+    /// build 10,000 snapshots).
+    public func totals() -> EngineTotals {
+        var totals = EngineTotals()
+        for download in downloads.values {
+            totals.downloads += 1
+            totals.byState[download.state, default: 0] += 1
+            totals.receivedBytes += download.receivedBytes
+        }
+        for job in jobs.values {
+            totals.speed += job.speed
+            totals.activeConnections += job.activeConnections
+        }
+        return totals
+    }
+
     /// All downloads in creation order.
     public func list() -> [DownloadSnapshot] {
         downloads.values.sorted { $0.sequence < $1.sequence }.compactMap { snapshot($0.id) }
@@ -470,4 +486,16 @@ public enum Redact {
         components.password = nil
         return components.string ?? url
     }
+}
+
+/// What `Engine.totals()` counts.
+public struct EngineTotals: Sendable {
+    public var downloads = 0
+    public var byState: [DownloadState: Int] = [:]
+    public var receivedBytes: Int64 = 0
+    public var speed = 0.0
+    public var activeConnections = 0
+
+    public func count(_ state: DownloadState) -> Int { byState[state] ?? 0 }
+    public var active: Int { byState.filter { $0.key.isActive }.values.reduce(0, +) }
 }
