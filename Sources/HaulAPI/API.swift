@@ -8,9 +8,12 @@ public final class API {
     private let engine: Engine
     public let events: EventHub
     private var router: Router!
+    private let gate: AccessGate
 
-    public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig()) {
+    public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
+                access: AccessPolicy = AccessPolicy()) {
         self.engine = engine
+        gate = AccessGate(policy: access)
         self.events = EventHub(loop: loop, engine: engine, config: events)
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
@@ -44,7 +47,17 @@ public final class API {
     }
 
     public func handle(_ request: HTTPRequest) -> APIResult {
-        router.handle(request)
+        let cors = gate.corsHeaders(for: request)
+        if let refused = gate.check(request, path: request.path, now: ProcessInfo.processInfo.systemUptime) {
+            return .response(refused.adding(cors))
+        }
+        switch router.handle(request) {
+        case .response(let response):
+            return .response(response.adding(cors))
+        case .eventStream(var stream):
+            stream.headers += cors
+            return .eventStream(stream)
+        }
     }
 
     /// Starts sending events to `sink`, a stream the transport opened for `request`.
@@ -171,24 +184,23 @@ public final class API {
             lastEventID = value
         }
         if c.request.method == "HEAD" {
-            return .response(HTTPResponse(status: 200, headers: EventStreamRequest.headers))
+            return .response(HTTPResponse(status: 200, headers: EventStreamRequest.standardHeaders))
         }
         return .eventStream(EventStreamRequest(downloadID: downloadID, lastEventID: lastEventID))
     }
 
     private func stats() -> HTTPResponse {
-        let all = engine.list()
-        func count(_ state: DownloadState) -> JSONValue { JSONValue(all.filter { $0.download.state == state }.count) }
+        let totals = engine.totals()
         return API.json(200, .object([
-            ("downloads", JSONValue(all.count)),
-            ("active", JSONValue(all.filter { $0.download.state.isActive }.count)),
-            ("queued", count(.queued)),
-            ("paused", count(.paused)),
-            ("completed", count(.completed)),
-            ("failed", count(.failed)),
-            ("speed", .number(all.reduce(0) { $0 + $1.speed }.rounded())),
-            ("received_bytes", JSONValue(all.reduce(Int64(0)) { $0 + $1.download.receivedBytes })),
-            ("active_connections", JSONValue(all.reduce(0) { $0 + $1.activeConnections })),
+            ("downloads", JSONValue(totals.downloads)),
+            ("active", JSONValue(totals.active)),
+            ("queued", JSONValue(totals.count(.queued))),
+            ("paused", JSONValue(totals.count(.paused))),
+            ("completed", JSONValue(totals.count(.completed))),
+            ("failed", JSONValue(totals.count(.failed))),
+            ("speed", .number(totals.speed.rounded())),
+            ("received_bytes", JSONValue(totals.receivedBytes)),
+            ("active_connections", JSONValue(totals.activeConnections)),
             ("event_streams", JSONValue(events.streamCount)),
             ("slow_event_streams", JSONValue(events.slowStreamCount)),
             ("event_queued_bytes", JSONValue(events.queuedBytes)),

@@ -11,10 +11,18 @@ info:
     `<name>.part`, and gives it its final name only when every byte is there.
     All bodies are JSON with snake_case fields; times are RFC 3339 UTC; sizes are bytes.
     Errors are `application/problem+json` (RFC 9457).
+
+    With `--token` (or `HAUL_TOKEN`) every route but `/healthz` needs `Authorization: Bearer <token>`; event
+    streams also take `?access_token=`. Without a token (loopback only, unless `--allow-unauthenticated`) no
+    credentials are needed. Requests whose `Host` the server does not answer to, and state changes from a browser
+    origin not given in `--cors-origin`, get 403.
   license:
     name: MIT
 servers:
   - url: http://127.0.0.1:8080
+security:
+  - bearer: []
+  - {}
 paths:
   /downloads:
     get:
@@ -41,6 +49,9 @@ paths:
           schema: { type: integer, minimum: 0 }
         - $ref: "#/components/parameters/IfNoneMatch"
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
           description: One page of downloads.
           headers:
@@ -68,6 +79,9 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/NewDownload" }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
         "201":
           description: Added.
           headers:
@@ -106,6 +120,9 @@ paths:
       parameters:
         - $ref: "#/components/parameters/IfNoneMatch"
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
           description: The download.
           headers:
@@ -127,6 +144,9 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/DownloadPatch" }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
           description: The download after the change.
           content:
@@ -151,6 +171,9 @@ paths:
           description: Also delete the finished file.
           schema: { type: boolean, default: false }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
         "204": { description: Removed. }
         "404": { $ref: "#/components/responses/NotFound" }
         "422": { $ref: "#/components/responses/Invalid" }
@@ -168,6 +191,9 @@ paths:
         - $ref: "#/components/parameters/LastEventIDHeader"
         - $ref: "#/components/parameters/LastEventIDQuery"
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200": { $ref: "#/components/responses/EventStream" }
         "404": { $ref: "#/components/responses/NotFound" }
         "422": { $ref: "#/components/responses/Invalid" }
@@ -189,6 +215,9 @@ paths:
         - $ref: "#/components/parameters/LastEventIDHeader"
         - $ref: "#/components/parameters/LastEventIDQuery"
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200": { $ref: "#/components/responses/EventStream" }
         "422": { $ref: "#/components/responses/Invalid" }
   /stats:
@@ -196,6 +225,9 @@ paths:
       operationId: stats
       summary: Totals over all downloads.
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
           description: Counts by state, speed and bytes, and the event streams open.
           content:
@@ -205,7 +237,9 @@ paths:
     get:
       operationId: health
       summary: Liveness.
+      security: []
       responses:
+        "403": { $ref: "#/components/responses/Forbidden" }
         "200":
           description: The server is up.
           content:
@@ -220,12 +254,20 @@ paths:
       operationId: openapi
       summary: This document.
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
           description: The API contract.
           content:
             application/yaml:
               schema: { type: string }
 components:
+  securitySchemes:
+    bearer:
+      type: http
+      scheme: bearer
+      description: The server's `--token`. Event streams also accept it as `?access_token=`.
   schemas:
     State:
       type: string
@@ -417,6 +459,29 @@ components:
           schema: { $ref: "#/components/schemas/Problem" }
     Invalid:
       description: Fields are missing or invalid; `errors` lists them.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    Unauthorized:
+      description: The server has a token and the request did not carry it (or carried a wrong one).
+      headers:
+        WWW-Authenticate:
+          schema: { type: string, const: 'Bearer realm="haul"' }
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    Forbidden:
+      description: |
+        The `Host` header names a host this server does not answer to (`host-not-allowed`), or a browser origin
+        not allowed by `--cors-origin` asked for a change (`origin-not-allowed`).
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    TooManyAttempts:
+      description: Too many wrong tokens from this address; wait `Retry-After` seconds, whatever the token.
+      headers:
+        Retry-After:
+          schema: { type: integer, minimum: 1 }
       content:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }

@@ -46,9 +46,10 @@ public struct EventStreamRequest: Sendable {
     public let downloadID: String?
     /// From `Last-Event-ID` or `?last_event_id=`.
     public let lastEventID: Int64?
+    /// The headers that open the stream: `standardHeaders` and the CORS headers of the request.
+    public var headers: [(name: String, value: String)] = EventStreamRequest.standardHeaders
 
-    /// The headers that open the stream.
-    public static let headers: [(name: String, value: String)] = [
+    public static let standardHeaders: [(name: String, value: String)] = [
         ("Content-Type", "text/event-stream"),
         ("Cache-Control", "no-cache"),
         // Reverse proxies (nginx) must pass events through as they come.

@@ -16,6 +16,15 @@ public enum DigestAlgorithm: String, Sendable {
 
 /// Hashing files with OpenSSL. Blocking: call it from a worker thread.
 public enum Digest {
+    /// The SHA-256 of `bytes`.
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let ok = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_sha256(), nil) }
+        precondition(ok == 1, "EVP_Digest failed")
+        return Array(digest.prefix(Int(length)))
+    }
+
     /// The lower-case hex digest of the file at `path`, read in 1 MiB pieces.
     public static func hex(ofFile path: String, algorithm: DigestAlgorithm) throws(FileError) -> String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

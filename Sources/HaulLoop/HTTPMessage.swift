@@ -7,12 +7,16 @@ public struct HTTPRequest: Sendable {
     /// Header names as sent; look them up with `header(_:)`.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// The client's address (no port), for per-client limits.
+    public var peer: String
 
-    public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+                peer: String = "") {
         self.method = method
         self.target = target
         self.headers = headers
         self.body = body
+        self.peer = peer
     }
 
     /// The first value of header `name`, compared case-insensitively.
@@ -58,6 +62,14 @@ public struct HTTPResponse: Sendable {
 
     public func header(_ name: String) -> String? {
         headers.first(where: { ASCII.equalsIgnoringCase($0.name, name) })?.value
+    }
+
+    /// This response with `extra` headers appended.
+    public func adding(_ extra: [(name: String, value: String)]) -> HTTPResponse {
+        guard !extra.isEmpty else { return self }
+        var copy = self
+        copy.headers += extra
+        return copy
     }
 }
 

@@ -226,7 +226,14 @@ public final class HTTPExchange {
                 body.withUnsafeMutableBytes { _ = evbuffer_remove(buffer, $0.baseAddress, length) }
             }
         }
-        return HTTPRequest(method: method, target: target, headers: headers, body: body)
+        var peer = ""
+        if let connection = evhttp_request_get_connection(request) {
+            var address: UnsafeMutablePointer<CChar>?
+            var port: UInt16 = 0
+            evhttp_connection_get_peer(connection, &address, &port)
+            if let address { peer = String(cString: address) }
+        }
+        return HTTPRequest(method: method, target: target, headers: headers, body: body, peer: peer)
     }
 
     static func reason(_ status: Int) -> String {

@@ -9,9 +9,9 @@ final class HTTPEventSink: EventSink {
 
     /// Opens the stream: status, headers, and a small kernel send buffer so a stalled client shows up in
     /// `queuedBytes` within kilobytes.
-    init(exchange: HTTPExchange) {
+    init(exchange: HTTPExchange, headers: [(name: String, value: String)]) {
         self.exchange = exchange
-        exchange.startStream(status: 200, headers: EventStreamRequest.headers)
+        exchange.startStream(status: 200, headers: headers)
         exchange.limitSendBuffer(64 * 1024)
         exchange.onClose = { [unowned self] in
             let onClose = self.onClose

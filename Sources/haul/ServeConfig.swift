@@ -1,4 +1,5 @@
 import Foundation
+import HaulAPI
 import HaulCore
 
 /// `haul serve` settings: each flag has an environment twin (`--max-active` / `HAUL_MAX_ACTIVE`); flags win.
@@ -20,7 +21,10 @@ struct ServeConfig {
     var maxConnectionsPerHost = 16
     var maxSpeed: Int64?
     var lowestSpeed: Int64 = 0
-    var allowRemote = false
+    var token: String?
+    var allowUnauthenticated = false
+    var allowedHosts: [String] = []
+    var corsOrigins: [String] = []
     var logLevel = Logger.Level.info
 
     static let usage = """
@@ -46,7 +50,13 @@ struct ServeConfig {
           --slow-client-timeout SECONDS  close an event stream whose client stopped reading this long ago
                                  (HAUL_SLOW_CLIENT_TIMEOUT, default 30)
           --http-timeout SECONDS idle and slow-client timeout of API connections (HAUL_HTTP_TIMEOUT, default 60)
-          --allow-remote         allow listening on a non-loopback address (HAUL_ALLOW_REMOTE=1)
+          --token TOKEN          require 'Authorization: Bearer TOKEN' on every route but /healthz (HAUL_TOKEN;
+                                 prefer the variable: arguments show in ps)
+          --allow-unauthenticated  allow listening beyond loopback without a token (HAUL_ALLOW_UNAUTHENTICATED=1)
+          --allowed-hosts NAMES  comma-separated names the Host header may carry (HAUL_ALLOWED_HOSTS; default on
+                                 loopback: localhost, 127.0.0.1, ::1; elsewhere any)
+          --cors-origin ORIGINS  comma-separated origins browsers may call the API from, like
+                                 https://dash.example:8443 (HAUL_CORS_ORIGIN, default none)
           --log-level LEVEL      debug, info, warning or error (HAUL_LOG_LEVEL, default info)
         """
 
@@ -59,7 +69,7 @@ struct ServeConfig {
         let names = ["listen", "download-dir", "data-dir", "max-active", "connections", "max-attempts", "retry-wait",
                      "stall-timeout", "sse-heartbeat", "progress-interval", "http-timeout",
                      "slow-client-timeout", "max-connections-per-host", "min-split-size", "max-speed",
-                     "lowest-speed", "allow-remote",
+                     "lowest-speed", "token", "allow-unauthenticated", "allowed-hosts", "cors-origin",
                      "log-level"]
         for name in names {
             let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
@@ -76,7 +86,7 @@ struct ServeConfig {
                 name = String(name[..<equals])
             }
             guard names.contains(name) else { throw Invalid(description: "unknown option --\(name)") }
-            if name == "allow-remote" {
+            if name == "allow-unauthenticated" {
                 values[name] = value ?? "1"
             } else {
                 if value == nil {
@@ -122,17 +132,43 @@ struct ServeConfig {
         if config.heartbeat >= Double(config.httpTimeout) {
             throw Invalid(description: "--sse-heartbeat must be shorter than --http-timeout, or idle streams are cut")
         }
-        if let v = values["allow-remote"] { config.allowRemote = ["1", "true", "yes"].contains(v.lowercased()) }
+        if let v = values["allow-unauthenticated"] {
+            config.allowUnauthenticated = ["1", "true", "yes"].contains(v.lowercased())
+        }
+        if let v = values["token"] {
+            guard v.utf8.count >= 16, v.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw Invalid(description: "--token must be at least 16 printable characters without spaces")
+            }
+            config.token = v
+        }
+        config.allowedHosts = list(values["allowed-hosts"]).map { $0.lowercased() }
+        config.corsOrigins = list(values["cors-origin"])
+        for origin in config.corsOrigins where !(origin.hasPrefix("http://") || origin.hasPrefix("https://"))
+            || origin.dropFirst(8).contains("/") {
+            throw Invalid(description: "--cors-origin takes origins like https://dash.example:8443, not '\(origin)'")
+        }
         if let v = values["log-level"] {
             let levels: [String: Logger.Level] = ["debug": .debug, "info": .info, "warning": .warning, "error": .error]
             guard let level = levels[v.lowercased()] else { throw Invalid(description: "unknown log level '\(v)'") }
             config.logLevel = level
         }
-        if !config.isLoopback, !config.allowRemote {
-            throw Invalid(description: "refusing to listen on \(config.host) without --allow-remote: "
-                + "the API has no authentication yet, so anyone who can reach it could download to this machine")
+        if !config.isLoopback, config.token == nil, !config.allowUnauthenticated {
+            throw Invalid(description: "refusing to listen on \(config.host) without a token: anyone who can reach "
+                + "it could make this machine download; set HAUL_TOKEN, or pass --allow-unauthenticated")
         }
         return config
+    }
+
+    /// The Host names the server answers to: those given, else on loopback the loopback names, else any (nil).
+    var hostAllowlist: Set<String>? {
+        if !allowedHosts.isEmpty {
+            return Set(allowedHosts).union(isLoopback ? AccessPolicy.loopbackHosts : [])
+        }
+        return isLoopback ? AccessPolicy.loopbackHosts : nil
+    }
+
+    private static func list(_ text: String?) -> [String] {
+        (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
     var isLoopback: Bool {

@@ -42,13 +42,15 @@ func serve(_ arguments: [String]) -> Int32 {
         events.heartbeat = config.heartbeat
         events.progressInterval = config.progressInterval
         events.slowClientTimeout = config.slowClientTimeout
-        let api = API(engine: engine, loop: loop, events: events)
+        let access = AccessPolicy(token: config.token, allowedHosts: config.hostAllowlist,
+                                  corsOrigins: Set(config.corsOrigins))
+        let api = API(engine: engine, loop: loop, events: events, access: access)
         let server = try HTTPServer(loop: loop, timeout: Int32(config.httpTimeout)) { exchange in
             switch api.handle(exchange.message) {
             case .response(let response):
                 exchange.respond(response)
             case .eventStream(let request):
-                api.attach(HTTPEventSink(exchange: exchange), for: request)
+                api.attach(HTTPEventSink(exchange: exchange, headers: request.headers), for: request)
             }
         }
         let port = try server.bind(host: config.host, port: config.port)

@@ -1,0 +1,153 @@
+import Foundation
+import HaulCore
+import HaulLoop
+
+/// Who may use the API, decided before any route runs.
+public struct AccessPolicy: Sendable {
+    /// When set, every route but `/healthz` needs `Authorization: Bearer <token>` (event streams also accept
+    /// `?access_token=`, since a browser's EventSource cannot set headers).
+    public var token: String?
+    /// Host names (without port, lower case) a request's `Host` may carry; nil accepts any. A server bound to
+    /// loopback accepts only loopback names, so a web page whose name was rebound to 127.0.0.1 cannot reach it.
+    public var allowedHosts: Set<String>?
+    /// Origins (`scheme://host[:port]`) that browsers may call the API from; no CORS header for any other.
+    public var corsOrigins: Set<String> = []
+    /// Wrong tokens a client address may present in a burst before it gets 429 ...
+    public var failureBurst = 10
+    /// ... and the seconds it then waits for each further attempt.
+    public var failureRefill = 6.0
+
+    public init(token: String? = nil, allowedHosts: Set<String>? = nil, corsOrigins: Set<String> = []) {
+        self.token = token
+        self.allowedHosts = allowedHosts
+        self.corsOrigins = corsOrigins
+    }
+
+    /// The names a loopback-bound server answers to.
+    public static let loopbackHosts: Set<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
+}
+
+/// Applies an `AccessPolicy`: Host allowlist, CORS (preflight and response headers), bearer token with a per-address
+/// limit on failed attempts. Confined to the loop thread.
+final class AccessGate {
+    private let policy: AccessPolicy
+    private let tokenDigest: [UInt8]?
+    /// Failed attempts per client address, as a leaky bucket: the attempts still counted and when last updated.
+    private var failures: [String: (count: Double, at: Double)] = [:]
+    private static let maxTrackedAddresses = 4096
+
+    init(policy: AccessPolicy) {
+        self.policy = policy
+        tokenDigest = policy.token.map { Digest.sha256(Array($0.utf8)) }
+    }
+
+    /// The response that ends `request` here, or nil to let it through.
+    func check(_ request: HTTPRequest, path: String, now: Double) -> HTTPResponse? {
+        if let allowed = policy.allowedHosts, let host = request.header("Host"),
+           !allowed.contains(AccessGate.hostName(host)) {
+            return Problem(status: 403, slug: "host-not-allowed", title: "Host not allowed",
+                           detail: "this server does not answer to '\(host)'").response(instance: path)
+        }
+        let origin = request.header("Origin")
+        if request.method == "OPTIONS", let origin, request.header("Access-Control-Request-Method") != nil {
+            return preflight(origin: origin)
+        }
+        // A page from an origin not configured must not change anything, token or not (a form post needs no
+        // preflight, and on loopback without a token nothing else would stop it).
+        if let origin, !policy.corsOrigins.contains(origin), request.method != "GET", request.method != "HEAD" {
+            return Problem(status: 403, slug: "origin-not-allowed", title: "Origin not allowed",
+                           detail: "requests from \(origin) are not allowed; see --cors-origin").response(instance: path)
+        }
+        guard let tokenDigest, path != "/healthz" else { return nil }
+        let address = request.peer
+        if let blocked = retryAfter(address, now: now) {
+            return Problem(status: 429, slug: "too-many-attempts", title: "Too many failed attempts",
+                           detail: "too many wrong tokens from \(address); wait before trying again",
+                           headers: [("Retry-After", String(blocked))]).response(instance: path)
+        }
+        let presented = AccessGate.bearer(request.header("Authorization"))
+            ?? (AccessGate.isEventStream(path) ? request.query["access_token"] : nil)
+        guard let presented else {
+            return unauthorized(path, "this server needs 'Authorization: Bearer <token>'")
+        }
+        guard AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) else {
+            recordFailure(address, now: now)
+            return unauthorized(path, "the token is not right")
+        }
+        return nil
+    }
+
+    /// The CORS headers `response` gets for `request`: only for a configured origin.
+    func corsHeaders(for request: HTTPRequest) -> [(name: String, value: String)] {
+        guard let origin = request.header("Origin"), policy.corsOrigins.contains(origin) else { return [] }
+        return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+                ("Access-Control-Expose-Headers", "ETag, Location, Retry-After")]
+    }
+
+    private func preflight(origin: String) -> HTTPResponse {
+        guard policy.corsOrigins.contains(origin) else {
+            // No Access-Control-Allow-Origin: the browser refuses the real request.
+            return HTTPResponse(status: 204, headers: [("Vary", "Origin")])
+        }
+        return HTTPResponse(status: 204, headers: [
+            ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+            ("Access-Control-Allow-Methods", "GET, HEAD, POST, PATCH, DELETE"),
+            ("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, If-None-Match, "
+                + "Last-Event-ID"),
+            ("Access-Control-Max-Age", "600"),
+        ])
+    }
+
+    private func unauthorized(_ path: String, _ detail: String) -> HTTPResponse {
+        Problem(status: 401, slug: "unauthorized", title: "Unauthorized", detail: detail,
+                headers: [("WWW-Authenticate", "Bearer realm=\"haul\"")]).response(instance: path)
+    }
+
+    /// Seconds until `address` may try again, or nil when it may now.
+    private func retryAfter(_ address: String, now: Double) -> Int? {
+        guard let entry = failures[address] else { return nil }
+        let count = max(0, entry.count - (now - entry.at) / policy.failureRefill)
+        guard count + 1 > Double(policy.failureBurst) else { return nil }
+        return max(1, Int(((count + 1 - Double(policy.failureBurst)) * policy.failureRefill).rounded(.up)))
+    }
+
+    private func recordFailure(_ address: String, now: Double) {
+        let previous = failures[address].map { max(0, $0.count - (now - $0.at) / policy.failureRefill) } ?? 0
+        if failures[address] == nil, failures.count >= AccessGate.maxTrackedAddresses {
+            // Forget the addresses whose attempts have all leaked away; if none has, the oldest entry.
+            failures = failures.filter { $0.value.count - (now - $0.value.at) / policy.failureRefill > 0 }
+            if failures.count >= AccessGate.maxTrackedAddresses,
+               let oldest = failures.min(by: { $0.value.at < $1.value.at }) {
+                failures.removeValue(forKey: oldest.key)
+            }
+        }
+        failures[address] = (previous + 1, now)
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header.
+    static func bearer(_ header: String?) -> String? {
+        guard let header, ASCII.hasPrefixIgnoringCase(header, "bearer ") else { return nil }
+        let token = header.dropFirst(7).drop(while: { $0 == " " })
+        return token.isEmpty ? nil : String(token)
+    }
+
+    static func isEventStream(_ path: String) -> Bool {
+        path == "/events" || (path.hasPrefix("/downloads/") && path.hasSuffix("/events"))
+    }
+
+    /// The host name of a `Host` header, lower case, without the port.
+    static func hostName(_ header: String) -> String {
+        let lower = header.lowercased()
+        if lower.hasPrefix("[") { return lower.firstIndex(of: "]").map { String(lower[...$0]) } ?? lower }
+        return lower.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+            ?? lower
+    }
+
+    /// Compares two digests without stopping at the first difference, so timing tells nothing about the token.
+    static func equalInConstantTime(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for i in 0..<a.count { difference |= a[i] ^ b[i] }
+        return difference == 0
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import XCTest
+
+/// What `curl -i` got: status, headers (lower-case names) and body.
+struct RawReply {
+    var status = 0
+    var headers: [String: String] = [:]
+    var body = ""
+}
+
+/// One request with curl, which sends exactly the headers given (URLSession replaces Host and Origin).
+func curl(_ url: String, method: String = "GET", headers: [String: String] = [:], body: String? = nil) throws
+    -> RawReply {
+    var arguments = ["-s", "-i", "-X", method, "--max-time", "10"]
+    for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
+    if let body { arguments += ["--data-binary", body] }
+    let output = try runCommand("/usr/bin/curl", arguments + [url])
+    var reply = RawReply()
+    let parts = output.components(separatedBy: "\r\n\r\n")
+    let head = parts.first ?? ""
+    reply.body = parts.dropFirst().joined(separator: "\r\n\r\n")
+    for (index, line) in head.components(separatedBy: "\r\n").enumerated() {
+        if index == 0 {
+            reply.status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        } else if let colon = line.firstIndex(of: ":") {
+            reply.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...]
+                .trimmingCharacters(in: .whitespaces)
+        }
+    }
+    return reply
+}
+
+final class TokenTests: HaulTestCase {
+    let token = "s3cret-token-for-the-tests"
+
+    override var serveArguments: [String] { super.serveArguments + ["--token", token] }
+
+    func testEveryRouteButHealthzNeedsTheToken() throws {
+        for path in ["/downloads", "/stats", "/openapi.yaml", "/downloads/nope", "/events"] {
+            let reply = try api.get(path)
+            XCTAssertEqual(reply.status, 401, path)
+            XCTAssertEqual(reply.header("Content-Type"), "application/problem+json", path)
+            XCTAssertEqual(reply.header("WWW-Authenticate"), "Bearer realm=\"haul\"", path)
+            XCTAssertEqual(reply.json["type"] as? String, "urn:haul:problem:unauthorized", path)
+        }
+        let post = try api.request("POST", "/downloads", json: ["url": originURL("x.bin")])
+        XCTAssertEqual(post.status, 401)
+        XCTAssertEqual(try api.get("/stats").status, 401, "nothing was added")
+        XCTAssertEqual(try api.get("/healthz").status, 200)
+
+        let bearer = ["Authorization": "Bearer \(token)"]
+        XCTAssertEqual(try api.request("GET", "/stats", headers: bearer).status, 200)
+        let added = try api.request("POST", "/downloads", json: ["url": originURL("x.bin"), "start_paused": true],
+                                    headers: bearer)
+        XCTAssertEqual(added.status, 201)
+        XCTAssertEqual(try api.request("GET", "/stats", headers: bearer).json["downloads"] as? Int, 1)
+        // The query token is for event streams only, where a browser cannot set a header.
+        XCTAssertEqual(try api.get("/stats?access_token=\(token)").status, 401)
+    }
+
+    func testAnEventStreamTakesTheTokenFromTheQuery() throws {
+        let port = UInt16(haul.baseURL.split(separator: ":").last!)!
+        let refused = try SSEClient(port: port, path: "/events?access_token=wrong-token-xxxxxxxx")
+        _ = refused.read(timeout: 10) { $0.status != 0 }
+        XCTAssertEqual(refused.status, 401)
+        let stream = try SSEClient(port: port, path: "/events?access_token=\(token)")
+        _ = stream.read(timeout: 10) { $0.status != 0 }
+        XCTAssertEqual(stream.status, 200)
+    }
+
+    func testRepeatedWrongTokensGet429EvenWithTheRightOneAfterwards() throws {
+        let wrong = ["Authorization": "Bearer not-the-token-at-all"]
+        for attempt in 1...10 {
+            XCTAssertEqual(try api.request("GET", "/downloads", headers: wrong).status, 401, "attempt \(attempt)")
+        }
+        let limited = try api.request("GET", "/downloads", headers: wrong)
+        XCTAssertEqual(limited.status, 429)
+        XCTAssertEqual(limited.json["type"] as? String, "urn:haul:problem:too-many-attempts")
+        XCTAssertGreaterThanOrEqual(Int(limited.header("Retry-After") ?? "") ?? 0, 1)
+        // Guessing on would tell a right token from a wrong one: the address waits whatever it sends.
+        XCTAssertEqual(try api.request("GET", "/downloads", headers: ["Authorization": "Bearer \(token)"]).status,
+                       429)
+        XCTAssertEqual(try api.get("/healthz").status, 200)
+    }
+}
+
+final class ExposureTests: HaulTestCase {
+    override var serveArguments: [String] {
+        super.serveArguments + ["--cors-origin", "http://dash.example:3000", "--allowed-hosts", "haul.lan"]
+    }
+
+    func testAServerBeyondLoopbackNeedsATokenOrAnExplicitFlag() throws {
+        let binary = buildDirectory + "/haul"
+        let refused = Process()
+        refused.executableURL = URL(fileURLWithPath: binary)
+        refused.arguments = ["serve", "--listen", "0.0.0.0:0", "--download-dir", sandbox.file("d2"),
+                             "--data-dir", sandbox.file("data2")]
+        let errors = Pipe()
+        refused.standardError = errors
+        refused.standardOutput = FileHandle.nullDevice
+        try refused.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        refused.waitUntilExit()
+        XCTAssertEqual(refused.terminationStatus, 2)
+        XCTAssertTrue(message.contains("without a token"), message)
+
+        let allowed = try ServerProcess(executable: binary,
+                                        arguments: ["serve", "--listen", "0.0.0.0:0", "--allow-unauthenticated",
+                                                    "--download-dir", sandbox.file("d3"),
+                                                    "--data-dir", sandbox.file("data3")],
+                                        logPath: sandbox.file("open.log"))
+        XCTAssertTrue(allowed.isRunning)
+        allowed.stop()
+    }
+
+    func testOnLoopbackOnlyLoopbackAndConfiguredHostNamesAreAnswered() throws {
+        let url = haul.baseURL + "/stats"
+        XCTAssertEqual(try curl(url).status, 200)
+        XCTAssertEqual(try curl(url, headers: ["Host": "localhost:8080"]).status, 200)
+        XCTAssertEqual(try curl(url, headers: ["Host": "HAUL.lan"]).status, 200)
+        // A page whose name was rebound to 127.0.0.1 sends its own name.
+        let rebound = try curl(url, headers: ["Host": "attacker.example:8080"])
+        XCTAssertEqual(rebound.status, 403)
+        XCTAssertTrue(rebound.body.contains("urn:haul:problem:host-not-allowed"), rebound.body)
+        let post = try curl(haul.baseURL + "/downloads", method: "POST",
+                            headers: ["Host": "attacker.example", "Content-Type": "application/json"],
+                            body: "{\"url\":\"http://127.0.0.1:9/x\"}")
+        XCTAssertEqual(post.status, 403)
+        XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)
+    }
+
+    func testCORSOnlyForConfiguredOrigins() throws {
+        let allowed = "http://dash.example:3000"
+        let preflight = try curl(haul.baseURL + "/downloads", method: "OPTIONS",
+                                 headers: ["Origin": allowed, "Access-Control-Request-Method": "POST",
+                                           "Access-Control-Request-Headers": "content-type, authorization"])
+        XCTAssertEqual(preflight.status, 204)
+        XCTAssertEqual(preflight.headers["access-control-allow-origin"], allowed)
+        XCTAssertTrue(preflight.headers["access-control-allow-methods"]?.contains("PATCH") == true)
+        XCTAssertTrue(preflight.headers["access-control-allow-headers"]?.contains("Authorization") == true)
+
+        let other = try curl(haul.baseURL + "/downloads", method: "OPTIONS",
+                             headers: ["Origin": "http://evil.example", "Access-Control-Request-Method": "POST"])
+        XCTAssertNil(other.headers["access-control-allow-origin"])
+
+        let get = try curl(haul.baseURL + "/downloads", headers: ["Origin": allowed])
+        XCTAssertEqual(get.status, 200)
+        XCTAssertEqual(get.headers["access-control-allow-origin"], allowed)
+        XCTAssertNil(try curl(haul.baseURL + "/downloads", headers: ["Origin": "http://evil.example"])
+            .headers["access-control-allow-origin"])
+
+        // A form on another site needs no preflight; it must still change nothing.
+        let forged = try curl(haul.baseURL + "/downloads", method: "POST",
+                              headers: ["Origin": "http://evil.example", "Content-Type": "text/plain"],
+                              body: "{\"url\":\"http://127.0.0.1:9/x\"}")
+        XCTAssertEqual(forged.status, 403)
+        let fromDashboard = try curl(haul.baseURL + "/downloads", method: "POST",
+                                     headers: ["Origin": allowed, "Content-Type": "application/json"],
+                                     body: "{\"url\":\"http://127.0.0.1:9/x\",\"start_paused\":true}")
+        XCTAssertEqual(fromDashboard.status, 201)
+        XCTAssertEqual(fromDashboard.headers["access-control-allow-origin"], allowed)
+        XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 1)
+    }
+}
