@@ -78,8 +78,8 @@ public final class API {
         if let url, let problem = Validate.url(url) { body.reject("url", problem) }
         var request = NewDownload(url: url ?? "")
         if let filename = body.string("filename") {
-            if filename.contains("/") || filename.contains("\\") || FileName.sanitize(filename) == nil {
-                body.reject("filename", "must be a plain file name without path separators")
+            if let problem = Validate.filename(filename) {
+                body.reject("filename", problem)
             } else {
                 request.filename = FileName.sanitize(filename)
             }

@@ -104,9 +104,24 @@ enum Validate {
         return nil
     }
 
+    /// A plain file name: no path separators, no `.` or `..`, no NUL or control characters (which would be
+    /// silently dropped, leaving a name the client did not ask for).
+    static func filename(_ text: String) -> String? {
+        if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return "must not contain NUL or control characters"
+        }
+        if text.contains("/") || text.contains("\\") || text == "." || text == ".." || FileName.sanitize(text) == nil {
+            return "must be a plain file name without path separators"
+        }
+        return nil
+    }
+
     /// A relative directory inside the download root: no `..`, no absolute path, every component a safe name.
     static func directory(_ text: String) -> String? {
         if text.hasPrefix("/") { return "must be relative to the download root" }
+        if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return "must not contain NUL or control characters"
+        }
         for component in text.split(separator: "/", omittingEmptySubsequences: true) {
             if component == ".." || component == "." { return "must not contain '.' or '..'" }
             if FileName.sanitize(String(component)) != String(component) {

@@ -40,7 +40,7 @@ extension Job {
         file?.close()
         file = nil
         if let download, let name = download.filename {
-            try? Files.remove(engine.path(ofDirectory: download.directory) + "/" + name + ".part")
+            try? engine.directory(download.directory, create: false).remove(name + ".part")
         }
         generation += 1
         engine.modify(id) {
@@ -55,8 +55,8 @@ extension Job {
 
     func publish() {
         guard let download, let base = download.filename, let file else { return }
-        let directory = engine.path(ofDirectory: download.directory)
-        let size = Files.size(file.path) ?? -1
+        let directory = file.directory
+        let size = directory.size(file.name) ?? -1
         guard size == download.totalBytes ?? size else {
             return failed(DownloadError(.sizeMismatch, "the part file holds \(size) bytes, expected "
                 + "\(download.totalBytes ?? 0)"))
@@ -66,14 +66,13 @@ extension Job {
         do {
             for n in 0..<10_000 {
                 let name = FileName.candidate(base, n)
-                let target = directory + "/" + name
-                if Files.sameFile(file.path, target) {
+                if directory.sameFile(file.name, name) {
                     // A crash between link and unlink left both names on this file: finish the unlink.
-                    try Files.remove(file.path)
-                } else if !(try Files.linkWithoutReplacing(file.path, to: target)) {
+                    try directory.remove(file.name)
+                } else if !(try directory.link(file.name, to: name)) {
                     continue
                 }
-                try Files.syncDirectory(directory)
+                try directory.sync()
                 engine.modify(id) {
                     $0.filename = name
                     $0.journal = $0.segments

@@ -71,22 +71,20 @@ extension Job {
     /// Opens the part file, choosing and reserving a free name on the first attempt.
     func openPartFile(contentDisposition: String?) throws(FileError) {
         guard let download = engine.download(id) else { return }
-        let directory = engine.path(ofDirectory: download.directory)
-        try Files.makeDirectories(directory)
+        let directory = try engine.directory(download.directory, create: true)
         if let name = download.filename {
-            file = try PartFile(path: directory + "/" + name + ".part")
+            file = try PartFile(directory: directory, name: name + ".part")
             return
         }
         let base = download.requestedFilename
             ?? FileName.derive(contentDisposition: contentDisposition, finalURL: download.finalURL ?? download.url)
         for n in 0..<10_000 {
             let name = FileName.candidate(base, n)
-            if Files.exists(directory + "/" + name) { continue }
-            let partPath = directory + "/" + name + ".part"
-            if let size = Files.size(partPath), !engine.isClaimed(directory: download.directory, name: name) {
+            if directory.exists(name) { continue }
+            if let size = directory.size(name + ".part"), !engine.isClaimed(directory: download.directory, name: name) {
                 // A part file nobody journals (another tool's, or ours with the database lost): the resume plan
                 // continues it if smaller than the remote file, completes it if equal, restarts it if larger.
-                file = try PartFile(path: partPath)
+                file = try PartFile(directory: directory, name: name + ".part")
                 engine.modify(id) {
                     $0.filename = name
                     $0.segments = [Segment(start: 0, end: $0.totalBytes.map { $0 - 1 }, received: size)]
@@ -97,13 +95,13 @@ extension Job {
             }
             do {
                 // O_EXCL: two downloads of the same name never share a part file.
-                file = try PartFile(path: directory + "/" + name + ".part", exclusive: true)
+                file = try PartFile(directory: directory, name: name + ".part", exclusive: true)
             } catch where error.code == EEXIST {
                 continue
             }
             engine.modify(id) { $0.filename = name }
             return
         }
-        throw FileError(call: "open", path: directory + "/" + base, code: EEXIST)
+        throw FileError(call: "open", path: directory.path + "/" + base, code: EEXIST)
     }
 }

@@ -7,7 +7,7 @@ extension Job {
     /// Decides the segments: continue the journaled ones when the file can be resumed, else one plan from zero.
     func plan() {
         guard let download, let file else { return }
-        let partSize = Files.size(file.path) ?? 0
+        let partSize = file.directory.size(file.name) ?? 0
         // Several ranges need a validator too: without one, nothing proves they come from one version.
         let ranged = download.resumable
         let segments = ResumePlan.segments(journal: download.segments, partFileSize: partSize,

@@ -3,17 +3,18 @@ import Foundation
 
 /// A file written at chosen offsets with `pwrite`: the `.part` file a download streams into.
 public final class PartFile {
-    public let path: String
+    /// The directory holding it, where it is sized, renamed and removed.
+    public let directory: ConfinedDirectory
+    public let name: String
+    public var path: String { directory.path + "/" + name }
     private var fd: Int32
 
-    /// Opens `path` for writing, creating it if missing (with `exclusive`, failing if it exists).
-    public init(path: String, exclusive: Bool = false) throws(FileError) {
-        var flags = O_WRONLY | O_CREAT | O_CLOEXEC
-        if exclusive { flags |= O_EXCL }
-        let fd = open(path, flags, 0o644)
-        guard fd >= 0 else { throw FileError(call: "open", path: path, code: errno) }
-        self.path = path
-        self.fd = fd
+    /// Opens `name` in `directory` for writing (never through a link), creating it if missing (with `exclusive`,
+    /// failing if it exists).
+    public init(directory: ConfinedDirectory, name: String, exclusive: Bool = false) throws(FileError) {
+        fd = try directory.openForWriting(name, exclusive: exclusive)
+        self.directory = directory
+        self.name = name
     }
 
     deinit { close() }
@@ -76,7 +77,10 @@ public struct FileError: Error, CustomStringConvertible, Sendable {
     }
 
     public var isNoSpace: Bool { code == ENOSPC || code == EDQUOT }
-    public var description: String { "\(call) \(path): \(String(cString: strerror(code)))" }
+    public var description: String {
+        code == ELOOP ? "\(path) is a symbolic link, and Haul follows none inside the download root"
+            : "\(call) \(path): \(String(cString: strerror(code)))"
+    }
 }
 
 /// A descriptor to be synced once, off the loop, and closed.
