@@ -19,7 +19,7 @@ let package = Package(
         .target(name: "HaulAPI", dependencies: ["HaulCore", "HaulLoop"]),
         .executableTarget(name: "haul", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"]),
         .executableTarget(name: "TestOrigin", dependencies: ["HaulLoop"], path: "Tests/TestOrigin"),
-        .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore"]),
+        .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "HaulLoop"]),
         .testTarget(name: "HaulAPITests", dependencies: ["HaulAPI", "HaulCore"]),
         .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulLoop"]),
     ],

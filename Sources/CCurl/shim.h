@@ -21,6 +21,9 @@ static inline CURLcode haul_easy_setopt_slist(CURL *_Nonnull h, CURLoption o, st
 static inline CURLcode haul_easy_setopt_writefn(CURL *_Nonnull h, CURLoption o, curl_write_callback _Nullable f) {
     return curl_easy_setopt(h, o, f);
 }
+static inline CURLcode haul_easy_setopt_opensocketfn(CURL *_Nonnull h, curl_opensocket_callback _Nonnull f) {
+    return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, f);
+}
 static inline CURLcode haul_easy_getinfo_long(CURL *_Nonnull h, CURLINFO i, long *_Nonnull v) {
     return curl_easy_getinfo(h, i, v);
 }

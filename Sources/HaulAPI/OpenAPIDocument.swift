@@ -316,7 +316,9 @@ components:
           description: |
             Stable: dns_failed, connect_failed, timeout, tls_failed, too_many_redirects, connection_cut,
             network_error, write_failed, disk_full, size_mismatch, range_mismatch, remote_changed,
-            checksum_mismatch, internal_error, or http_<status> (http_404, http_503, ...).
+            checksum_mismatch, internal_error, blocked_address (`--deny-private-networks` refused the
+            address connected to, also after a redirect), unsupported_scheme (a redirect to anything but http
+            or https), or http_<status> (http_404, http_503, ...).
         message: { type: string }
     Download:
       type: object

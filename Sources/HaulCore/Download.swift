@@ -132,6 +132,10 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
     public static let remoteChanged = ErrorCode(rawValue: "remote_changed")
     public static let checksumMismatch = ErrorCode(rawValue: "checksum_mismatch")
     public static let internalError = ErrorCode(rawValue: "internal_error")
+    /// `--deny-private-networks` refused every address of the host (or of a redirect's host).
+    public static let blockedAddress = ErrorCode(rawValue: "blocked_address")
+    /// A redirect led somewhere other than http or https.
+    public static let unsupportedScheme = ErrorCode(rawValue: "unsupported_scheme")
 
     /// `http_404`, `http_503`, ...: the origin answered with this status.
     public static func http(_ status: Int) -> ErrorCode { ErrorCode(rawValue: "http_\(status)") }

@@ -26,6 +26,8 @@ public struct EngineConfig: Sendable {
     public var maxConnectionsPerHost = 16
     /// Bytes per second over all downloads, nil for unlimited.
     public var maxSpeed: Int64?
+    /// When set, origins may only be at addresses it allows (`--deny-private-networks`).
+    public var addressPolicy: AddressPolicy?
 
     public init(downloadRoot: String) { self.downloadRoot = downloadRoot }
 }
@@ -267,11 +269,11 @@ public final class Engine {
         guard let download = downloads[id] else { throw .notFound(id) }
         if let job = jobs.removeValue(forKey: id) { job.stop() }
         if let name = download.filename {
-            let directory = path(ofDirectory: download.directory)
+            let directory = try? self.directory(download.directory, create: false)
             if download.state != .completed {
-                try? Files.remove(directory + "/" + name + ".part")
+                try? directory?.remove(name + ".part")
             } else if deleteFile {
-                try? Files.remove(directory + "/" + name)
+                try? directory?.remove(name)
             }
         }
         do {
@@ -288,8 +290,9 @@ public final class Engine {
 
     // MARK: internals used by Job
 
-    func path(ofDirectory relative: String) -> String {
-        relative.isEmpty ? config.downloadRoot : config.downloadRoot + "/" + relative
+    /// The directory `relative` to the download root, opened without following links.
+    func directory(_ relative: String, create: Bool) throws(FileError) -> ConfinedDirectory {
+        try ConfinedDirectory(root: config.downloadRoot, relative: relative, create: create)
     }
 
     /// Applies `change` to the stored download, persists it and returns the result.

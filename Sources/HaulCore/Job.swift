@@ -149,8 +149,8 @@ final class Job {
     func finishedBeforeACrash() -> Bool {
         guard let download, let name = download.filename, let total = download.totalBytes,
               download.durableBytes == total else { return false }
-        let directory = engine.path(ofDirectory: download.directory)
-        guard !Files.exists(directory + "/" + name + ".part"), Files.size(directory + "/" + name) == total else {
+        guard let directory = try? engine.directory(download.directory, create: false),
+              !directory.exists(name + ".part"), directory.size(name) == total else {
             return false
         }
         engine.modify(id) {
@@ -216,6 +216,7 @@ final class Job {
         var request = TransferRequest(url: download.url)
         request.headers = download.headers.map { ($0.name, $0.value) }
         request.connectTimeout = engine.config.connectTimeout
+        request.addressPolicy = engine.config.addressPolicy
         return request
     }
 
@@ -239,6 +240,10 @@ final class Job {
         case .timeout?: return DownloadError(.timeout, "the server stopped responding\(detail)", retryable: true)
         case .tls?: return DownloadError(.tlsFailed, "TLS failed\(detail)")
         case .tooManyRedirects?: return DownloadError(.tooManyRedirects, "more than 10 redirects\(detail)")
+        case .blockedAddress?:
+            return DownloadError(.blockedAddress, "\(result.message); this server denies private networks")
+        case .unsupportedScheme?:
+            return DownloadError(.unsupportedScheme, "only http and https are fetched, also after redirects\(detail)")
         case .cutOff?:
             return DownloadError(.connectionCut, "the server closed the connection early\(detail)", retryable: true)
         case .network?, .other?: return DownloadError(.networkError, "transfer failed\(detail)", retryable: true)

@@ -16,6 +16,8 @@ public struct TransferRequest: Sendable {
     public var maxRedirects = 10
     public var connectTimeout: Double = 30
     public var userAgent = "haul/0.1"
+    /// When set, every address curl is about to connect to (after DNS, after each redirect) must pass it.
+    public var addressPolicy: AddressPolicy?
 
     public init(url: String) { self.url = url }
 }
@@ -53,6 +55,10 @@ public enum TransferFailure: Sendable, Equatable {
     /// Stopped by our own `onResponse` or `onData` returning false.
     case aborted
     case network
+    /// Every address the host resolved to was refused by the request's `AddressPolicy`.
+    case blockedAddress
+    /// A redirect led to a scheme other than http and https.
+    case unsupportedScheme
     case other
 }
 
@@ -107,6 +113,8 @@ public final class Transfer {
     private var response: TransferResponse?
     private var responseDelivered = false
     private var aborted = false
+    /// The last address the policy refused, and why.
+    private var refusedAddress: (address: String, reason: String)?
     public private(set) var bodyBytes: Int64 = 0
 
     public init(_ request: TransferRequest) throws {
@@ -133,6 +141,14 @@ public final class Transfer {
         results.append(haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
         results.append(haul_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
         results.append(haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1))
+        if request.addressPolicy != nil {
+            results.append(haul_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, me))
+            results.append(haul_easy_setopt_opensocketfn(easy) { clientp, _, address in
+                guard let clientp, let address else { return CURL_SOCKET_BAD }
+                let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
+                return transfer.openSocket(address)
+            })
+        }
         results.append(haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, request.maxRedirects))
         results.append(haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout * 1000)))
         results.append(haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
@@ -262,12 +278,37 @@ public final class Transfer {
 
     // MARK: completion (called by CurlMulti, outside curl's callbacks)
 
+    /// curl's socket opener: the policy's check on the address about to be connected to.
+    private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        let family = address.pointee.family
+        let raw = UnsafeRawPointer(address) + MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr)!
+        var bytes: [UInt8] = []
+        if family == AF_INET {
+            let v4 = raw.loadUnaligned(as: sockaddr_in.self)
+            bytes = withUnsafeBytes(of: v4.sin_addr) { Array($0) }
+        } else if family == AF_INET6 {
+            let v6 = raw.loadUnaligned(as: sockaddr_in6.self)
+            bytes = withUnsafeBytes(of: v6.sin6_addr) { Array($0) }
+        }
+        if let policy = request.addressPolicy, !policy.allows(bytes) {
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            inet_ntop(family, bytes, &text, socklen_t(text.count))
+            refusedAddress = (String(cString: text), AddressPolicy.reason(bytes) ?? "not allowed")
+            return CURL_SOCKET_BAD
+        }
+        return socket(family, address.pointee.socktype, address.pointee.protocol)
+    }
+
     func finish(code: CURLcode) {
         // A body-less reply (HEAD, an empty file) still gets its headers looked at.
         if code == CURLE_OK, !responseDelivered { _ = deliverResponse() }
-        let failure: TransferFailure? = aborted ? .aborted : Transfer.classify(code)
+        var failure: TransferFailure? = aborted ? .aborted : Transfer.classify(code)
         var message = String(cString: errorBuffer)
         if message.isEmpty, code != CURLE_OK { message = String(cString: curl_easy_strerror(code)) }
+        if failure != nil, !aborted, let refusedAddress {
+            failure = .blockedAddress
+            message = "refused to connect to \(refusedAddress.address), a \(refusedAddress.reason) address"
+        }
         onComplete?(TransferResult(failure: failure, message: message, response: response, bodyBytes: bodyBytes))
     }
 
@@ -278,6 +319,7 @@ public final class Transfer {
         case CURLE_COULDNT_CONNECT: return .connect
         case CURLE_OPERATION_TIMEDOUT: return .timeout
         case CURLE_TOO_MANY_REDIRECTS: return .tooManyRedirects
+        case CURLE_UNSUPPORTED_PROTOCOL: return .unsupportedScheme
         case CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING: return .cutOff
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,

@@ -1,6 +1,7 @@
 import Foundation
 import HaulAPI
 import HaulCore
+import HaulLoop
 
 /// `haul serve` settings: each flag has an environment twin (`--max-active` / `HAUL_MAX_ACTIVE`); flags win.
 struct ServeConfig {
@@ -25,6 +26,8 @@ struct ServeConfig {
     var allowUnauthenticated = false
     var allowedHosts: [String] = []
     var corsOrigins: [String] = []
+    var denyPrivateNetworks = false
+    var allowNetworks: [(bytes: [UInt8], prefix: Int)] = []
     var logLevel = Logger.Level.info
 
     static let usage = """
@@ -57,8 +60,16 @@ struct ServeConfig {
                                  loopback: localhost, 127.0.0.1, ::1; elsewhere any)
           --cors-origin ORIGINS  comma-separated origins browsers may call the API from, like
                                  https://dash.example:8443 (HAUL_CORS_ORIGIN, default none)
+          --deny-private-networks  fetch only from public addresses: no loopback, private, link-local (cloud
+                                 metadata), unique-local or multicast ones, checked on every address connected
+                                 to, also after redirects (HAUL_DENY_PRIVATE_NETWORKS=1)
+          --allow-networks CIDRS comma-separated exceptions to --deny-private-networks, like 10.1.2.0/24
+                                 (HAUL_ALLOW_NETWORKS)
           --log-level LEVEL      debug, info, warning or error (HAUL_LOG_LEVEL, default info)
         """
+
+    /// Options that take no value (`--name` alone means on; `--name=0` off).
+    static let switches: Set<String> = ["allow-unauthenticated", "deny-private-networks"]
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -70,6 +81,7 @@ struct ServeConfig {
                      "stall-timeout", "sse-heartbeat", "progress-interval", "http-timeout",
                      "slow-client-timeout", "max-connections-per-host", "min-split-size", "max-speed",
                      "lowest-speed", "token", "allow-unauthenticated", "allowed-hosts", "cors-origin",
+                     "deny-private-networks", "allow-networks",
                      "log-level"]
         for name in names {
             let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
@@ -86,7 +98,7 @@ struct ServeConfig {
                 name = String(name[..<equals])
             }
             guard names.contains(name) else { throw Invalid(description: "unknown option --\(name)") }
-            if name == "allow-unauthenticated" {
+            if ServeConfig.switches.contains(name) {
                 values[name] = value ?? "1"
             } else {
                 if value == nil {
@@ -132,8 +144,13 @@ struct ServeConfig {
         if config.heartbeat >= Double(config.httpTimeout) {
             throw Invalid(description: "--sse-heartbeat must be shorter than --http-timeout, or idle streams are cut")
         }
-        if let v = values["allow-unauthenticated"] {
-            config.allowUnauthenticated = ["1", "true", "yes"].contains(v.lowercased())
+        if let v = values["allow-unauthenticated"] { config.allowUnauthenticated = isOn(v) }
+        if let v = values["deny-private-networks"] { config.denyPrivateNetworks = isOn(v) }
+        for text in list(values["allow-networks"]) {
+            guard let network = AddressPolicy.network(text) else {
+                throw Invalid(description: "--allow-networks takes networks like 10.1.2.0/24 or fd00::/8, not '\(text)'")
+            }
+            config.allowNetworks.append(network)
         }
         if let v = values["token"] {
             guard v.utf8.count >= 16, v.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
@@ -166,6 +183,8 @@ struct ServeConfig {
         }
         return isLoopback ? AccessPolicy.loopbackHosts : nil
     }
+
+    private static func isOn(_ text: String) -> Bool { ["1", "true", "yes", "on"].contains(text.lowercased()) }
 
     private static func list(_ text: String?) -> [String] {
         (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

@@ -37,6 +37,7 @@ func serve(_ arguments: [String]) -> Int32 {
         engineConfig.maxConnectionsPerHost = config.maxConnectionsPerHost
         engineConfig.maxSpeed = config.maxSpeed
         engineConfig.lowestSpeed = config.lowestSpeed
+        if config.denyPrivateNetworks { engineConfig.addressPolicy = AddressPolicy(exceptions: config.allowNetworks) }
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
         var events = EventStreamConfig()
         events.heartbeat = config.heartbeat

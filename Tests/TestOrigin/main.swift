@@ -24,6 +24,7 @@ import HaulLoop
 //                               version appearing between two requests, e.g. between a probe and a resume)
 //   /redirect/N/PATH            N redirects, then PATH (keeps the query)
 //   /loop                       redirects to itself forever
+//   /redirect-to?url=URL        one redirect to URL (any host, any scheme)
 //   /_requests                  GET: every request so far as JSON; DELETE: forget them
 //   /_stats                     GET: {"active_streams": n, "max_active_streams": n} (the high-water mark)
 
@@ -74,6 +75,7 @@ final class Origin {
             exchange.respond(HTTPResponse(status: status, headers: headers, body: Array(body.utf8)))
         }
         if path == "/loop" { return answer(302, [("Location", "/loop")]) }
+        if path == "/redirect-to", let location = query["url"] { return answer(302, [("Location", location)]) }
         if path.hasPrefix("/redirect/") {
             let rest = path.dropFirst("/redirect/".count)
             guard let slash = rest.firstIndex(of: "/"), let n = Int(rest[..<slash]) else { return answer(400) }
@@ -283,7 +285,7 @@ do {
     let server = try HTTPServer(loop: loop, timeout: 120) { origin.handle($0) }
     let colon = listen.lastIndex(of: ":")!
     let port = try server.bind(host: String(listen[..<colon]), port: UInt16(listen[listen.index(after: colon)...])!)
-    FileHandle.standardOutput.write(Data("origin listening on http://127.0.0.1:\(port)\n".utf8))
+    FileHandle.standardOutput.write(Data("origin listening on http://\(listen[..<colon]):\(port)\n".utf8))
     loop.onSignal(SIGTERM) { loop.stop() }
     loop.run()
     withExtendedLifetime(server) {}
