@@ -9,10 +9,12 @@ public final class API {
     public let events: EventHub
     private var router: Router!
     private let gate: AccessGate
+    private let limits: APILimits
 
     public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
-                access: AccessPolicy = AccessPolicy()) {
+                access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits()) {
         self.engine = engine
+        self.limits = limits
         gate = AccessGate(policy: access)
         self.events = EventHub(loop: loop, engine: engine, config: events)
         router = Router(routes: [
@@ -48,6 +50,11 @@ public final class API {
 
     public func handle(_ request: HTTPRequest) -> APIResult {
         let cors = gate.corsHeaders(for: request)
+        if request.target.utf8.count > limits.maxTargetBytes {
+            return .response(Problem(status: 414, slug: "uri-too-long", title: "URI too long",
+                                     detail: "the request target must be at most \(limits.maxTargetBytes) bytes")
+                .response(instance: "/").adding(cors))
+        }
         if let refused = gate.check(request, path: request.path, now: ProcessInfo.processInfo.systemUptime) {
             return .response(refused.adding(cors))
         }
@@ -114,6 +121,10 @@ public final class API {
             body.reject("Idempotency-Key", "must be 1 to 255 characters on one line")
         }
         try body.finish()
+        if engine.count >= limits.maxDownloads {
+            throw Problem(status: 507, slug: "too-many-downloads", title: "Too many downloads",
+                          detail: "this server holds at most \(limits.maxDownloads) downloads; remove finished ones")
+        }
         let (snapshot, created): (DownloadSnapshot, Bool)
         if let key {
             (snapshot, created) = try attempt(engine.add(request, idempotencyKey: key,
@@ -182,6 +193,11 @@ public final class API {
                 throw Problem.invalid([("last_event_id", "must be the id of an event this server sent")])
             }
             lastEventID = value
+        }
+        if events.streamCount >= limits.maxEventStreams {
+            throw Problem(status: 503, slug: "too-many-streams", title: "Too many event streams",
+                          detail: "this server serves at most \(limits.maxEventStreams) event streams at once",
+                          headers: [("Retry-After", "5")])
         }
         if c.request.method == "HEAD" {
             return .response(HTTPResponse(status: 200, headers: EventStreamRequest.standardHeaders))
@@ -276,4 +292,16 @@ public final class API {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers,
                      body: value.serializedBytes())
     }
+}
+
+/// How much clients may make the server hold.
+public struct APILimits: Sendable {
+    /// Path and query of one request.
+    public var maxTargetBytes = 8192
+    /// Downloads stored, finished ones included.
+    public var maxDownloads = 100_000
+    /// Event streams open at once.
+    public var maxEventStreams = 10_000
+
+    public init() {}
 }

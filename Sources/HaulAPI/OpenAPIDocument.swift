@@ -51,6 +51,7 @@ paths:
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
           description: One page of downloads.
@@ -81,6 +82,8 @@ paths:
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "507": { $ref: "#/components/responses/TooManyDownloads" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "201":
           description: Added.
@@ -122,6 +125,7 @@ paths:
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
           description: The download.
@@ -146,6 +150,7 @@ paths:
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
           description: The download after the change.
@@ -173,6 +178,7 @@ paths:
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "204": { description: Removed. }
         "404": { $ref: "#/components/responses/NotFound" }
@@ -193,6 +199,8 @@ paths:
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "503": { $ref: "#/components/responses/TooManyStreams" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200": { $ref: "#/components/responses/EventStream" }
         "404": { $ref: "#/components/responses/NotFound" }
@@ -217,6 +225,8 @@ paths:
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "503": { $ref: "#/components/responses/TooManyStreams" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200": { $ref: "#/components/responses/EventStream" }
         "422": { $ref: "#/components/responses/Invalid" }
@@ -227,6 +237,7 @@ paths:
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
           description: Counts by state, speed and bytes, and the event streams open.
@@ -240,6 +251,7 @@ paths:
       security: []
       responses:
         "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
         "200":
           description: The server is up.
           content:
@@ -256,6 +268,7 @@ paths:
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
           description: The API contract.
@@ -481,6 +494,24 @@ components:
           schema: { $ref: "#/components/schemas/Problem" }
     TooManyAttempts:
       description: Too many wrong tokens from this address; wait `Retry-After` seconds, whatever the token.
+      headers:
+        Retry-After:
+          schema: { type: integer, minimum: 1 }
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    UriTooLong:
+      description: The path and query are longer than 8 KiB.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    TooManyDownloads:
+      description: The server holds `--max-downloads` downloads already; remove finished ones.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    TooManyStreams:
+      description: "`--max-event-streams` streams are open; try again after `Retry-After` seconds."
       headers:
         Retry-After:
           schema: { type: integer, minimum: 1 }

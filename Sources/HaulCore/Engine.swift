@@ -148,6 +148,9 @@ public final class Engine {
                                 activeConnections: job?.activeConnections ?? 0)
     }
 
+    /// How many downloads are stored.
+    public var count: Int { downloads.count }
+
     /// Counters over all downloads, in one pass that copies none of them (`/stats` with 10,000 downloads must not
     /// build 10,000 snapshots).
     public func totals() -> EngineTotals {

@@ -8,14 +8,16 @@ public final class HTTPServer {
     private let http: OpaquePointer
     private let handler: (HTTPExchange) -> Void
 
-    /// `maxBodySize`: evhttp refuses bodies larger than this with its own 413 before they are read.
-    public init(loop: EventLoop, maxBodySize: Int = 4 << 20, timeout: Int32 = 60,
+    /// `maxBodySize`: evhttp refuses bodies larger than this with its own 413 before they are read;
+    /// `maxHeadersSize`: a request line and headers larger than this are refused the same way.
+    public init(loop: EventLoop, maxBodySize: Int = 4 << 20, maxHeadersSize: Int = 32 << 10, timeout: Int32 = 60,
                 handler: @escaping (HTTPExchange) -> Void) throws {
         guard let http = evhttp_new(loop.base) else { throw LoopError.libevent("evhttp_new failed") }
         self.loop = loop
         self.http = http
         self.handler = handler
         evhttp_set_max_body_size(http, maxBodySize)
+        evhttp_set_max_headers_size(http, maxHeadersSize)
         evhttp_set_timeout(http, timeout)
         // Without this evhttp answers 501 to PATCH and OPTIONS itself.
         let methods = EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue

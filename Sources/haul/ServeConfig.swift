@@ -27,6 +27,8 @@ struct ServeConfig {
     var allowedHosts: [String] = []
     var corsOrigins: [String] = []
     var denyPrivateNetworks = false
+    var maxDownloads = 100_000
+    var maxEventStreams = 10_000
     var allowNetworks: [(bytes: [UInt8], prefix: Int)] = []
     var logLevel = Logger.Level.info
 
@@ -52,6 +54,8 @@ struct ServeConfig {
                                  (HAUL_PROGRESS_INTERVAL, default 0.25)
           --slow-client-timeout SECONDS  close an event stream whose client stopped reading this long ago
                                  (HAUL_SLOW_CLIENT_TIMEOUT, default 30)
+          --max-downloads N      downloads stored, finished ones included (HAUL_MAX_DOWNLOADS, default 100000)
+          --max-event-streams N  event streams open at once (HAUL_MAX_EVENT_STREAMS, default 10000)
           --http-timeout SECONDS idle and slow-client timeout of API connections (HAUL_HTTP_TIMEOUT, default 60)
           --token TOKEN          require 'Authorization: Bearer TOKEN' on every route but /healthz (HAUL_TOKEN;
                                  prefer the variable: arguments show in ps)
@@ -81,7 +85,7 @@ struct ServeConfig {
                      "stall-timeout", "sse-heartbeat", "progress-interval", "http-timeout",
                      "slow-client-timeout", "max-connections-per-host", "min-split-size", "max-speed",
                      "lowest-speed", "token", "allow-unauthenticated", "allowed-hosts", "cors-origin",
-                     "deny-private-networks", "allow-networks",
+                     "deny-private-networks", "allow-networks", "max-downloads", "max-event-streams",
                      "log-level"]
         for name in names {
             let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
@@ -140,6 +144,10 @@ struct ServeConfig {
             ?? config.lowestSpeed
         config.slowClientTimeout = try seconds(values["slow-client-timeout"], "slow-client-timeout", 0.1...3600)
             ?? config.slowClientTimeout
+        config.maxDownloads = try integer(values["max-downloads"], "max-downloads", 1...10_000_000)
+            ?? config.maxDownloads
+        config.maxEventStreams = try integer(values["max-event-streams"], "max-event-streams", 1...1_000_000)
+            ?? config.maxEventStreams
         config.httpTimeout = try integer(values["http-timeout"], "http-timeout", 1...3600) ?? config.httpTimeout
         if config.heartbeat >= Double(config.httpTimeout) {
             throw Invalid(description: "--sse-heartbeat must be shorter than --http-timeout, or idle streams are cut")

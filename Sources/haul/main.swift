@@ -45,7 +45,10 @@ func serve(_ arguments: [String]) -> Int32 {
         events.slowClientTimeout = config.slowClientTimeout
         let access = AccessPolicy(token: config.token, allowedHosts: config.hostAllowlist,
                                   corsOrigins: Set(config.corsOrigins))
-        let api = API(engine: engine, loop: loop, events: events, access: access)
+        var limits = APILimits()
+        limits.maxDownloads = config.maxDownloads
+        limits.maxEventStreams = config.maxEventStreams
+        let api = API(engine: engine, loop: loop, events: events, access: access, limits: limits)
         let server = try HTTPServer(loop: loop, timeout: Int32(config.httpTimeout)) { exchange in
             switch api.handle(exchange.message) {
             case .response(let response):

@@ -162,3 +162,50 @@ final class ExposureTests: HaulTestCase {
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 1)
     }
 }
+
+final class ClientLimitTests: HaulTestCase {
+    override var serveArguments: [String] {
+        super.serveArguments + ["--max-downloads", "3", "--max-event-streams", "2"]
+    }
+
+    func testStoredDownloadsAreCapped() throws {
+        for i in 0..<3 { _ = try add(["url": "http://127.0.0.1:9/cap/\(i).bin", "start_paused": true]) }
+        let refused = try api.request("POST", "/downloads", json: ["url": "http://127.0.0.1:9/cap/x.bin"])
+        XCTAssertEqual(refused.status, 507)
+        XCTAssertEqual(refused.json["type"] as? String, "urn:haul:problem:too-many-downloads")
+        let first = (try api.get("/downloads").json["downloads"] as? [[String: Any]])?.first?["id"] as? String
+        XCTAssertEqual(try api.request("DELETE", "/downloads/\(first!)").status, 204)
+        XCTAssertEqual(try api.request("POST", "/downloads", json: ["url": "http://127.0.0.1:9/cap/x.bin"]).status,
+                       201, "room again after a removal")
+    }
+
+    func testEventStreamsAreCapped() throws {
+        let port = UInt16(haul.baseURL.split(separator: ":").last!)!
+        let streams = try (0..<2).map { _ in try SSEClient(port: port, path: "/events") }
+        for stream in streams { _ = stream.read(timeout: 10) { $0.status != 0 } }
+        XCTAssertEqual(streams.map(\.status), [200, 200])
+        let third = try api.get("/events")
+        XCTAssertEqual(third.status, 503)
+        XCTAssertEqual(third.header("Retry-After"), "5")
+        streams[0].disconnect()
+        try waitFor("a stream slot to free up") { (try api.get("/stats").json["event_streams"] as? Int) == 1 }
+        let again = try SSEClient(port: port, path: "/events")
+        _ = again.read(timeout: 10) { $0.status != 0 }
+        XCTAssertEqual(again.status, 200)
+    }
+
+    func testOversizedRequestsAreRefusedAndTheServerStaysUp() throws {
+        let long = try curl(haul.baseURL + "/downloads?state=" + String(repeating: "a", count: 9000))
+        XCTAssertEqual(long.status, 414)
+        let huge = try curl(haul.baseURL + "/stats", headers: ["X-Filler": String(repeating: "b", count: 40_000)])
+        XCTAssertGreaterThanOrEqual(huge.status, 400)
+        let body = "{\"url\":\"http://127.0.0.1:9/\(String(repeating: "c", count: 5 << 20))\"}"
+        let path = sandbox.file("big.json")
+        try Data(body.utf8).write(to: URL(fileURLWithPath: path))
+        let big = try curl(haul.baseURL + "/downloads", method: "POST",
+                           headers: ["Content-Type": "application/json"], body: "@" + path)
+        XCTAssertEqual(big.status, 413)
+        XCTAssertEqual(try api.get("/healthz").status, 200)
+        XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)
+    }
+}
