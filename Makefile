@@ -4,7 +4,7 @@ LISTEN ?= 127.0.0.1:8080
 DOWNLOAD_DIR ?= ./downloads
 DATA_DIR ?= ./data
 
-.PHONY: deps build run test bench bench-quick spec format clean
+.PHONY: deps build run test bench bench-quick fuzz schemathesis spec format clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -18,6 +18,9 @@ run: build
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
+	.build/debug/HaulFuzz Tests/Fuzz/corpus
+	./scripts/schemathesis.sh .build/debug/haul 100
+	$(MAKE) fuzz FUZZ_SECONDS=30
 	python3 bench/bench.py --haul .build/debug/haul --quick
 
 # Every scenario of bench/bench.py at full size; the report lands in bench/results/latest.md.
@@ -29,6 +32,20 @@ bench: deps
 bench-quick: deps
 	$(SWIFT) build
 	python3 bench/bench.py --haul .build/debug/haul --quick
+
+# libFuzzer on the parsers of what origins and clients send (Tests/Fuzz), FUZZ_SECONDS long, in its own build
+# directory; new inputs that found new paths are kept in .build/fuzz-corpus.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	$(SWIFT) build --build-path .build/fuzz --product HaulFuzz --sanitize=fuzzer -Xswiftc -DFUZZING
+	mkdir -p .build/fuzz-corpus
+	.build/fuzz/debug/HaulFuzz -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=1024 \
+		.build/fuzz-corpus Tests/Fuzz/corpus
+
+# The live API against openapi.yaml (schemathesis from PyPI): no 5xx, every answer as the spec says.
+schemathesis: deps
+	$(SWIFT) build
+	./scripts/schemathesis.sh .build/debug/haul 100
 
 # Regenerates the copy of openapi.yaml compiled into the server (a test fails when they differ).
 spec:

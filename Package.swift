@@ -19,6 +19,9 @@ let package = Package(
         .target(name: "HaulAPI", dependencies: ["HaulCore", "HaulLoop"]),
         .executableTarget(name: "haul", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"]),
         .executableTarget(name: "TestOrigin", dependencies: ["HaulLoop"], path: "Tests/TestOrigin"),
+        // libFuzzer target with `make fuzz`; otherwise a replayer of its corpus.
+        .executableTarget(name: "HaulFuzz", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"], path: "Tests/Fuzz",
+                          exclude: ["corpus"], swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "HaulLoop"]),
         .testTarget(name: "HaulAPITests", dependencies: ["HaulAPI", "HaulCore"]),
         .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulLoop"]),

@@ -3,9 +3,10 @@
 # As root it runs apt-get itself; otherwise it prints the command to run.
 set -euo pipefail
 
-# nginx and aria2 are the tests' and benchmarks' origin and anchor; wrk, python3 and gnuplot run the benchmark harness.
+# nginx and aria2 are the tests' and benchmarks' origin and anchor; wrk, python3 and gnuplot run the benchmark harness;
+# openssl makes the tests' TLS certificate; python3-venv holds schemathesis (from PyPI) in .build/venv.
 packages=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev pkg-config nginx curl ca-certificates aria2
-          wrk python3 gnuplot-nox)
+          wrk python3 python3-venv gnuplot-nox openssl)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -77,10 +77,22 @@ public final class API {
 
     // MARK: handlers
 
-    private func addDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
-        var body = try RequestBody(c.request)
+    /// What POST /downloads makes of `request` without adding anything: the download, or the status of the problem
+    /// it would answer. For the fuzzer, which feeds it anything.
+    public static func decodeNewDownload(_ request: HTTPRequest) -> (download: NewDownload?, status: Int) {
+        do {
+            return (try newDownload(from: request), 201)
+        } catch {
+            return (nil, error.status)
+        }
+    }
+
+    /// A POST /downloads body as a new download: every field checked, all problems reported at once (422), or
+    /// 400/413/415 for a body that is not a JSON object.
+    static func newDownload(from http: HTTPRequest) throws(Problem) -> NewDownload {
+        var body = try RequestBody(http)
         body.rejectUnknown(except: ["url", "filename", "directory", "connections", "headers", "priority",
-                                    "max_speed", "start_paused", "checksum"])
+                                    "max_speed", "start_paused", "checksum", "insecure"])
         let url = body.string("url", required: true)
         if let url, let problem = Validate.url(url) { body.reject("url", problem) }
         var request = NewDownload(url: url ?? "")
@@ -93,12 +105,14 @@ public final class API {
         }
         if let directory = body.string("directory") {
             if let problem = Validate.directory(directory) { body.reject("directory", problem) }
-            request.directory = directory.split(separator: "/").joined(separator: "/")
+            request.directory = directory.split(separator: "/").compactMap { FileName.sanitize(String($0)) }
+                .joined(separator: "/")
         }
         request.connections = body.integer("connections", in: 1...32).map(Int.init)
         request.priority = body.integer("priority", in: -1000...1000).map(Int.init) ?? 0
         request.maxSpeed = body.integer("max_speed", in: 0...Int64(1) << 50).flatMap { $0 == 0 ? nil : $0 }
         request.startPaused = body.bool("start_paused") ?? false
+        request.insecure = body.bool("insecure") ?? false
         if let checksum = body.string("checksum") {
             if let parsed = Checksum(checksum) {
                 request.checksum = parsed.description
@@ -116,11 +130,17 @@ public final class API {
                 request.headers.append(HeaderField(name: name, value: text))
             }
         }
-        let key = c.request.header("Idempotency-Key")
-        if let key, key.isEmpty || key.count > 255 || key.contains(where: { $0.isNewline }) {
+        if let key = http.header("Idempotency-Key"),
+           key.isEmpty || key.count > 255 || key.contains(where: { $0.isNewline }) {
             body.reject("Idempotency-Key", "must be 1 to 255 characters on one line")
         }
         try body.finish()
+        return request
+    }
+
+    private func addDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        let request = try API.newDownload(from: c.request)
+        let key = c.request.header("Idempotency-Key")
         if engine.count >= limits.maxDownloads {
             throw Problem(status: 507, slug: "too-many-downloads", title: "Too many downloads",
                           detail: "this server holds at most \(limits.maxDownloads) downloads; remove finished ones")
@@ -141,7 +161,7 @@ public final class API {
         var errors: [(field: String, message: String)] = []
         if let filter = c.query["state"] {
             states = []
-            for name in filter.split(separator: ",") {
+            for name in filter.split(separator: ",", omittingEmptySubsequences: false) {
                 if let state = DownloadState(rawValue: String(name)) {
                     states?.insert(state)
                 } else {

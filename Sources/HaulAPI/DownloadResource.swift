@@ -28,6 +28,7 @@ enum DownloadResource {
             ("resumable", .bool(d.resumable)),
             ("segments", .array(segments(d))),
             ("checksum", JSONValue(d.checksum)),
+            ("insecure", .bool(d.insecure)),
             ("priority", JSONValue(d.priority)),
             ("max_speed", JSONValue(d.maxSpeed)),
             ("error", d.error.map { .object([("code", .string($0.code.rawValue)), ("message", .string($0.message))]) }

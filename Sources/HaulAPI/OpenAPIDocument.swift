@@ -32,21 +32,21 @@ paths:
         - name: state
           in: query
           description: Only downloads in these states, comma-separated (e.g. `downloading,queued`).
-          schema: { type: string }
+          schema: { type: string, pattern: "^(queued|probing|downloading|verifying|completed|paused|failed)(,(queued|probing|downloading|verifying|completed|paused|failed))*$" }
         - name: limit
           in: query
           schema: { type: integer, minimum: 1, maximum: 1000, default: 100 }
         - name: cursor
           in: query
           description: The `next_cursor` of the previous page.
-          schema: { type: string }
+          schema: { type: string, pattern: "^[0-9]{1,18}$" }
         - name: changed_since
           in: query
           description: |
             A `sequence` from an earlier answer: only the downloads changed after it, plus the ids removed
             after it (`removed`). When removals that old are forgotten the full list comes back with `reset: true`.
             A download may appear in two consecutive deltas; treat them as upserts.
-          schema: { type: integer, minimum: 0 }
+          schema: { type: integer, minimum: 0, maximum: 9223372036854775807 }
         - $ref: "#/components/parameters/IfNoneMatch"
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
@@ -73,7 +73,7 @@ paths:
         - name: Idempotency-Key
           in: header
           description: Makes retrying the POST safe; 1 to 255 characters, remembered across restarts.
-          schema: { type: string, minLength: 1, maxLength: 255 }
+          schema: { type: string, minLength: 1, maxLength: 255, pattern: "^[^\\r\\n]*$" }
       requestBody:
         required: true
         content:
@@ -274,7 +274,7 @@ paths:
           description: The API contract.
           content:
             application/yaml:
-              schema: { type: string }
+              schema: { type: object, description: This OpenAPI document. }
 components:
   securitySchemes:
     bearer:
@@ -291,27 +291,50 @@ components:
       required: [url]
       properties:
         url: { type: string, format: uri, description: "http or https; credentials in it are never shown back." }
-        filename: { type: string, description: A plain file name; chosen from the server's answer when absent. }
-        directory: { type: string, description: "Relative to the download root; no `..`." }
+        filename:
+          type: string
+          pattern: '^[^/\\\u0000-\u001f\u007f]*[^/\\\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000.<>:"|?*][^/\\\u0000-\u001f\u007f]*$'
+          description: |
+            A plain file name (sanitized: no separators, control characters or leading dots; at most 240 bytes);
+            chosen from the server's answer when absent.
+        directory:
+          type: string
+          pattern: '^([^/\\\u0000-\u001f\u007f]*[^/\\\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000.<>:"|?*][^/\\\u0000-\u001f\u007f]*(/[^/\\\u0000-\u001f\u007f]*[^/\\\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000.<>:"|?*][^/\\\u0000-\u001f\u007f]*)*)?$'
+          description: Relative to the download root; components as for `filename`, no `.` or `..`.
         connections: { type: integer, minimum: 1, maximum: 32 }
         headers:
           type: object
-          additionalProperties: { type: string }
-          description: Sent to the origin with every request; never shown back.
+          propertyNames:
+            pattern: "^[-!#$%&'*+.^_`|~0-9A-Za-z]+$"
+            not: { pattern: "^([Rr][Aa][Nn][Gg][Ee]|[Ii][Ff]-[Rr][Aa][Nn][Gg][Ee]|[Hh][Oo][Ss][Tt]|[Cc][Oo][Nn][Tt][Ee][Nn][Tt]-[Ll][Ee][Nn][Gg][Tt][Hh]|[Tt][Rr][Aa][Nn][Ss][Ff][Ee][Rr]-[Ee][Nn][Cc][Oo][Dd][Ii][Nn][Gg]|[Cc][Oo][Nn][Nn][Ee][Cc][Tt][Ii][Oo][Nn]|[Aa][Cc][Cc][Ee][Pp][Tt]-[Ee][Nn][Cc][Oo][Dd][Ii][Nn][Gg])$" }
+          additionalProperties: { type: string, pattern: "^[^\\r\\n\\u0000]*$" }
+          description: |
+            Sent to the origin with every request; never shown back. Haul sets Range, If-Range, Host,
+            Content-Length, Transfer-Encoding, Connection and Accept-Encoding itself.
         priority: { type: integer, minimum: -1000, maximum: 1000, default: 0 }
-        max_speed: { type: integer, minimum: 0, description: "Bytes per second; 0 for unlimited." }
+        max_speed: { type: integer, minimum: 0, maximum: 1125899906842624, description: "Bytes per second; 0 for unlimited." }
         start_paused: { type: boolean, default: false }
         checksum:
           type: string
-          pattern: "^(sha256|sha1|md5):[0-9a-fA-F]+$"
+          pattern: "^(sha256:[0-9a-fA-F]{64}|sha1:[0-9a-fA-F]{40}|md5:[0-9a-fA-F]{32})$"
           description: Verified before the file gets its name; a mismatch fails with checksum_mismatch.
+        insecure:
+          type: boolean
+          default: false
+          description: |
+            Fetch over TLS without verifying the certificate. Off by default: a certificate that does not
+            verify fails the download with tls_failed.
     DownloadPatch:
       type: object
       additionalProperties: false
       properties:
         state: { type: string, enum: [paused, queued] }
         priority: { type: integer, minimum: -1000, maximum: 1000 }
-        max_speed: { type: [integer, "null"], minimum: 0, description: "Takes effect at once; null or 0 lifts it." }
+        max_speed:
+          type: [integer, "null"]
+          minimum: 0
+          maximum: 1125899906842624
+          description: "Takes effect at once; null or 0 lifts it."
         connections: { type: integer, minimum: 1, maximum: 32, description: Takes effect at once. }
     Segment:
       type: object
@@ -329,14 +352,15 @@ components:
           description: |
             Stable: dns_failed, connect_failed, timeout, tls_failed, too_many_redirects, connection_cut,
             network_error, write_failed, disk_full, size_mismatch, range_mismatch, remote_changed,
-            checksum_mismatch, internal_error, blocked_address (`--deny-private-networks` refused the
+            checksum_mismatch, internal_error, bad_response (malformed, or headers over 100 KiB),
+            blocked_address (`--deny-private-networks` refused the
             address connected to, also after a redirect), unsupported_scheme (a redirect to anything but http
             or https), or http_<status> (http_404, http_503, ...).
         message: { type: string }
     Download:
       type: object
       required: [id, url, final_url, filename, path, state, total_bytes, received_bytes, progress, speed,
-                 eta_seconds, connections, active_connections, resumable, segments, checksum, priority,
+                 eta_seconds, connections, active_connections, resumable, segments, checksum, insecure, priority,
                  max_speed, error, attempts, created_at, updated_at, started_at, completed_at]
       properties:
         id: { type: string }
@@ -358,6 +382,7 @@ components:
           description: The byte ranges being fetched, in file order; a connection works on one at a time.
           items: { $ref: "#/components/schemas/Segment" }
         checksum: { type: [string, "null"], description: "algorithm:hex, lower case" }
+        insecure: { type: boolean }
         priority: { type: integer }
         max_speed: { type: [integer, "null"] }
         error:
@@ -437,7 +462,7 @@ components:
       name: last_event_id
       in: query
       description: The same as the Last-Event-ID header, for clients that cannot set headers.
-      schema: { type: integer, minimum: 0 }
+      schema: { type: integer, minimum: 0, maximum: 9223372036854775807 }
   headers:
     ETag:
       description: Changes whenever the body would.

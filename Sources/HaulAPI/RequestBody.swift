@@ -37,8 +37,10 @@ struct RequestBody {
         for (name, _) in members where !known.contains(name) { reject(name, "unknown field") }
     }
 
+    // A null where a value is expected is an error, not "absent": only fields documented as nullable take it.
+
     mutating func string(_ field: String, required: Bool = false) -> String? {
-        guard let value = value(field), !value.isNull else {
+        guard let value = value(field) else {
             if required { reject(field, "is required") }
             return nil
         }
@@ -49,9 +51,9 @@ struct RequestBody {
         return string
     }
 
-    /// An integer in `range`; `nullable` lets an explicit null through as `.some(nil)`.
+    /// An integer in `range`.
     mutating func integer(_ field: String, in range: ClosedRange<Int64>) -> Int64? {
-        guard let value = value(field), !value.isNull else { return nil }
+        guard let value = value(field) else { return nil }
         guard let number = value.integerValue, range.contains(number) else {
             reject(field, "must be an integer from \(range.lowerBound) to \(range.upperBound)")
             return nil
@@ -67,7 +69,7 @@ struct RequestBody {
     }
 
     mutating func bool(_ field: String) -> Bool? {
-        guard let value = value(field), !value.isNull else { return nil }
+        guard let value = value(field) else { return nil }
         guard let bool = value.boolValue else {
             reject(field, "must be true or false")
             return nil
@@ -76,7 +78,7 @@ struct RequestBody {
     }
 
     mutating func object(_ field: String) -> [(String, JSONValue)]? {
-        guard let value = value(field), !value.isNull else { return nil }
+        guard let value = value(field) else { return nil }
         guard case .object(let members) = value else {
             reject(field, "must be an object")
             return nil
@@ -116,16 +118,19 @@ enum Validate {
         return nil
     }
 
-    /// A relative directory inside the download root: no `..`, no absolute path, every component a safe name.
+    /// A relative directory inside the download root: `/`-separated components, each a name `filename` would
+    /// accept, none `.` or `..`, none empty (so no leading, trailing or doubled `/`).
     static func directory(_ text: String) -> String? {
+        guard !text.isEmpty else { return nil }
         if text.hasPrefix("/") { return "must be relative to the download root" }
         if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             return "must not contain NUL or control characters"
         }
-        for component in text.split(separator: "/", omittingEmptySubsequences: true) {
+        for component in text.split(separator: "/", omittingEmptySubsequences: false) {
+            if component.isEmpty { return "must not have empty components (a trailing or doubled '/')" }
             if component == ".." || component == "." { return "must not contain '.' or '..'" }
-            if FileName.sanitize(String(component)) != String(component) {
-                return "'\(component)' is not a safe directory name"
+            if component.contains("\\") || FileName.sanitize(String(component)) == nil {
+                return "'\(component)' is not a usable directory name"
             }
         }
         return nil
@@ -133,7 +138,7 @@ enum Validate {
 
     /// Names of headers Haul sets itself and a client may not override.
     static let reservedHeaders: Set<String> = ["range", "if-range", "host", "content-length", "transfer-encoding",
-                                               "connection"]
+                                               "connection", "accept-encoding"]
 
     static func header(name: String, value: String) -> String? {
         let token = CharacterSet(charactersIn: "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")

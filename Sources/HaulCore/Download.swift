@@ -25,6 +25,8 @@ public struct Download: Sendable, Equatable {
     public var journal: [Segment] = []
     /// "sha256:<hex>", "sha1:<hex>" or "md5:<hex>", checked before the file gets its name.
     public var checksum: String?
+    /// Fetch over TLS without verifying the server's certificate (asked for per download, never by default).
+    public var insecure = false
     public var acceptsRanges = false
     public var etag: String?
     public var lastModified: String?
@@ -134,6 +136,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
     public static let internalError = ErrorCode(rawValue: "internal_error")
     /// `--deny-private-networks` refused every address of the host (or of a redirect's host).
     public static let blockedAddress = ErrorCode(rawValue: "blocked_address")
+    /// The origin's response was malformed or its headers too large.
+    public static let badResponse = ErrorCode(rawValue: "bad_response")
     /// A redirect led somewhere other than http or https.
     public static let unsupportedScheme = ErrorCode(rawValue: "unsupported_scheme")
 

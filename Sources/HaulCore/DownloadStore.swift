@@ -56,6 +56,10 @@ public final class DownloadStore {
             created_at REAL NOT NULL
         );
         """,
+        // 3: TLS verification turned off per download.
+        """
+        ALTER TABLE downloads ADD COLUMN insecure INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// Another process holds the database.
@@ -99,7 +103,7 @@ public final class DownloadStore {
     private static let columns = """
         id, seq, url, headers, requested_filename, directory, filename, state, final_url, total_bytes,
         received_bytes, accepts_ranges, etag, last_modified, content_type, connections, priority, max_speed,
-        error_code, error_message, attempts, created_at, updated_at, started_at, completed_at, checksum
+        error_code, error_message, attempts, created_at, updated_at, started_at, completed_at, checksum, insecure
         """
 
     /// Runs `body` in one transaction (one commit for many saves).
@@ -118,6 +122,7 @@ public final class DownloadStore {
             .integer(Int64(d.priority)), integer(d.maxSpeed), text(d.error?.code.rawValue), text(d.error?.message),
             .integer(Int64(d.attempts)), .real(d.createdAt.timeIntervalSince1970),
             .real(d.updatedAt.timeIntervalSince1970), real(d.startedAt), real(d.completedAt), text(d.checksum),
+            .integer(d.insecure ? 1 : 0),
             ])
             try writeSegments(d.id, d.journal)
         }
@@ -209,6 +214,7 @@ public final class DownloadStore {
         d.startedAt = date(row[23])
         d.completedAt = date(row[24])
         d.checksum = row[25].string
+        d.insecure = (row[26].int ?? 0) != 0
         return d
     }
 

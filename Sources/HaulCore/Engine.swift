@@ -43,6 +43,7 @@ public struct NewDownload: Sendable {
     public var maxSpeed: Int64?
     public var startPaused = false
     public var checksum: String?
+    public var insecure = false
 
     public init(url: String) { self.url = url }
 }
@@ -193,6 +194,7 @@ public final class Engine {
             connections: request.connections ?? config.defaultConnections, priority: request.priority,
             maxSpeed: request.maxSpeed, createdAt: now)
         download.checksum = request.checksum
+        download.insecure = request.insecure
         do {
             try store.save(download)
         } catch {

@@ -36,10 +36,15 @@ extension Job {
         let outcome = head ? Probe.interpretHead(response) : Probe.interpretRangedGet(response)
         switch outcome {
         case .tryRangedGet:
+            headLength = (200..<300).contains(response.status)
+                ? response.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil } : nil
             probe(head: false)
         case .httpError(let status):
             failed(Job.httpError(status, response: response), retry: { [weak self] in self?.probe(head: true) })
-        case .result(let result):
+        case .result(var result):
+            // A server that answers GET without a length (chunked) may still have told HEAD the size: keep it, so a
+            // body running past it is caught instead of written forever.
+            if !head, result.totalBytes == nil { result.totalBytes = headLength }
             probed(result)
         }
     }

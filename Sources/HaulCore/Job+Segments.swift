@@ -193,8 +193,16 @@ extension Job {
             if bytesSinceCheckpoint >= Job.checkpointBytes { checkpoint() }
         }
         if take < chunk.count {
-            // The range was split while this connection fetched it: its part is done.
-            connection.reachedEnd = true
+            // The last byte this connection's request covers: its range's end, else the end of the file.
+            let wantedEnd = connection.requested?.end ?? download?.totalBytes.map { $0 - 1 }
+            if let end = segment.end, let wantedEnd, end < wantedEnd {
+                // The range was split while this connection fetched it: its part is done.
+                connection.reachedEnd = true
+            } else {
+                // Not a split: the body goes on past the size the file is known to have.
+                connection.verdict = DownloadError(.sizeMismatch, "the server sent more than the "
+                    + "\((segment.end ?? 0) + 1) bytes the file has")
+            }
             return .abort
         }
         return .consumed

@@ -10,6 +10,8 @@ final class Job {
     /// The origin's host, for the per-host connection cap.
     let host: String
     var probeTransfer: Transfer?
+    /// The Content-Length of a HEAD that did not settle the probe: the size when the ranged GET tells none.
+    var headLength: Int64?
     var probeRetry: LoopTimer?
     var file: PartFile?
     /// Connections fetching a segment, or waiting to retry one.
@@ -217,6 +219,7 @@ final class Job {
         request.headers = download.headers.map { ($0.name, $0.value) }
         request.connectTimeout = engine.config.connectTimeout
         request.addressPolicy = engine.config.addressPolicy
+        request.verifyTLS = !download.insecure
         return request
     }
 
@@ -242,6 +245,7 @@ final class Job {
         case .tooManyRedirects?: return DownloadError(.tooManyRedirects, "more than 10 redirects\(detail)")
         case .blockedAddress?:
             return DownloadError(.blockedAddress, "\(result.message); this server denies private networks")
+        case .badResponse?: return DownloadError(.badResponse, "the server's response is not usable HTTP\(detail)")
         case .unsupportedScheme?:
             return DownloadError(.unsupportedScheme, "only http and https are fetched, also after redirects\(detail)")
         case .cutOff?:

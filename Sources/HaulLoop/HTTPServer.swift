@@ -22,7 +22,7 @@ public final class HTTPServer {
         // Without this evhttp answers 501 to PATCH and OPTIONS itself.
         let methods = EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue
             | EVHTTP_REQ_PUT.rawValue | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue
-            | EVHTTP_REQ_PATCH.rawValue
+            | EVHTTP_REQ_PATCH.rawValue | EVHTTP_REQ_TRACE.rawValue | EVHTTP_REQ_CONNECT.rawValue
         evhttp_set_allowed_methods(http, UInt16(methods))
         // Client connections get the API priority, so a busy transfer never starves a REST request.
         evhttp_set_bevcb(http, { base, _ in
@@ -90,6 +90,11 @@ public final class HTTPExchange {
     public func respond(_ response: HTTPResponse) {
         guard let request else { return }
         setHeaders(response.headers, on: request)
+        if HTTPExchange.leavesBodyUnread(message) {
+            // evhttp reads bodies only for POST, PUT and PATCH: the body of any other request would be parsed as
+            // the next request on this connection. Closing it after the answer drops those bytes.
+            evhttp_add_header(evhttp_request_get_output_headers(request), "Connection", "close")
+        }
         let buffer = evbuffer_new()
         response.body.withUnsafeBytes { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
         evhttp_send_reply(request, Int32(response.status), HTTPExchange.reason(response.status), buffer)
@@ -236,6 +241,13 @@ public final class HTTPExchange {
             if let address { peer = String(cString: address) }
         }
         return HTTPRequest(method: method, target: target, headers: headers, body: body, peer: peer)
+    }
+
+    /// Whether `request` announced a body that evhttp left on the connection.
+    static func leavesBodyUnread(_ request: HTTPRequest) -> Bool {
+        guard !["POST", "PUT", "PATCH"].contains(request.method) else { return false }
+        if let length = request.header("Content-Length"), length != "0" { return true }
+        return request.header("Transfer-Encoding") != nil
     }
 
     static func reason(_ status: Int) -> String {

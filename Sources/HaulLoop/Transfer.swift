@@ -16,6 +16,8 @@ public struct TransferRequest: Sendable {
     public var maxRedirects = 10
     public var connectTimeout: Double = 30
     public var userAgent = "haul/0.1"
+    /// Check the server's TLS certificate and name (off only when a download asks for it).
+    public var verifyTLS = true
     /// When set, every address curl is about to connect to (after DNS, after each redirect) must pass it.
     public var addressPolicy: AddressPolicy?
 
@@ -59,6 +61,8 @@ public enum TransferFailure: Sendable, Equatable {
     case blockedAddress
     /// A redirect led to a scheme other than http and https.
     case unsupportedScheme
+    /// Not a usable HTTP response (malformed, or headers beyond the limit).
+    case badResponse
     case other
 }
 
@@ -108,8 +112,7 @@ public final class Transfer {
 
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-    private var pendingStatus = 0
-    private var pendingHeaders: [(name: String, value: String)] = []
+    private var headerParser = HeaderParser()
     private var response: TransferResponse?
     private var responseDelivered = false
     private var aborted = false
@@ -150,11 +153,17 @@ public final class Transfer {
             })
         }
         results.append(haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, request.maxRedirects))
+        if !request.verifyTLS {
+            results.append(haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0))
+            results.append(haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0))
+        }
         results.append(haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout * 1000)))
         results.append(haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
         // About 100 KiB per read matches the curl CLI's throughput; curl's 16 KiB default is up to 30% slower.
         results.append(haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 100 * 1024))
         results.append(haul_easy_setopt_string(easy, CURLOPT_USERAGENT, request.userAgent))
+        // The bytes of the file as stored: a content coding would make sizes and ranges mean something else.
+        headerList = curl_slist_append(headerList, "Accept-Encoding: identity")
         if request.method == .head {
             results.append(haul_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
         }
@@ -191,44 +200,15 @@ public final class Transfer {
     }
 
     func prepareToStart() {
-        pendingStatus = 0
-        pendingHeaders = []
+        headerParser = HeaderParser()
     }
 
     // MARK: callbacks from curl
 
     private func headerLine(_ raw: UnsafeRawBufferPointer) {
-        // Parsed as bytes: this runs for every header of every response, and Foundation's trimming is slow.
-        let bytes = raw.bindMemory(to: UInt8.self)
-        var end = bytes.count
-        while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D || bytes[end - 1] == 0x20 { end -= 1 }
-        if end == 0 {
-            if pendingStatus >= 200 {
-                response = TransferResponse(status: pendingStatus, headers: pendingHeaders, effectiveURL: effectiveURL())
-            }
-            return
-        }
-        let line = UnsafeBufferPointer(rebasing: bytes[0..<end])
-        if line.starts(with: Array("HTTP/".utf8)) {
-            // Each response (redirects, 100 Continue, the final one) starts a new block.
-            var index = 0
-            while index < line.count, line[index] != 0x20 { index += 1 }
-            while index < line.count, line[index] == 0x20 { index += 1 }
-            var status = 0
-            while index < line.count, (0x30...0x39).contains(line[index]), status < 1000 {
-                status = status * 10 + Int(line[index] - 0x30)
-                index += 1
-            }
-            pendingStatus = status
-            pendingHeaders = []
-        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
-            var valueStart = colon + 1
-            while valueStart < line.count, line[valueStart] == 0x20 || line[valueStart] == 0x09 { valueStart += 1 }
-            var nameEnd = colon
-            while nameEnd > 0, line[nameEnd - 1] == 0x20 { nameEnd -= 1 }
-            let name = String(decoding: line[0..<nameEnd].map { (0x41...0x5A).contains($0) ? $0 + 32 : $0 },
-                              as: UTF8.self)
-            pendingHeaders.append((name, String(decoding: line[valueStart...], as: UTF8.self)))
+        if headerParser.feed(raw) {
+            response = TransferResponse(status: headerParser.status, headers: headerParser.headers,
+                                        effectiveURL: effectiveURL())
         }
     }
 
@@ -254,7 +234,7 @@ public final class Transfer {
     private func deliverResponse() -> Bool {
         if responseDelivered { return !aborted }
         responseDelivered = true
-        let final = response ?? TransferResponse(status: responseCode(), headers: pendingHeaders,
+        let final = response ?? TransferResponse(status: responseCode(), headers: headerParser.headers,
                                                  effectiveURL: effectiveURL())
         response = final
         if let onResponse, !onResponse(final) {
@@ -293,7 +273,8 @@ public final class Transfer {
         if let policy = request.addressPolicy, !policy.allows(bytes) {
             var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
             inet_ntop(family, bytes, &text, socklen_t(text.count))
-            refusedAddress = (String(cString: text), AddressPolicy.reason(bytes) ?? "not allowed")
+            let printed = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            refusedAddress = (printed, AddressPolicy.reason(bytes) ?? "not allowed")
             return CURL_SOCKET_BAD
         }
         return socket(family, address.pointee.socktype, address.pointee.protocol)
@@ -320,6 +301,8 @@ public final class Transfer {
         case CURLE_OPERATION_TIMEDOUT: return .timeout
         case CURLE_TOO_MANY_REDIRECTS: return .tooManyRedirects
         case CURLE_UNSUPPORTED_PROTOCOL: return .unsupportedScheme
+        // curl 7.88 reports response headers beyond its 100 KiB limit as out of memory.
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_OUT_OF_MEMORY, CURLE_BAD_CONTENT_ENCODING: return .badResponse
         case CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING: return .cutOff
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
@@ -330,5 +313,47 @@ public final class Transfer {
         case CURLE_WRITE_ERROR, CURLE_ABORTED_BY_CALLBACK: return .aborted
         default: return .other
         }
+    }
+}
+
+/// Response header blocks built from the lines curl hands over one at a time (status line, fields, blank line);
+/// redirects and interim responses each start a new block. Parsed as bytes: it runs for every header of every
+/// response, and it reads whatever an origin sends.
+public struct HeaderParser: Sendable {
+    /// The status of the block being read (0 before a status line).
+    public private(set) var status = 0
+    /// Its fields, names lower-cased, in order.
+    public private(set) var headers: [(name: String, value: String)] = []
+
+    public init() {}
+
+    /// Reads one line; true when it is the blank line that ends a final (status 200 or more) block.
+    public mutating func feed(_ raw: UnsafeRawBufferPointer) -> Bool {
+        let bytes = raw.bindMemory(to: UInt8.self)
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D || bytes[end - 1] == 0x20 { end -= 1 }
+        if end == 0 { return status >= 200 }
+        let line = UnsafeBufferPointer(rebasing: bytes[0..<end])
+        if line.starts(with: Array("HTTP/".utf8)) {
+            var index = 0
+            while index < line.count, line[index] != 0x20 { index += 1 }
+            while index < line.count, line[index] == 0x20 { index += 1 }
+            var code = 0
+            while index < line.count, (0x30...0x39).contains(line[index]), code < 1000 {
+                code = code * 10 + Int(line[index] - 0x30)
+                index += 1
+            }
+            status = code
+            headers = []
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            var valueStart = colon + 1
+            while valueStart < line.count, line[valueStart] == 0x20 || line[valueStart] == 0x09 { valueStart += 1 }
+            var nameEnd = colon
+            while nameEnd > 0, line[nameEnd - 1] == 0x20 { nameEnd -= 1 }
+            let name = String(decoding: line[0..<nameEnd].map { (0x41...0x5A).contains($0) ? $0 + 32 : $0 },
+                              as: UTF8.self)
+            headers.append((name, String(decoding: line[valueStart...], as: UTF8.self)))
+        }
+        return false
     }
 }

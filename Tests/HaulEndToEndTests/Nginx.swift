@@ -10,7 +10,8 @@ final class Nginx {
 
     /// `serverConfig` is added to the server block (e.g. `limit_rate 2m;`). The access log records each request's
     /// status and Range header, tab-separated.
-    init(root: String, prefix: String, serverConfig: String = "") throws {
+    /// With `tls` (certificate and key files) it speaks HTTPS.
+    init(root: String, prefix: String, serverConfig: String = "", tls: (certificate: String, key: String)? = nil) throws {
         self.prefix = prefix
         try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
         let port = try Nginx.freePort()
@@ -30,7 +31,8 @@ final class Nginx {
                 scgi_temp_path \(prefix)/scgi;
                 sendfile on;
                 server {
-                    listen 127.0.0.1:\(port);
+                    listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl");
+                    \(tls.map { "ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
                     root \(root);
                     \(serverConfig)
                 }
@@ -41,7 +43,7 @@ final class Nginx {
         process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf"]
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
-        baseURL = "http://127.0.0.1:\(port)"
+        baseURL = (tls == nil ? "http" : "https") + "://127.0.0.1:\(port)"
         // Ready when it accepts a connection.
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {

@@ -1,0 +1,91 @@
+import Foundation
+import HaulAPI
+import HaulCore
+import HaulLoop
+
+// The parsers that read what strangers send: origins (header lines, Content-Disposition, Content-Range,
+// Retry-After-like dates, file names) and API clients (JSON bodies of POST /downloads, request targets, network
+// lists). The first byte of an input picks the parser; the rest is its input.
+//
+// Built with `make fuzz` (`swift build --sanitize=fuzzer -Xswiftc -DFUZZING`), this is a libFuzzer target. Built
+// normally it replays the files given as arguments, so the corpus in Tests/Fuzz/corpus stays a regression test.
+
+func exercise(_ data: [UInt8]) {
+    guard let selector = data.first else { return }
+    let input = Array(data.dropFirst())
+    let text = String(decoding: input, as: UTF8.self)
+    switch selector % 8 {
+    case 0:
+        var parser = HeaderParser()
+        for line in input.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            let bytes = Array(line) + [0x0A]
+            if bytes.withUnsafeBytes({ parser.feed($0) }) {
+                let response = TransferResponse(status: parser.status, headers: parser.headers,
+                                                effectiveURL: "http://origin.test/files/a%20b.iso")
+                _ = Probe.interpretHead(response)
+                _ = Probe.interpretRangedGet(response)
+            }
+        }
+    case 1:
+        if let name = ContentDisposition.filename(from: text) {
+            let safe = FileName.sanitize(name)
+            precondition(safe.map { !$0.contains("/") && !$0.hasPrefix(".") && !$0.isEmpty } ?? true,
+                         "sanitize let through '\(safe ?? "")'")
+        }
+        let derived = FileName.derive(contentDisposition: text, finalURL: "http://h/" + text)
+        precondition(!derived.contains("/") && !derived.isEmpty && derived != "." && derived != "..")
+    case 2:
+        if let range = ContentRange(text), let first = range.first, let last = range.last {
+            precondition(first <= last, "a Content-Range with first > last was accepted: \(text)")
+        }
+    case 3:
+        let request = HTTPRequest(method: "POST", target: "/downloads",
+                                  headers: [("Content-Type", "application/json")], body: input)
+        let (download, status) = API.decodeNewDownload(request)
+        precondition([201, 400, 413, 415, 422].contains(status), "status \(status)")
+        if let download {
+            precondition(!download.url.isEmpty)
+            precondition(!(download.filename ?? "").contains("/"))
+            precondition(!download.directory.split(separator: "/").contains(".."))
+        }
+    case 4:
+        _ = try? JSONValue.parse(input).serializedBytes()
+    case 5:
+        let request = HTTPRequest(method: "GET", target: text)
+        _ = request.path
+        _ = request.query
+    case 6:
+        _ = AddressPolicy.network(text)
+        if input.count == 4 || input.count == 16 { _ = AddressPolicy().allows(input) }
+    default:
+        _ = Checksum(text)
+        _ = FileName.sanitize(text)
+    }
+}
+
+#if FUZZING
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+    exercise(start.map { Array(UnsafeBufferPointer(start: $0, count: count)) } ?? [])
+    return 0
+}
+#else
+@main
+struct Replay {
+    static func main() throws {
+        var count = 0
+        for argument in CommandLine.arguments.dropFirst() {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else { continue }
+            let paths = isDirectory.boolValue
+                ? try FileManager.default.contentsOfDirectory(atPath: argument).sorted().map { argument + "/" + $0 }
+                : [argument]
+            for path in paths {
+                exercise(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+                count += 1
+            }
+        }
+        print("replayed \(count) inputs")
+    }
+}
+#endif

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Fuzzes a live Haul against openapi.yaml with schemathesis (from PyPI, in .build/venv): no 5xx, and every status,
+# content type, header and body as the spec says. Bounded by --max-examples so it fits in `make test`.
+# Usage: scripts/schemathesis.sh [path/to/haul] [max-examples]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+haul=${1:-.build/debug/haul}
+examples=${2:-40}
+venv=.build/venv
+if [ ! -x "$venv/bin/st" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'schemathesis>=4.32,<5'
+fi
+
+work=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+# The downloads the fuzzer invents must not leave the machine: every transfer goes through a proxy address where
+# nothing listens, so no name is ever resolved and nothing is fetched.
+ALL_PROXY=http://127.0.0.1:9 NO_PROXY= "$haul" serve --listen 127.0.0.1:0 --download-dir "$work/dl" \
+    --data-dir "$work/data" --log-level error --max-attempts 1 > "$work/address" 2> "$work/haul.log" &
+pid=$!
+for _ in $(seq 100); do grep -q listening "$work/address" 2>/dev/null && break; sleep 0.1; done
+base=$(sed -n 's/.*listening on //p' "$work/address")
+[ -n "$base" ] || { echo "haul did not start"; cat "$work/haul.log"; exit 1; }
+
+# Event streams never end, so they are left to the end-to-end tests.
+"$venv/bin/st" --config-file scripts/schemathesis.toml run openapi.yaml --url "$base" --checks all \
+    --max-examples "$examples" --seed 1 --workers 1 \
+    --exclude-path-regex 'events$' --request-timeout 10 --generation-database none --no-color --output-sanitize false \
+    --suppress-health-check all --report junit,har --report-dir "${REPORT_DIR:-$work/report}"
+kill -0 "$pid" || { echo "haul died"; cat "$work/haul.log"; exit 1; }
