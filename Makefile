@@ -4,7 +4,7 @@ LISTEN ?= 127.0.0.1:8080
 DOWNLOAD_DIR ?= ./downloads
 DATA_DIR ?= ./data
 
-.PHONY: deps build run test bench bench-quick fuzz schemathesis spec format clean
+.PHONY: deps build run test check sanitize bench bench-quick fuzz schemathesis spec format clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -22,6 +22,19 @@ test: deps
 	./scripts/schemathesis.sh .build/debug/haul 100
 	$(MAKE) fuzz FUZZ_SECONDS=30
 	python3 bench/bench.py --haul .build/debug/haul --quick
+
+# The suite again under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer, each in its own build directory;
+# any report fails the run. The end-to-end tests then start sanitized `haul` and TestOrigin binaries too.
+SANITIZER_ENV = HAUL_SANITIZER=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/sanitizers/lsan.supp \
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/sanitizers/tsan.supp"
+sanitize: deps
+	$(SWIFT) build --build-tests --sanitize=address --build-path .build/asan
+	$(SANITIZER_ENV) $(SWIFT) test --skip-build --sanitize=address --build-path .build/asan --disable-swift-testing
+	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan
+	$(SANITIZER_ENV) $(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan --disable-swift-testing
+
+# What CI runs: the suite, then the suite under the sanitizers.
+check: test sanitize
 
 # Every scenario of bench/bench.py at full size; the report lands in bench/results/latest.md.
 bench: deps

@@ -138,6 +138,12 @@ public final class API {
         return request
     }
 
+    /// What makes two POSTs "the same request" for an Idempotency-Key: the body's JSON, whatever the member order
+    /// or spacing.
+    static func requestHash(_ body: [UInt8]) -> String {
+        ETag.of((try? JSONValue.parse(body).canonical().serializedBytes()) ?? body)
+    }
+
     private func addDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let request = try API.newDownload(from: c.request)
         let key = c.request.header("Idempotency-Key")
@@ -148,7 +154,7 @@ public final class API {
         let (snapshot, created): (DownloadSnapshot, Bool)
         if let key {
             (snapshot, created) = try attempt(engine.add(request, idempotencyKey: key,
-                                                         requestHash: ETag.of(c.request.body)))
+                                                         requestHash: API.requestHash(c.request.body)))
         } else {
             (snapshot, created) = try attempt(engine.add(request))
         }

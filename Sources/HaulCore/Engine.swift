@@ -138,6 +138,7 @@ public final class Engine {
         for job in jobs.values { job.stop() }
         jobs.removeAll()
         saveUnsaved()
+        multi.close()
     }
 
     // MARK: queries

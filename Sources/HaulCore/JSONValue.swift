@@ -29,6 +29,21 @@ public enum JSONValue: Equatable, Sendable {
     }
 
     public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    /// The same value with every object's members sorted by name (the last of repeated names kept): equal for two
+    /// documents that differ only in member order or spacing.
+    public func canonical() -> JSONValue {
+        switch self {
+        case .object(let members):
+            var latest: [String: JSONValue] = [:]
+            for (name, value) in members { latest[name] = value.canonical() }
+            return .object(latest.keys.sorted().map { ($0, latest[$0]!) })
+        case .array(let items):
+            return .array(items.map { $0.canonical() })
+        default:
+            return self
+        }
+    }
+
     public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
     public var isNull: Bool { self == .null }
 

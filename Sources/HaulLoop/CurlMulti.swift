@@ -7,10 +7,13 @@ import Foundation
 /// drained after every `curl_multi_socket_action`.
 public final class CurlMulti {
     let loop: EventLoop
-    private let multi: UnsafeMutableRawPointer
+    private var multi: UnsafeMutableRawPointer?
     private var timer: OpaquePointer?
     /// Strong owners of the running transfers: curl only holds an unretained pointer to each.
     private var running: [ObjectIdentifier: Transfer] = [:]
+    /// Strong owners of the socket watches, by socket: curl holds an unretained pointer to each, and does not say
+    /// CURL_POLL_REMOVE for the connections it still caches when the multi is cleaned up.
+    private var watches: [curl_socket_t: SocketWatch] = [:]
 
     public init(loop: EventLoop) throws {
         guard curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK else {
@@ -37,11 +40,22 @@ public final class CurlMulti {
         }
     }
 
-    deinit {
+    deinit { close() }
+
+    /// Ends every transfer and closes curl's cached connections (their socket watches go with them). Nothing can be
+    /// added afterwards. Called at shutdown, since a process that exits never runs this object's deinit.
+    public func close() {
+        guard let multi else { return }
         for transfer in running.values { curl_multi_remove_handle(multi, transfer.easy) }
         running.removeAll()
         curl_multi_cleanup(multi)
-        if let timer { event_free(timer) }
+        self.multi = nil
+        watches.removeAll()
+        if let timer {
+            event_del(timer)
+            event_free(timer)
+        }
+        timer = nil
     }
 
     /// Starts `transfer`. Its `onComplete` runs on the loop thread when it ends, unless it is removed first.
@@ -49,6 +63,7 @@ public final class CurlMulti {
         loop.assertInLoop()
         guard running[ObjectIdentifier(transfer)] == nil else { return }
         running[ObjectIdentifier(transfer)] = transfer
+        guard let multi else { return }
         transfer.prepareToStart()
         curl_multi_add_handle(multi, transfer.easy)
     }
@@ -57,7 +72,7 @@ public final class CurlMulti {
     /// inside one of the transfer's own callbacks.
     public func remove(_ transfer: Transfer) {
         loop.assertInLoop()
-        guard running.removeValue(forKey: ObjectIdentifier(transfer)) != nil else { return }
+        guard running.removeValue(forKey: ObjectIdentifier(transfer)) != nil, let multi else { return }
         curl_multi_remove_handle(multi, transfer.easy)
     }
 
@@ -66,8 +81,9 @@ public final class CurlMulti {
     // MARK: curl -> libevent
 
     private func watch(socket: curl_socket_t, what: Int32, context: UnsafeMutableRawPointer?) {
+        guard let multi else { return }
         if what == CURL_POLL_REMOVE {
-            if let context { Unmanaged<SocketWatch>.fromOpaque(context).release() }
+            watches.removeValue(forKey: socket)
             curl_multi_assign(multi, socket, nil)
             return
         }
@@ -75,16 +91,18 @@ public final class CurlMulti {
         if let context {
             watch = Unmanaged<SocketWatch>.fromOpaque(context).takeUnretainedValue()
         } else {
-            watch = SocketWatch()
-            curl_multi_assign(multi, socket, Unmanaged.passRetained(watch).toOpaque())
+            watch = SocketWatch(multi: self)
+            watches[socket] = watch
+            curl_multi_assign(multi, socket, Unmanaged.passUnretained(watch).toOpaque())
         }
         var flags = haul_ev_persist()
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { flags |= haul_ev_read() }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { flags |= haul_ev_write() }
-        watch.set(base: loop.base, socket: socket, flags: flags, multi: self)
+        watch.set(base: loop.base, socket: socket, flags: flags)
     }
 
     private func arm(timeoutMS: Int) {
+        guard let timer else { return }
         if timeoutMS < 0 {
             event_del(timer)
             return
@@ -101,17 +119,20 @@ public final class CurlMulti {
         if events & haul_ev_read() != 0 { action |= CURL_CSELECT_IN }
         if events & haul_ev_write() != 0 { action |= CURL_CSELECT_OUT }
         var stillRunning: Int32 = 0
+        guard let multi else { return }
         curl_multi_socket_action(multi, socket, action, &stillRunning)
         drainCompleted()
     }
 
     private func timerFired() {
+        guard let multi else { return }
         var stillRunning: Int32 = 0
         curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &stillRunning)
         drainCompleted()
     }
 
     private func drainCompleted() {
+        guard let multi else { return }
         var left: Int32 = 0
         while let message = curl_multi_info_read(multi, &left) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
@@ -127,14 +148,17 @@ public final class CurlMulti {
     }
 }
 
-/// The libevent event that watches one of curl's sockets; owned by curl through `curl_multi_assign`.
+/// The libevent event that watches one of curl's sockets; owned by the multi's `watches`, pointed to by curl through
+/// `curl_multi_assign`.
 private final class SocketWatch {
     private var event: OpaquePointer?
-    private weak var multi: CurlMulti?
+    /// The multi owns this watch, so it outlives it.
+    private unowned let multi: CurlMulti
     private var flags: Int16 = 0
 
-    func set(base: OpaquePointer, socket: curl_socket_t, flags: Int16, multi: CurlMulti) {
-        self.multi = multi
+    init(multi: CurlMulti) { self.multi = multi }
+
+    func set(base: OpaquePointer, socket: curl_socket_t, flags: Int16) {
         if let event {
             if flags == self.flags { return }
             event_del(event)
@@ -143,7 +167,7 @@ private final class SocketWatch {
         self.flags = flags
         event = event_new(base, socket, flags, { fd, events, arg in
             let watch = Unmanaged<SocketWatch>.fromOpaque(arg!).takeUnretainedValue()
-            watch.multi?.socketReady(fd, events: events)
+            watch.multi.socketReady(fd, events: events)
         }, Unmanaged.passUnretained(self).toOpaque())
         event_priority_set(event, EventLoop.Priority.transfer.rawValue)
         event_add(event, nil)

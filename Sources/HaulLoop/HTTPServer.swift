@@ -5,8 +5,10 @@ import Foundation
 /// an `HTTPExchange` to answer at once or to stream into.
 public final class HTTPServer {
     private let loop: EventLoop
-    private let http: OpaquePointer
+    private var http: OpaquePointer?
     private let handler: (HTTPExchange) -> Void
+    /// Exchanges streaming a reply, which `close` ends before it frees their connections.
+    fileprivate var streams: [ObjectIdentifier: HTTPExchange] = [:]
 
     /// `maxBodySize`: evhttp refuses bodies larger than this with its own 413 before they are read;
     /// `maxHeadersSize`: a request line and headers larger than this are refused the same way.
@@ -36,13 +38,22 @@ public final class HTTPServer {
         }, Unmanaged.passUnretained(self).toOpaque())
     }
 
-    deinit {
+    deinit { close() }
+
+    /// Ends every open stream, then closes the listening sockets and every connection. Call it while the loop
+    /// still exists (at shutdown, after `run` returns): a stream's close callback must not fire from inside
+    /// `evhttp_free`, which would end a request evhttp is freeing.
+    public func close() {
+        guard let http else { return }
+        for exchange in streams.values { exchange.end() }
+        streams.removeAll()
         evhttp_free(http)
+        self.http = nil
     }
 
     /// Listens on `host:port` (port 0 picks a free one) and returns the port actually bound.
     public func bind(host: String, port: UInt16) throws -> UInt16 {
-        guard let handle = evhttp_bind_socket_with_handle(http, host, port) else {
+        guard let http, let handle = evhttp_bind_socket_with_handle(http, host, port) else {
             throw LoopError.system("bind \(host):\(port)", errno)
         }
         let fd = evhttp_bound_socket_get_fd(handle)
@@ -64,7 +75,7 @@ public final class HTTPServer {
 
     private func accept(_ request: OpaquePointer) {
         loop.assertInLoop()
-        handler(HTTPExchange(request: request))
+        handler(HTTPExchange(request: request, server: self))
     }
 }
 
@@ -78,10 +89,17 @@ public final class HTTPExchange {
     private var streaming = false
     private var drained: (() -> Void)?
     /// Keeps the exchange alive while libevent holds a pointer to it (close and drain callbacks).
-    private var selfReference: HTTPExchange?
+    private var selfReference: HTTPExchange? {
+        didSet {
+            if selfReference == nil { server?.streams[ObjectIdentifier(self)] = nil }
+            else { server?.streams[ObjectIdentifier(self)] = self }
+        }
+    }
+    private weak var server: HTTPServer?
 
-    init(request: OpaquePointer) {
+    init(request: OpaquePointer, server: HTTPServer) {
         self.request = request
+        self.server = server
         self.message = HTTPExchange.read(request)
     }
 

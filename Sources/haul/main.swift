@@ -72,6 +72,9 @@ func serve(_ arguments: [String]) -> Int32 {
         FileHandle.standardOutput.write(Data("haul listening on http://\(host):\(port)\n".utf8))
         log.info("listening", ["http.address": "\(host):\(port)", "download.root": downloadRoot])
         loop.run()
+        // Torn down in order while the event base still exists: open event streams are ended before their
+        // connections are freed.
+        server.close()
         withExtendedLifetime((server, api, engine, store)) {}
         return 0
     } catch {

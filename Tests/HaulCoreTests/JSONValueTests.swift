@@ -24,6 +24,15 @@ final class JSONValueTests: XCTestCase {
         }
     }
 
+    func testCanonicalFormIgnoresMemberOrderAndSpacing() throws {
+        let a = try JSONValue.parse(#"{"b": [ {"y":1, "x":2} ], "a": "s"}"#).canonical().serializedBytes()
+        let b = try JSONValue.parse(#"{"a":"s","b":[{"x":2,"y":1}]}"#).canonical().serializedBytes()
+        XCTAssertEqual(a, b)
+        XCTAssertEqual(String(decoding: a, as: UTF8.self), #"{"a":"s","b":[{"x":2,"y":1}]}"#)
+        let other = try JSONValue.parse(#"{"a":"s","b":[{"x":2,"y":2}]}"#).canonical().serializedBytes()
+        XCTAssertNotEqual(a, other)
+    }
+
     func testSerializationRoundTripsAndKeepsKeyOrder() throws {
         let value = JSONValue.object([("z", .number(1)), ("a", .string("line\nbreak \"q\" \u{1}")),
                                       ("n", .null), ("big", .number(1_099_511_627_776)), ("f", .number(0.5))])

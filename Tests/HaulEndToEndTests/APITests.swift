@@ -100,6 +100,12 @@ final class IdempotencyTests: HaulTestCase {
         let again = try api.request("POST", "/downloads", json: body, headers: ["Idempotency-Key": "k-1"])
         XCTAssertEqual(again.status, 201, "the first answer's status")
         XCTAssertEqual(again.json["id"] as? String, first.json["id"] as? String)
+        // The same JSON with its members in another order and other spacing is the same request.
+        let reordered = try api.request("POST", "/downloads",
+                                        body: Data("{ \"start_paused\" : true,\n \"url\": \"\(originURL("i.bin"))\" }".utf8),
+                                        headers: ["Idempotency-Key": "k-1", "Content-Type": "application/json"])
+        XCTAssertEqual(reordered.status, 201, reordered.text)
+        XCTAssertEqual(reordered.json["id"] as? String, first.json["id"] as? String)
         XCTAssertEqual((try api.get("/downloads").json["downloads"] as? [Any])?.count, 1)
         // The same key with another request is refused; a new key makes a new download.
         let other = try api.request("POST", "/downloads", json: ["url": originURL("i.bin"), "filename": "x"],

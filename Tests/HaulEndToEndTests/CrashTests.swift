@@ -72,6 +72,16 @@ final class CrashTests: HaulTestCase {
         XCTAssertNotNil(ranged?["if_range"] as? String)
     }
 
+    func testSIGTERMWithEventStreamsAndKeepAliveConnectionsOpenExitsCleanly() throws {
+        let port = UInt16(haul.baseURL.split(separator: ":").last!)!
+        let streams = try (0..<3).map { _ in try SSEClient(port: port, path: "/events") }
+        for stream in streams { _ = stream.read(timeout: 10) { $0.status != 0 } }
+        XCTAssertEqual(try api.get("/stats").json["event_streams"] as? Int, 3)
+        // Ending the streams before freeing their connections: freeing them first crashed at exit.
+        XCTAssertEqual(haul.stop(signal: SIGTERM), 0)
+        for stream in streams { XCTAssertTrue(stream.read(timeout: 5) { $0.closed }, "the stream was closed") }
+    }
+
     func testASecondServerOnTheSameDataDirectoryRefusesToStart() throws {
         let id = try add(["url": originURL("none.bin"), "start_paused": true])
         XCTAssertThrowsError(try ServerProcess(

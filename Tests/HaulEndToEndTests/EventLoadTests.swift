@@ -37,7 +37,9 @@ final class EventLoadTests: HaulTestCase {
         print("SSE x1000: \(events) events delivered in \(String(format: "%.2f", elapsed)) s; server RSS "
               + "\(before / 1024) MiB with 1000 idle streams, peak \(memory.peak / 1024) MiB; CPU "
               + "\(String(format: "%.2f", cpu)) s (\(String(format: "%.0f", 100 * cpu / elapsed))% of one core)")
-        XCTAssertLessThan(memory.peak, 256 * 1024, "1000 streams should fit in far less than 256 MiB")
+        if !underSanitizer {
+            XCTAssertLessThan(memory.peak, 256 * 1024, "1000 streams should fit in far less than 256 MiB")
+        }
         clients.forEach { $0.disconnect() }
         try waitFor("the streams to be freed", timeout: 5) { int(try api.get("/stats").json["event_streams"]) == 0 }
     }
@@ -79,7 +81,7 @@ final class EventLoadTests: HaulTestCase {
         // Each slow client holds at most the limit (256 KiB) plus one event; unbounded, the stalled client's queue
         // would hold every event, 1.5 MB by the end.
         XCTAssertLessThan(maxQueued, 600 * 1024)
-        XCTAssertLessThan(growth, 64 * 1024)
+        if !underSanitizer { XCTAssertLessThan(growth, 64 * 1024) }
         // Two seconds after it stopped draining, the client with the tiny buffer is cut off. (The frozen curl's
         // kernel buffer may still be taking everything; it costs the server nothing and stays.)
         try waitFor("the stalled stream to be closed", timeout: 10) {

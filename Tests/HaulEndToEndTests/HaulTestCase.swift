@@ -23,6 +23,12 @@ class HaulTestCase: XCTestCase {
     }
 
     override func tearDownWithError() throws {
+        if underSanitizer, let haul, haul.isRunning {
+            // A clean stop runs LeakSanitizer's exit check; any sanitizer report fails the test.
+            XCTAssertEqual(haul.stop(signal: SIGTERM), 0, "haul under a sanitizer did not exit cleanly")
+            let log = (try? String(contentsOfFile: sandbox.file("haul.log"), encoding: .utf8)) ?? ""
+            XCTAssertFalse(log.contains("Sanitizer"), String(log.suffix(4000)))
+        }
         haul?.stop(signal: SIGKILL)
         origin?.stop(signal: SIGKILL)
         if let run = testRun, run.failureCount > 0, let log = try? String(contentsOfFile: sandbox.file("haul.log"),
