@@ -487,7 +487,7 @@ def scenario_f(args, report, work, disk):
     src = work + "/www/sse.bin"
     make_file(src, size)
     nginx, origin = start_nginx(work + "/www", work + "/nginx-f", "limit_rate 4m;")
-    haul = Haul(args.haul, work + "/haul-f")
+    haul = Haul(args.haul, work + "/haul-f", "--max-connections-per-client", "2000")
     socks = []
     for _ in range(clients_count):
         s = socket.create_connection(("127.0.0.1", haul.port))

@@ -9,15 +9,18 @@ public final class HTTPServer {
     private let handler: (HTTPExchange) -> Void
     /// Exchanges streaming a reply, which `close` ends before it frees their connections.
     fileprivate var streams: [ObjectIdentifier: HTTPExchange] = [:]
+    fileprivate let connectionGuard: ConnectionGuard
 
     /// `maxBodySize`: evhttp refuses bodies larger than this with its own 413 before they are read;
     /// `maxHeadersSize`: a request line and headers larger than this are refused the same way.
+    /// `connections`: the per-client cap and the request deadline.
     public init(loop: EventLoop, maxBodySize: Int = 4 << 20, maxHeadersSize: Int = 32 << 10, timeout: Int32 = 60,
-                handler: @escaping (HTTPExchange) -> Void) throws {
+                connections: ConnectionPolicy = ConnectionPolicy(), handler: @escaping (HTTPExchange) -> Void) throws {
         guard let http = evhttp_new(loop.base) else { throw LoopError.libevent("evhttp_new failed") }
         self.loop = loop
         self.http = http
         self.handler = handler
+        connectionGuard = ConnectionGuard(loop: loop, policy: connections)
         evhttp_set_max_body_size(http, maxBodySize)
         evhttp_set_max_headers_size(http, maxHeadersSize)
         evhttp_set_timeout(http, timeout)
@@ -27,11 +30,14 @@ public final class HTTPServer {
             | EVHTTP_REQ_PATCH.rawValue | EVHTTP_REQ_TRACE.rawValue | EVHTTP_REQ_CONNECT.rawValue
         evhttp_set_allowed_methods(http, UInt16(methods))
         // Client connections get the API priority, so a busy transfer never starves a REST request.
-        evhttp_set_bevcb(http, { base, _ in
+        evhttp_set_bevcb(http, { base, arg in
             let bufferEvent = bufferevent_socket_new(base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
-            if let bufferEvent { bufferevent_priority_set(bufferEvent, EventLoop.Priority.api.rawValue) }
+            if let bufferEvent {
+                bufferevent_priority_set(bufferEvent, EventLoop.Priority.api.rawValue)
+                Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue().connectionGuard.opened(bufferEvent)
+            }
             return bufferEvent
-        }, nil)
+        }, Unmanaged.passUnretained(self).toOpaque())
         evhttp_set_gencb(http, { request, arg in
             guard let request, let arg else { return }
             Unmanaged<HTTPServer>.fromOpaque(arg).takeUnretainedValue().accept(request)
@@ -75,7 +81,9 @@ public final class HTTPServer {
 
     private func accept(_ request: OpaquePointer) {
         loop.assertInLoop()
-        handler(HTTPExchange(request: request, server: self))
+        let exchange = HTTPExchange(request: request, server: self)
+        if let fd = exchange.socketFD { connectionGuard.requestArrived(on: fd) }
+        handler(exchange)
     }
 }
 
@@ -91,8 +99,9 @@ public final class HTTPExchange {
     /// Keeps the exchange alive while libevent holds a pointer to it (close and drain callbacks).
     private var selfReference: HTTPExchange? {
         didSet {
-            if selfReference == nil { server?.streams[ObjectIdentifier(self)] = nil }
-            else { server?.streams[ObjectIdentifier(self)] = self }
+            let streaming = selfReference != nil
+            server?.streams[ObjectIdentifier(self)] = streaming ? self : nil
+            if let fd = socketFD { server?.connectionGuard.streaming(on: fd, streaming) }
         }
     }
     private weak var server: HTTPServer?
@@ -163,10 +172,11 @@ public final class HTTPExchange {
         if let connection = evhttp_request_get_connection(request) {
             evhttp_connection_set_closecb(connection, nil, nil)
         }
+        // While the socket is still known: its request deadline runs again.
+        selfReference = nil
         evhttp_send_reply_end(request)
         self.request = nil
         drained = nil
-        selfReference = nil
     }
 
     /// Bytes queued for this client and not yet written to its socket.
@@ -190,7 +200,7 @@ public final class HTTPExchange {
         shutdown(fd, Int32(SHUT_RDWR))
     }
 
-    private var socketFD: Int32? {
+    fileprivate var socketFD: Int32? {
         guard let request, let connection = evhttp_request_get_connection(request),
               let bufferEvent = evhttp_connection_get_bufferevent(connection) else { return nil }
         let fd = bufferevent_getfd(bufferEvent)

@@ -29,6 +29,7 @@ struct ServeConfig {
     var denyPrivateNetworks = false
     var maxDownloads = 100_000
     var maxEventStreams = 10_000
+    var maxConnectionsPerClient = 256
     var allowNetworks: [(bytes: [UInt8], prefix: Int)] = []
     var logLevel = Logger.Level.info
 
@@ -56,7 +57,11 @@ struct ServeConfig {
                                  (HAUL_SLOW_CLIENT_TIMEOUT, default 30)
           --max-downloads N      downloads stored, finished ones included (HAUL_MAX_DOWNLOADS, default 100000)
           --max-event-streams N  event streams open at once (HAUL_MAX_EVENT_STREAMS, default 10000)
-          --http-timeout SECONDS idle and slow-client timeout of API connections (HAUL_HTTP_TIMEOUT, default 60)
+          --max-connections-per-client N  API connections one address may hold open, 0 for no cap
+                                 (HAUL_MAX_CONNECTIONS_PER_CLIENT, default 256)
+          --http-timeout SECONDS an API connection must deliver each whole request within this long of opening
+                                 or of its previous request, and is closed when idle as long (HAUL_HTTP_TIMEOUT,
+                                 default 60)
           --token TOKEN          require 'Authorization: Bearer TOKEN' on every route but /healthz (HAUL_TOKEN;
                                  prefer the variable: arguments show in ps)
           --allow-unauthenticated  allow listening beyond loopback without a token (HAUL_ALLOW_UNAUTHENTICATED=1)
@@ -86,6 +91,7 @@ struct ServeConfig {
                      "slow-client-timeout", "max-connections-per-host", "min-split-size", "max-speed",
                      "lowest-speed", "token", "allow-unauthenticated", "allowed-hosts", "cors-origin",
                      "deny-private-networks", "allow-networks", "max-downloads", "max-event-streams",
+                     "max-connections-per-client",
                      "log-level"]
         for name in names {
             let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
@@ -148,6 +154,9 @@ struct ServeConfig {
             ?? config.maxDownloads
         config.maxEventStreams = try integer(values["max-event-streams"], "max-event-streams", 1...1_000_000)
             ?? config.maxEventStreams
+        config.maxConnectionsPerClient = try integer(values["max-connections-per-client"],
+                                                     "max-connections-per-client", 0...1_000_000)
+            ?? config.maxConnectionsPerClient
         config.httpTimeout = try integer(values["http-timeout"], "http-timeout", 1...3600) ?? config.httpTimeout
         if config.heartbeat >= Double(config.httpTimeout) {
             throw Invalid(description: "--sse-heartbeat must be shorter than --http-timeout, or idle streams are cut")

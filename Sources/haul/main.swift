@@ -49,7 +49,10 @@ func serve(_ arguments: [String]) -> Int32 {
         limits.maxDownloads = config.maxDownloads
         limits.maxEventStreams = config.maxEventStreams
         let api = API(engine: engine, loop: loop, events: events, access: access, limits: limits)
-        let server = try HTTPServer(loop: loop, timeout: Int32(config.httpTimeout)) { exchange in
+        let connections = ConnectionPolicy(maxPerClient: config.maxConnectionsPerClient,
+                                           requestDeadline: Double(config.httpTimeout))
+        let server = try HTTPServer(loop: loop, timeout: Int32(config.httpTimeout),
+                                    connections: connections) { exchange in
             switch api.handle(exchange.message) {
             case .response(let response):
                 exchange.respond(response)

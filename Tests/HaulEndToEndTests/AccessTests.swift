@@ -209,3 +209,81 @@ final class ClientLimitTests: HaulTestCase {
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)
     }
 }
+
+/// A plain TCP connection to the server, for clients that misbehave on purpose.
+final class RawConnection {
+    private let fd: Int32
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard rc == 0 else { throw HarnessError("connect: \(errno)") }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) { _ = text.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
+
+    /// Whether the server closed the connection, waiting up to `timeout` seconds for it (bytes it sends are read
+    /// and dropped).
+    func closedByServer(within timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 50) > 0 {
+                let n = recv(fd, &buffer, buffer.count, 0)
+                if n <= 0 { return true }
+            }
+        }
+        return false
+    }
+}
+
+final class ConnectionGuardTests: HaulTestCase {
+    override var serveArguments: [String] {
+        super.serveArguments + ["--http-timeout", "2", "--sse-heartbeat", "0.5", "--max-connections-per-client", "4"]
+    }
+
+    private var port: UInt16 { UInt16(haul.baseURL.split(separator: ":").last!)! }
+
+    func testATricklingRequestHeadIsCutWhileAStreamLives() throws {
+        let stream = try SSEClient(port: port, path: "/events")
+        _ = stream.read(timeout: 10) { $0.status != 0 }
+        XCTAssertEqual(stream.status, 200)
+        let slow = try RawConnection(port: port)
+        slow.send("GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        // A header line every 0.3 s: each read comes well inside evhttp's 2 s timeout, the whole head never does.
+        let started = Date()
+        var cut = false
+        while Date().timeIntervalSince(started) < 6, !cut {
+            slow.send("X-Slow: \(Int(Date().timeIntervalSince(started) * 10))\r\n")
+            cut = slow.closedByServer(within: 0.3)
+        }
+        XCTAssertTrue(cut, "the trickling client was never cut off")
+        XCTAssertGreaterThan(Date().timeIntervalSince(started), 1.5, "not before its deadline")
+        // The event stream, quiet for as long, stays: heartbeats still arrive.
+        let comments = stream.comments
+        XCTAssertTrue(stream.read(timeout: 3) { $0.comments > comments })
+        XCTAssertFalse(stream.closed)
+    }
+
+    func testConnectionsPerClientAreCapped() throws {
+        let connections = try (0..<6).map { _ in try RawConnection(port: port) }
+        usleep(700_000)
+        // Checked well before the 2 s request deadline, which would close all of them.
+        let closed = connections.map { $0.closedByServer(within: 0.05) }
+        // URLSession may hold one more of the four: at least the two past the cap are closed, the first stay.
+        XCTAssertGreaterThanOrEqual(closed.filter { $0 }.count, 2, "\(closed)")
+        XCTAssertEqual(Array(closed.prefix(2)), [false, false], "the oldest connections stay")
+        withExtendedLifetime(connections) {}
+    }
+}

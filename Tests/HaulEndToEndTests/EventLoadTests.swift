@@ -4,7 +4,8 @@ import XCTest
 /// Many event-stream clients, and clients that stop reading.
 final class EventLoadTests: HaulTestCase {
     override var serveArguments: [String] {
-        super.serveArguments + ["--max-active", "20", "--progress-interval", "0.01", "--slow-client-timeout", "2"]
+        super.serveArguments + ["--max-active", "20", "--progress-interval", "0.01", "--slow-client-timeout", "2",
+                                "--max-connections-per-client", "2000"]
     }
 
     /// Reads every client until each satisfies `condition` or `timeout` passes.
