@@ -20,7 +20,7 @@ test: deps
 	$(SWIFT) test --skip-build --disable-swift-testing
 	.build/debug/HaulFuzz Tests/Fuzz/corpus
 	./scripts/schemathesis.sh .build/debug/haul 100
-	$(MAKE) fuzz FUZZ_SECONDS=30
+	$(MAKE) fuzz
 	python3 bench/bench.py --haul .build/debug/haul --quick
 
 # The suite again under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer, each in its own build directory;
@@ -46,14 +46,17 @@ bench-quick: deps
 	$(SWIFT) build
 	python3 bench/bench.py --haul .build/debug/haul --quick
 
-# libFuzzer on the parsers of what origins and clients send (Tests/Fuzz), FUZZ_SECONDS long, in its own build
-# directory; new inputs that found new paths are kept in .build/fuzz-corpus.
-FUZZ_SECONDS ?= 60
+# libFuzzer on the parsers of what origins and clients send (Tests/Fuzz), in its own build directory. `make test`
+# runs FUZZ_RUNS inputs from a fixed seed, so CI is repeatable; `make fuzz FUZZ_SECONDS=600` explores with a random
+# seed for that long and keeps what it finds in .build/fuzz-corpus. A crash leaves its input in .build/.
+FUZZ_RUNS ?= 300000
+FUZZ_SECONDS ?=
+FUZZ_FLAGS = $(if $(FUZZ_SECONDS),-max_total_time=$(FUZZ_SECONDS),-runs=$(FUZZ_RUNS) -seed=1)
 fuzz: deps
 	$(SWIFT) build --build-path .build/fuzz --product HaulFuzz --sanitize=fuzzer -Xswiftc -DFUZZING
 	mkdir -p .build/fuzz-corpus
-	.build/fuzz/debug/HaulFuzz -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=1024 \
-		.build/fuzz-corpus Tests/Fuzz/corpus
+	SWIFT_BACKTRACE=enable=no .build/fuzz/debug/HaulFuzz $(FUZZ_FLAGS) -timeout=5 -rss_limit_mb=1024 \
+		-artifact_prefix=.build/ .build/fuzz-corpus Tests/Fuzz/corpus
 
 # The live API against openapi.yaml (schemathesis from PyPI): no 5xx, every answer as the spec says.
 schemathesis: deps

@@ -26,17 +26,27 @@ public enum FileName {
         return truncate(name)
     }
 
-    /// Shortens to at most `maxBytes` of UTF-8, keeping the extension and whole characters.
+    /// Shortens to at most `maxBytes` of UTF-8, keeping a short extension. Cut between Unicode scalars, not
+    /// characters: one character can be longer than the room left (the fuzzer found a name whose first character
+    /// did not fit, which left only the extension, a hidden file name longer than the limit).
     static func truncate(_ name: String) -> String {
         guard name.utf8.count > maxBytes else { return name }
-        let (stem, ext) = split(name)
-        let room = max(1, maxBytes - ext.utf8.count)
-        var kept = ""
-        for character in stem {
-            if kept.utf8.count + String(character).utf8.count > room { break }
-            kept.append(character)
+        var (stem, ext) = split(name)
+        // A "extension" this long is part of the name.
+        if ext.utf8.count > 16 { (stem, ext) = (name, "") }
+        let room = maxBytes - ext.utf8.count
+        var kept = String.UnicodeScalarView()
+        var used = 0
+        for scalar in stem.unicodeScalars {
+            let size = String(scalar).utf8.count
+            if used + size > room { break }
+            kept.append(scalar)
+            used += size
         }
-        return kept + ext
+        var result = String(kept)
+        // The cut may leave a trailing space or dot, which sanitize removes everywhere else.
+        while result.hasSuffix(" ") || result.hasSuffix(".") { result.removeLast() }
+        return result + ext
     }
 
     /// The name a download gets when the client gave none: Content-Disposition's, else the final URL's last path

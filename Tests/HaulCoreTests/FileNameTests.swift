@@ -49,6 +49,18 @@ final class FileNameTests: XCTestCase {
         }
     }
 
+    func testALongNameWithALongExtensionIsNeverCutToAHiddenName() {
+        // Found by the fuzzer: a first character that did not fit left only the "extension".
+        let long = "\u{FFFD}" + String(repeating: "\u{301}", count: 100) + ".1 206-" + String(repeating: "\u{FFFD}", count: 90)
+        let safe = FileName.sanitize(long)!
+        XCTAssertLessThanOrEqual(safe.utf8.count, FileName.maxBytes)
+        XCTAssertFalse(safe.hasPrefix("."), safe)
+        XCTAssertEqual(safe.unicodeScalars.first, "\u{FFFD}")
+        let dots = FileName.sanitize(String(repeating: "a", count: 239) + " ." + String(repeating: "b", count: 30))!
+        XCTAssertLessThanOrEqual(dots.utf8.count, FileName.maxBytes)
+        XCTAssertFalse(dots.hasSuffix(" ") || dots.hasSuffix("."), dots)
+    }
+
     func testLongNamesKeepTheirExtensionAndWholeCharacters() {
         let long = String(repeating: "é", count: 300) + ".tar.gz"
         let safe = FileName.sanitize(long)!
