@@ -50,9 +50,6 @@ final class ConnectionGuard {
         sweepTimer?.start()
     }
 
-    /// Connections open now (tests and stats).
-    var count: Int { connections.count }
-
     /// A new connection's bufferevent, from evhttp's bufferevent callback: its socket is set right after, so it is
     /// looked at on the loop's next turn.
     func opened(_ bufferEvent: OpaquePointer) {
