@@ -56,6 +56,30 @@ var buildDirectory: String {
         ?? (CommandLine.arguments[0] as NSString).deletingLastPathComponent
 }
 
+/// A TCP socket connected to 127.0.0.1:`port`, its receive buffer first shrunk to `receiveBuffer` when given.
+func connectToLoopback(port: UInt16, receiveBuffer: Int32? = nil) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError("socket: \(errno)") }
+    if var size = receiveBuffer {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = port.bigEndian
+    let rc = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard rc == 0 else {
+        let code = errno
+        close(fd)
+        throw HarnessError("connect to port \(port): \(code)")
+    }
+    return fd
+}
+
 /// sha256 of a file, computed by coreutils' sha256sum.
 func sha256(_ path: String) throws -> String {
     let output = try runCommand("/usr/bin/sha256sum", [path])
