@@ -4,7 +4,7 @@ LISTEN ?= 127.0.0.1:8080
 DOWNLOAD_DIR ?= ./downloads
 DATA_DIR ?= ./data
 
-.PHONY: deps build run test check sanitize bench bench-quick fuzz schemathesis spec format clean
+.PHONY: deps build run test check sanitize bench bench-quick fuzz schemathesis embed clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -18,6 +18,8 @@ run: build
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
+	$$(./scripts/venv.sh)/bin/openapi-spec-validator openapi.yaml
+	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/dashboard_test.py .build/debug .build/dashboard.png
 	.build/debug/HaulFuzz Tests/Fuzz/corpus
 	./scripts/schemathesis.sh .build/debug/haul 100
 	$(MAKE) fuzz
@@ -63,9 +65,9 @@ schemathesis: deps
 	$(SWIFT) build
 	./scripts/schemathesis.sh .build/debug/haul 100
 
-# Regenerates the copy of openapi.yaml compiled into the server (a test fails when they differ).
-spec:
-	./scripts/embed-openapi.sh
+# Regenerates the copies of openapi.yaml and dashboard/ compiled into the server (a test fails when they differ).
+embed:
+	./scripts/embed.sh
 
 clean:
 	rm -rf .build

@@ -6,11 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 haul=${1:-.build/debug/haul}
 examples=${2:-40}
-venv=.build/venv
-if [ ! -x "$venv/bin/st" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q 'schemathesis>=4.32,<5'
-fi
+venv=$(./scripts/venv.sh)
 
 work=$(mktemp -d)
 pid=

@@ -10,11 +10,16 @@ public final class API {
     private var router: Router!
     private let gate: AccessGate
     private let limits: APILimits
+    private let metrics = RequestMetrics()
+    private let log: Logger?
+    /// For `process_start_time_seconds`: the API starts with the process.
+    private let startedAt = Date().timeIntervalSince1970
 
     public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
-                access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits()) {
+                access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(), log: Logger? = nil) {
         self.engine = engine
         self.limits = limits
+        self.log = log
         gate = AccessGate(policy: access)
         self.events = EventHub(loop: loop, engine: engine, config: events)
         router = Router(routes: [
@@ -36,6 +41,20 @@ public final class API {
             Route(pattern: "/stats", handlers: [
                 "GET": { [unowned self] _ in .response(self.stats()) },
             ]),
+            Route(pattern: "/", handlers: [
+                "GET": { c in .response(Dashboard.asset(DashboardAssets.indexHTML, type: "text/html", for: c.request)) },
+            ]),
+            Route(pattern: "/ui/app.js", handlers: [
+                "GET": { c in
+                    .response(Dashboard.asset(DashboardAssets.appJS, type: "text/javascript", for: c.request))
+                },
+            ]),
+            Route(pattern: "/ui/app.css", handlers: [
+                "GET": { c in .response(Dashboard.asset(DashboardAssets.appCSS, type: "text/css", for: c.request)) },
+            ]),
+            Route(pattern: "/metrics", handlers: [
+                "GET": { [unowned self] _ in .response(self.prometheusMetrics()) },
+            ]),
             Route(pattern: "/healthz", handlers: [
                 "GET": { _ in .response(API.json(200, .object([("status", .string("ok"))]))) },
             ]),
@@ -48,17 +67,37 @@ public final class API {
         ])
     }
 
+    /// Answers `request`, counting it in the metrics and logging one line for it.
     public func handle(_ request: HTTPRequest) -> APIResult {
+        let started = ProcessInfo.processInfo.systemUptime
+        let path = request.path
+        let matched = router.match(path)
+        let result = answer(request, path: path, matched: matched)
+        let status = result.response?.status ?? 200
+        let seconds = ProcessInfo.processInfo.systemUptime - started
+        metrics.record(route: matched?.route.pattern ?? "unmatched", method: request.method, status: status,
+                       seconds: seconds)
+        if let log, log.minimum <= .info {
+            // The path only: a query may carry an access token.
+            log.info("request", ["http.method": request.method, "http.path": path, "http.status": String(status),
+                                 "http.duration_ms": String(format: "%.3f", seconds * 1000),
+                                 "client.address": request.peer])
+        }
+        return result
+    }
+
+    private func answer(_ request: HTTPRequest, path: String,
+                        matched: (route: Route, parameters: [String: String])?) -> APIResult {
         let cors = gate.corsHeaders(for: request)
         if request.target.utf8.count > limits.maxTargetBytes {
             return .response(Problem(status: 414, slug: "uri-too-long", title: "URI too long",
                                      detail: "the request target must be at most \(limits.maxTargetBytes) bytes")
                 .response(instance: "/").adding(cors))
         }
-        if let refused = gate.check(request, path: request.path, now: ProcessInfo.processInfo.systemUptime) {
+        if let refused = gate.check(request, path: path, now: ProcessInfo.processInfo.systemUptime) {
             return .response(refused.adding(cors))
         }
-        switch router.handle(request) {
+        switch router.handle(request, path: path, matched: matched) {
         case .response(let response):
             return .response(response.adding(cors))
         case .eventStream(var stream):
@@ -248,6 +287,43 @@ public final class API {
             ("event_queued_bytes", JSONValue(events.queuedBytes)),
             ("sequence", JSONValue(events.sequence)),
         ]))
+    }
+
+    /// `GET /metrics`: the Prometheus text exposition of downloads, transfers, API requests and event streams.
+    private func prometheusMetrics() -> HTTPResponse {
+        let totals = engine.totals()
+        var out = PrometheusText()
+        out.family("haul_downloads", type: "gauge", help: "Downloads stored, by state.")
+        for state in DownloadState.allCases {
+            out.sample("haul_downloads", ["state": state.rawValue], Double(totals.count(state)))
+        }
+        out.single("haul_downloaded_bytes_total", type: "counter",
+                   help: "Body bytes written to part files since the server started.", Double(engine.bytesReceived))
+        out.single("haul_download_speed_bytes_per_second", type: "gauge",
+                   help: "Current transfer speed over all running downloads.", totals.speed.rounded())
+        out.single("haul_download_connections", type: "gauge",
+                   help: "Connections to origins open for running downloads.", Double(totals.activeConnections))
+        out.single("haul_event_streams", type: "gauge", help: "Server-sent event clients connected.",
+                   Double(events.streamCount))
+        out.single("haul_event_streams_slow", type: "gauge",
+                   help: "Event clients with events queued because they read slower than events come.",
+                   Double(events.slowStreamCount))
+        out.single("haul_event_queued_bytes", type: "gauge", help: "Event bytes waiting for slow clients.",
+                   Double(events.queuedBytes))
+        metrics.render(into: &out)
+        if let resident = ProcessStats.residentBytes {
+            out.single("process_resident_memory_bytes", type: "gauge", help: "Resident memory size in bytes.",
+                       resident)
+        }
+        out.single("process_cpu_seconds_total", type: "counter", help: "User and system CPU time spent in seconds.",
+                   ProcessStats.cpuSeconds)
+        if let descriptors = ProcessStats.openDescriptors {
+            out.single("process_open_fds", type: "gauge", help: "Number of open file descriptors.", descriptors)
+        }
+        out.single("process_start_time_seconds", type: "gauge",
+                   help: "Start time of the process since unix epoch in seconds.", startedAt.rounded())
+        return HTTPResponse(status: 200, headers: [("Content-Type", PrometheusText.contentType)],
+                            body: Array(out.text.utf8))
     }
 
     private func getDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {

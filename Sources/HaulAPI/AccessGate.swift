@@ -4,7 +4,7 @@ import HaulLoop
 
 /// Who may use the API, decided before any route runs.
 public struct AccessPolicy: Sendable {
-    /// When set, every route but `/healthz` needs `Authorization: Bearer <token>` (event streams also accept
+    /// When set, every route but `/healthz` and the dashboard's page (`/`, `/ui/*`) needs `Authorization: Bearer <token>` (event streams also accept
     /// `?access_token=`, since a browser's EventSource cannot set headers).
     public var token: String?
     /// Host names (without port, lower case) a request's `Host` may carry; nil accepts any. A server bound to
@@ -54,11 +54,12 @@ final class AccessGate {
         }
         // A page from an origin not configured must not change anything, token or not (a form post needs no
         // preflight, and on loopback without a token nothing else would stop it).
-        if let origin, !policy.corsOrigins.contains(origin), request.method != "GET", request.method != "HEAD" {
+        if let origin, !policy.corsOrigins.contains(origin), !AccessGate.isSameOrigin(origin, request),
+           request.method != "GET", request.method != "HEAD" {
             return Problem(status: 403, slug: "origin-not-allowed", title: "Origin not allowed",
                            detail: "requests from \(origin) are not allowed; see --cors-origin").response(instance: path)
         }
-        guard let tokenDigest, path != "/healthz" else { return nil }
+        guard let tokenDigest, path != "/healthz", !Dashboard.isPublic(path) else { return nil }
         let address = request.peer
         if let blocked = retryAfter(address, now: now) {
             return Problem(status: 429, slug: "too-many-attempts", title: "Too many failed attempts",
@@ -129,6 +130,13 @@ final class AccessGate {
         guard let header, ASCII.hasPrefixIgnoringCase(header, "bearer ") else { return nil }
         let token = header.dropFirst(7).drop(while: { $0 == " " })
         return token.isEmpty ? nil : String(token)
+    }
+
+    /// A page served by this server itself (the dashboard): its origin names the host the request went to. A
+    /// rebound name cannot pass for it, since its Host is checked against the allowed names first.
+    static func isSameOrigin(_ origin: String, _ request: HTTPRequest) -> Bool {
+        guard let host = request.header("Host") else { return false }
+        return ASCII.equalsIgnoringCase(origin, "http://" + host) || ASCII.equalsIgnoringCase(origin, "https://" + host)
     }
 
     static func isEventStream(_ path: String) -> Bool {

@@ -1,4 +1,4 @@
-// Generated from openapi.yaml by scripts/embed-openapi.sh (make spec). Do not edit.
+// Generated from openapi.yaml by scripts/embed.sh (make embed). Do not edit.
 enum OpenAPIDocument {
     static let yaml = #"""
 openapi: 3.1.0
@@ -24,6 +24,66 @@ security:
   - bearer: []
   - {}
 paths:
+  /:
+    get:
+      operationId: dashboard
+      summary: The web dashboard.
+      description: |
+        A page (HTML, CSS and JavaScript compiled into the server, nothing fetched from elsewhere) that lists the
+        downloads with progress, speed, ETA, size, state and error, follows `/events`, adds, pauses, resumes,
+        retries and removes. The page itself needs no token; it asks for one when the API answers 401 and keeps it
+        in the browser's local storage.
+      security: []
+      parameters:
+        - $ref: "#/components/parameters/IfNoneMatch"
+      responses:
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "304": { $ref: "#/components/responses/NotModified" }
+        "200":
+          description: The page.
+          headers:
+            ETag: { $ref: "#/components/headers/ETag" }
+            Content-Security-Policy: { schema: { type: string } }
+          content:
+            text/html:
+              schema: { type: string }
+  /ui/app.js:
+    get:
+      operationId: dashboardScript
+      summary: The dashboard's script.
+      security: []
+      parameters:
+        - $ref: "#/components/parameters/IfNoneMatch"
+      responses:
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "304": { $ref: "#/components/responses/NotModified" }
+        "200":
+          description: The script.
+          headers:
+            ETag: { $ref: "#/components/headers/ETag" }
+          content:
+            text/javascript:
+              schema: { type: string }
+  /ui/app.css:
+    get:
+      operationId: dashboardStyle
+      summary: The dashboard's style sheet.
+      security: []
+      parameters:
+        - $ref: "#/components/parameters/IfNoneMatch"
+      responses:
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "304": { $ref: "#/components/responses/NotModified" }
+        "200":
+          description: The style sheet.
+          headers:
+            ETag: { $ref: "#/components/headers/ETag" }
+          content:
+            text/css:
+              schema: { type: string }
   /downloads:
     get:
       operationId: listDownloads
@@ -244,6 +304,26 @@ paths:
           content:
             application/json:
               schema: { $ref: "#/components/schemas/Stats" }
+  /metrics:
+    get:
+      operationId: metrics
+      summary: Prometheus metrics.
+      description: |
+        The Prometheus text exposition format 0.0.4: `haul_downloads{state}`, `haul_downloaded_bytes_total`,
+        `haul_download_speed_bytes_per_second`, `haul_download_connections`, `haul_event_streams`,
+        `haul_event_streams_slow`, `haul_event_queued_bytes`, `haul_http_requests_total{route,method,status}`, the
+        histogram `haul_http_request_duration_seconds{route}`, and the standard `process_*` gauges. Routes are
+        labelled by pattern (`/downloads/{id}`); paths no route serves share the label `unmatched`.
+      responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "200":
+          description: The metrics.
+          content:
+            text/plain:
+              schema: { type: string }
   /healthz:
     get:
       operationId: health
@@ -430,6 +510,18 @@ components:
         slow_event_streams: { type: integer }
         event_queued_bytes: { type: integer }
         sequence: { type: integer }
+    RemovedEvent:
+      type: object
+      required: [id]
+      properties:
+        id: { type: string }
+    SnapshotEvent:
+      type: object
+      required: [downloads]
+      properties:
+        downloads:
+          type: array
+          items: { $ref: "#/components/schemas/Download" }
     Problem:
       type: object
       required: [type, title, status, detail]
@@ -473,10 +565,18 @@ components:
       headers:
         ETag: { $ref: "#/components/headers/ETag" }
     EventStream:
-      description: The event stream.
+      description: |
+        The event stream: `id:`, `event:` and one `data:` line of JSON per event. `x-events` gives the schema of
+        the `data` of each event name.
       content:
         text/event-stream:
           schema: { type: string }
+          x-events:
+            created: { $ref: "#/components/schemas/Download" }
+            progress: { $ref: "#/components/schemas/Download" }
+            state: { $ref: "#/components/schemas/Download" }
+            removed: { $ref: "#/components/schemas/RemovedEvent" }
+            snapshot: { $ref: "#/components/schemas/SnapshotEvent" }
     Malformed:
       description: The body is not valid JSON, or not an object.
       content:

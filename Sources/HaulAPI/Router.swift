@@ -68,10 +68,19 @@ struct RequestContext {
 struct Router {
     let routes: [Route]
 
-    func handle(_ request: HTTPRequest) -> APIResult {
-        let path = request.path
+    /// The route serving `path`, with its captured parameters.
+    func match(_ path: String) -> (route: Route, parameters: [String: String])? {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard let (route, parameters) = routes.lazy.compactMap({ r in r.match(segments).map { (r, $0) } }).first else {
+        for route in routes {
+            if let parameters = route.match(segments) { return (route, parameters) }
+        }
+        return nil
+    }
+
+    /// Answers `request` for `path` (its decoded path) with the route `match` found, or 404/405.
+    func handle(_ request: HTTPRequest, path: String, matched: (route: Route, parameters: [String: String])?)
+        -> APIResult {
+        guard let (route, parameters) = matched else {
             return .response(Problem.notFound("no route for \(path)").response(instance: path))
         }
         // HEAD is answered like GET; evhttp drops the body.

@@ -153,6 +153,9 @@ public final class Engine {
     /// How many downloads are stored.
     public var count: Int { downloads.count }
 
+    /// Body bytes written to part files since this process started (a counter for metrics; never decreases).
+    public private(set) var bytesReceived: Int64 = 0
+
     /// Counters over all downloads, in one pass that copies none of them (`/stats` with 10,000 downloads must not
     /// build 10,000 snapshots).
     public func totals() -> EngineTotals {
@@ -316,6 +319,7 @@ public final class Engine {
             var previous = download
             previous.state = before
             index(download, was: previous)
+            logStateChange(download, from: before)
         }
         if download.journal != journalBefore, !journalOnlyGrew(from: journalBefore, to: download.journal) {
             // Cutting the file back is on disk before a byte of other data can land where the journal used to
@@ -329,9 +333,25 @@ public final class Engine {
         return download
     }
 
+    /// One line per state change: what a log reader follows a download by.
+    private func logStateChange(_ download: Download, from before: DownloadState) {
+        var meta = ["download.id": download.id, "state.from": before.rawValue, "state.to": download.state.rawValue]
+        if download.state == .completed, let name = download.filename {
+            meta["file.name"] = name
+            meta["file.size"] = String(download.receivedBytes)
+        }
+        if download.state == .failed, let error = download.error {
+            meta["error.code"] = error.code.rawValue
+            meta["error.message"] = error.message
+            return log.warning("download failed", meta)
+        }
+        log.info("state changed", meta)
+    }
+
     /// Progress without a store write: the hot path of every body chunk.
     func advance(_ id: String, segment: Int, by count: Int64) {
         downloads[id]?.segments[segment].received += count
+        bytesReceived += count
     }
 
     /// Records that the segments as they were in `synced` are on disk (the caller has synced them).
@@ -433,7 +453,6 @@ public final class Engine {
     private func pause(_ id: String) {
         if let job = jobs.removeValue(forKey: id) { job.stop() }
         modify(id) { $0.state = .paused }
-        log.info("download paused", ["download.id": id])
     }
 
     private func resume(_ id: String) {
@@ -442,7 +461,6 @@ public final class Engine {
             $0.error = nil
             $0.attempts = 0
         }
-        log.info("download queued", ["download.id": id])
     }
 
     /// Starts queued downloads, highest priority first, then oldest, while slots are free.

@@ -80,7 +80,6 @@ extension Job {
                     $0.completedAt = Date()
                     $0.error = nil
                 }
-                log.info("download completed", meta.merging(["file.name": name, "file.size": "\(size)"]) { a, _ in a })
                 engine.jobEnded(id)
                 return
             }
@@ -109,7 +108,6 @@ extension Job {
             timer.start()
             return
         }
-        log.warning("download failed: \(error.message)", meta.merging(["error.code": error.code.rawValue]) { a, _ in a })
         stopped = true
         dropConnections()
         // Keep what was received: a retry after the cause is fixed continues from there.

@@ -1,7 +1,12 @@
 import Foundation
 
-/// One line per event on standard error: time, level, message, then `key=value` metadata with dotted keys.
+/// One line per event on standard error: time, level, message, then `key=value` metadata with dotted keys; or, in
+/// the JSON format, one object per line with the members `time`, `level`, `msg` and the metadata keys.
 public struct Logger: Sendable {
+    public enum Format: String, Sendable {
+        case text, json
+    }
+
     public enum Level: Int, Sendable, Comparable {
         case debug, info, warning, error
 
@@ -18,13 +23,28 @@ public struct Logger: Sendable {
     }
 
     public var minimum: Level
+    public var format: Format
 
-    public init(minimum: Level = .info) { self.minimum = minimum }
+    public init(minimum: Level = .info, format: Format = .text) {
+        self.minimum = minimum
+        self.format = format
+    }
 
     public func log(_ level: Level, _ message: String, _ metadata: [String: String] = [:]) {
         guard level >= minimum else { return }
-        var line = "\(Timestamp.rfc3339(Date())) \(level.name) \(message)"
-        for key in metadata.keys.sorted() { line += " \(key)=\(metadata[key]!)" }
+        var line: String
+        switch format {
+        case .text:
+            line = "\(Timestamp.rfc3339(Date())) \(level.name) \(message)"
+            for key in metadata.keys.sorted() { line += " \(key)=\(Logger.quoted(metadata[key]!))" }
+        case .json:
+            var members: [(String, JSONValue)] = [("time", .string(Timestamp.rfc3339(Date()))),
+                                                   ("level", .string(level.name)), ("msg", .string(message))]
+            for key in metadata.keys.sorted() where !["time", "level", "msg"].contains(key) {
+                members.append((key, .string(metadata[key]!)))
+            }
+            line = String(decoding: JSONValue.object(members).serializedBytes(), as: UTF8.self)
+        }
         line += "\n"
         // One write(2) per line, so lines from the loop and from worker threads never interleave mid-line.
         line.withUTF8 { bytes in
@@ -36,6 +56,31 @@ public struct Logger: Sendable {
                 offset += n
             }
         }
+    }
+
+    /// A value as logfmt writes it: bare when it holds no space, quote, `=` or control character, else quoted.
+    static func quoted(_ value: String) -> String {
+        let plain = !value.isEmpty && value.unicodeScalars.allSatisfy {
+            $0.value > 0x20 && $0 != "\"" && $0 != "=" && $0 != "\\" && $0.value != 0x7f
+        }
+        if plain { return value }
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7f {
+                    out += "\\u{\(String(scalar.value, radix: 16))}"
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
     }
 
     public func debug(_ m: String, _ meta: [String: String] = [:]) { log(.debug, m, meta) }

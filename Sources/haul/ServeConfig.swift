@@ -32,6 +32,7 @@ struct ServeConfig {
     var maxConnectionsPerClient = 256
     var allowNetworks: [(bytes: [UInt8], prefix: Int)] = []
     var logLevel = Logger.Level.info
+    var logFormat = Logger.Format.text
 
     static let usage = """
         usage: haul serve [options]
@@ -75,6 +76,8 @@ struct ServeConfig {
           --allow-networks CIDRS comma-separated exceptions to --deny-private-networks, like 10.1.2.0/24
                                  (HAUL_ALLOW_NETWORKS)
           --log-level LEVEL      debug, info, warning or error (HAUL_LOG_LEVEL, default info)
+          --log-format FORMAT    text (logfmt-style key=value) or json, one object per line, on standard error
+                                 (HAUL_LOG_FORMAT, default text)
         """
 
     /// Options that take no value (`--name` alone means on; `--name=0` off).
@@ -92,7 +95,7 @@ struct ServeConfig {
                      "lowest-speed", "token", "allow-unauthenticated", "allowed-hosts", "cors-origin",
                      "deny-private-networks", "allow-networks", "max-downloads", "max-event-streams",
                      "max-connections-per-client",
-                     "log-level"]
+                     "log-level", "log-format"]
         for name in names {
             let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
             if let value = environment[variable] { values[name] = value }
@@ -185,6 +188,12 @@ struct ServeConfig {
             let levels: [String: Logger.Level] = ["debug": .debug, "info": .info, "warning": .warning, "error": .error]
             guard let level = levels[v.lowercased()] else { throw Invalid(description: "unknown log level '\(v)'") }
             config.logLevel = level
+        }
+        if let v = values["log-format"] {
+            guard let format = Logger.Format(rawValue: v.lowercased()) else {
+                throw Invalid(description: "--log-format must be text or json, not '\(v)'")
+            }
+            config.logFormat = format
         }
         if !config.isLoopback, config.token == nil, !config.allowUnauthenticated {
             throw Invalid(description: "refusing to listen on \(config.host) without a token: anyone who can reach "

@@ -16,7 +16,7 @@ func serve(_ arguments: [String]) -> Int32 {
         FileHandle.standardError.write(Data("haul: \(error)\n\n\(ServeConfig.usage)\n".utf8))
         return 2
     }
-    let log = Logger(minimum: config.logLevel)
+    let log = Logger(minimum: config.logLevel, format: config.logFormat)
     // A client that disconnects mid-reply must not kill the server.
     signal(SIGPIPE, SIG_IGN)
     raiseOpenFileLimit()
@@ -48,7 +48,7 @@ func serve(_ arguments: [String]) -> Int32 {
         var limits = APILimits()
         limits.maxDownloads = config.maxDownloads
         limits.maxEventStreams = config.maxEventStreams
-        let api = API(engine: engine, loop: loop, events: events, access: access, limits: limits)
+        let api = API(engine: engine, loop: loop, events: events, access: access, limits: limits, log: log)
         let connections = ConnectionPolicy(maxPerClient: config.maxConnectionsPerClient,
                                            requestDeadline: Double(config.httpTimeout))
         let server = try HTTPServer(loop: loop, timeout: Int32(config.httpTimeout),

@@ -53,6 +53,27 @@ final class OpenAPIContractTests: XCTestCase {
 
     func testTheServedDocumentIsOpenapiYaml() throws {
         XCTAssertEqual(OpenAPIDocument.yaml + "\n", try specText(),
-                       "Sources/HaulAPI/OpenAPIDocument.swift is stale: run `make spec`")
+                       "Sources/HaulAPI/OpenAPIDocument.swift is stale: run `make embed`")
+    }
+
+    func testTheServedDashboardIsTheDashboardDirectory() throws {
+        for (name, embedded) in [("index.html", DashboardAssets.indexHTML), ("app.js", DashboardAssets.appJS),
+                                 ("app.css", DashboardAssets.appCSS)] {
+            let source = try String(contentsOf: packageRoot.appendingPathComponent("dashboard/" + name), encoding: .utf8)
+            XCTAssertEqual(embedded + "\n", source, "Sources/HaulAPI/DashboardAssets.swift is stale: run `make embed`")
+        }
+    }
+
+    func testTheDashboardIsServedWithItsPolicyAndRevalidated() throws {
+        let page = Dashboard.asset(DashboardAssets.indexHTML, type: "text/html",
+                                   for: HTTPRequest(method: "GET", target: "/"))
+        XCTAssertEqual(page.status, 200)
+        XCTAssertEqual(page.header("Content-Type"), "text/html; charset=utf-8")
+        XCTAssertTrue(page.header("Content-Security-Policy")?.contains("script-src 'self'") == true)
+        let tag = try XCTUnwrap(page.header("ETag"))
+        let again = Dashboard.asset(DashboardAssets.indexHTML, type: "text/html",
+                                    for: HTTPRequest(method: "GET", target: "/", headers: [("If-None-Match", tag)]))
+        XCTAssertEqual(again.status, 304)
+        XCTAssertTrue(again.body.isEmpty)
     }
 }

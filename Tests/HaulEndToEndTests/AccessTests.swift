@@ -36,7 +36,7 @@ final class TokenTests: HaulTestCase {
     override var serveArguments: [String] { super.serveArguments + ["--token", token] }
 
     func testEveryRouteButHealthzNeedsTheToken() throws {
-        for path in ["/downloads", "/stats", "/openapi.yaml", "/downloads/nope", "/events"] {
+        for path in ["/downloads", "/stats", "/openapi.yaml", "/downloads/nope", "/events", "/metrics"] {
             let reply = try api.get(path)
             XCTAssertEqual(reply.status, 401, path)
             XCTAssertEqual(reply.header("Content-Type"), "application/problem+json", path)
@@ -47,6 +47,8 @@ final class TokenTests: HaulTestCase {
         XCTAssertEqual(post.status, 401)
         XCTAssertEqual(try api.get("/stats").status, 401, "nothing was added")
         XCTAssertEqual(try api.get("/healthz").status, 200)
+        // The dashboard's page holds no data; it asks for the token itself.
+        for path in ["/", "/ui/app.js", "/ui/app.css"] { XCTAssertEqual(try api.get(path).status, 200, path) }
 
         let bearer = ["Authorization": "Bearer \(token)"]
         XCTAssertEqual(try api.request("GET", "/stats", headers: bearer).status, 200)
@@ -59,7 +61,7 @@ final class TokenTests: HaulTestCase {
     }
 
     func testAnEventStreamTakesTheTokenFromTheQuery() throws {
-        let port = UInt16(haul.baseURL.split(separator: ":").last!)!
+        let port = haul.port
         let refused = try SSEClient(port: port, path: "/events?access_token=wrong-token-xxxxxxxx")
         _ = refused.read(timeout: 10) { $0.status != 0 }
         XCTAssertEqual(refused.status, 401)
@@ -160,6 +162,20 @@ final class ExposureTests: HaulTestCase {
         XCTAssertEqual(fromDashboard.status, 201)
         XCTAssertEqual(fromDashboard.headers["access-control-allow-origin"], allowed)
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 1)
+
+        // The server's own page (same origin) needs no --cors-origin; a rebound name fails the Host check first.
+        let host = "127.0.0.1:\(haul.port)"
+        let sameOrigin = try curl(haul.baseURL + "/downloads", method: "POST",
+                                  headers: ["Origin": "http://" + host, "Host": host, "Content-Type": "application/json"],
+                                  body: "{\"url\":\"http://127.0.0.1:9/y\",\"start_paused\":true}")
+        XCTAssertEqual(sameOrigin.status, 201, sameOrigin.body)
+        XCTAssertNil(sameOrigin.headers["access-control-allow-origin"])
+        let rebound = try curl(haul.baseURL + "/downloads", method: "POST",
+                               headers: ["Origin": "http://evil.example:\(haul.port)", "Host": "evil.example:\(haul.port)",
+                                         "Content-Type": "application/json"],
+                               body: "{\"url\":\"http://127.0.0.1:9/z\"}")
+        XCTAssertEqual(rebound.status, 403)
+        XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 2)
     }
 }
 
@@ -180,7 +196,7 @@ final class ClientLimitTests: HaulTestCase {
     }
 
     func testEventStreamsAreCapped() throws {
-        let port = UInt16(haul.baseURL.split(separator: ":").last!)!
+        let port = haul.port
         let streams = try (0..<2).map { _ in try SSEClient(port: port, path: "/events") }
         for stream in streams { _ = stream.read(timeout: 10) { $0.status != 0 } }
         XCTAssertEqual(streams.map(\.status), [200, 200])
@@ -243,7 +259,7 @@ final class ConnectionGuardTests: HaulTestCase {
         super.serveArguments + ["--http-timeout", "2", "--sse-heartbeat", "0.5", "--max-connections-per-client", "4"]
     }
 
-    private var port: UInt16 { UInt16(haul.baseURL.split(separator: ":").last!)! }
+    private var port: UInt16 { haul.port }
 
     func testATricklingRequestHeadIsCutWhileAStreamLives() throws {
         let stream = try SSEClient(port: port, path: "/events")

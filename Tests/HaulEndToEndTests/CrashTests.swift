@@ -73,7 +73,7 @@ final class CrashTests: HaulTestCase {
     }
 
     func testSIGTERMWithEventStreamsAndKeepAliveConnectionsOpenExitsCleanly() throws {
-        let port = UInt16(haul.baseURL.split(separator: ":").last!)!
+        let port = haul.port
         let streams = try (0..<3).map { _ in try SSEClient(port: port, path: "/events") }
         for stream in streams { _ = stream.read(timeout: 10) { $0.status != 0 } }
         XCTAssertEqual(try api.get("/stats").json["event_streams"] as? Int, 3)

@@ -103,6 +103,37 @@ func runCommand(_ executable: String, _ arguments: [String]) throws -> String {
     return String(decoding: data, as: UTF8.self)
 }
 
+/// What a finished command left: its exit status and what it printed.
+struct CommandResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+    /// Both streams, for failure messages.
+    var output: String { stdout + stderr }
+}
+
+/// Runs a command to its end with `input` on its standard input, whatever its exit status. Output goes through
+/// files, so a chatty command never blocks on a full pipe.
+func execute(_ executable: String, _ arguments: [String], input: Data = Data(),
+         environment: [String: String]? = nil) throws -> CommandResult {
+    let sandbox = try Sandbox()
+    FileManager.default.createFile(atPath: sandbox.file("in"), contents: input)
+    FileManager.default.createFile(atPath: sandbox.file("out"), contents: nil)
+    FileManager.default.createFile(atPath: sandbox.file("err"), contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: sandbox.file("in")))
+    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: sandbox.file("out")))
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: sandbox.file("err")))
+    try process.run()
+    process.waitUntilExit()
+    return CommandResult(status: process.terminationStatus,
+                         stdout: try String(contentsOfFile: sandbox.file("out"), encoding: .utf8),
+                         stderr: try String(contentsOfFile: sandbox.file("err"), encoding: .utf8))
+}
+
 /// A child process that prints `... listening on http://HOST:PORT` on its first line.
 final class ServerProcess {
     let process = Process()

