@@ -12,10 +12,11 @@ info:
     All bodies are JSON with snake_case fields; times are RFC 3339 UTC; sizes are bytes.
     Errors are `application/problem+json` (RFC 9457).
 
-    With `--token` (or `HAUL_TOKEN`) every route but `/healthz` needs `Authorization: Bearer <token>`; event
-    streams also take `?access_token=`. Without a token (loopback only, unless `--allow-unauthenticated`) no
-    credentials are needed. Requests whose `Host` the server does not answer to, and state changes from a browser
-    origin not given in `--cors-origin`, get 403.
+    With `--token` (or `HAUL_TOKEN`) every route but `/healthz` and the dashboard (`/`, `/ui/*`) needs
+    `Authorization: Bearer <token>`; event streams also take `?access_token=`. Without a token (loopback only,
+    unless `--allow-unauthenticated`) no credentials are needed. Requests whose `Host` the server does not answer
+    to, and state changes from a browser origin other than the server's own and those given in `--cors-origin`,
+    get 403.
   license:
     name: MIT
 servers:

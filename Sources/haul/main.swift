@@ -98,10 +98,12 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "serve":
     exit(serve(Array(arguments.dropFirst())))
+case "add", "ls", "pause", "resume", "rm", "watch", "health":
+    exit(ClientCommand.run(arguments[0], Array(arguments.dropFirst())))
 case "help", "--help", "-h", nil:
-    print("usage: haul serve [options]   (haul serve --help for the options)")
+    print(ClientCommand.usage)
     exit(arguments.isEmpty ? 2 : 0)
 default:
-    FileHandle.standardError.write(Data("haul: unknown command '\(arguments[0])'\n".utf8))
+    FileHandle.standardError.write(Data("haul: unknown command '\(arguments[0])'\n\n\(ClientCommand.usage)\n".utf8))
     exit(2)
 }

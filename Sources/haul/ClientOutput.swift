@@ -1,0 +1,198 @@
+import Foundation
+import HaulCore
+
+/// What the command-line client prints: sizes, durations, a progress bar on a terminal and plain lines elsewhere.
+enum Format {
+    static func bytes(_ value: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var scaled = Double(value)
+        var unit = 0
+        while scaled >= 1024, unit < units.count - 1 {
+            scaled /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(value) B" : String(format: scaled < 10 ? "%.2f %@" : "%.1f %@", scaled, units[unit])
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let s = max(0, Int(seconds.rounded()))
+        if s < 60 { return "\(s) s" }
+        if s < 3600 { return String(format: "%d min %02d s", s / 60, s % 60) }
+        return String(format: "%d h %02d min", s / 3600, s % 3600 / 60)
+    }
+
+    /// `text` cut or padded to `width` characters.
+    static func column(_ text: String, _ width: Int) -> String {
+        text.count > width ? String(text.prefix(width - 1)) + "…" : text + String(repeating: " ", count: width - text.count)
+    }
+}
+
+/// The fields of a download resource the client shows.
+struct DownloadView {
+    let id: String
+    let state: String
+    let name: String
+    let path: String?
+    let received: Int64
+    let total: Int64?
+    let progress: Double?
+    let speed: Double
+    let eta: Double?
+    let error: (code: String, message: String)?
+
+    init(_ json: JSONValue) {
+        id = json["id"]?.stringValue ?? "?"
+        state = json["state"]?.stringValue ?? "?"
+        let url = json["url"]?.stringValue ?? ""
+        name = json["filename"]?.stringValue
+            ?? URL(string: url)?.lastPathComponent.nonEmpty ?? url
+        path = json["path"]?.stringValue
+        received = json["received_bytes"]?.integerValue ?? 0
+        total = json["total_bytes"]?.integerValue
+        if case .number(let p) = json["progress"] { progress = p } else { progress = nil }
+        if case .number(let s) = json["speed"] { speed = s } else { speed = 0 }
+        if case .number(let e) = json["eta_seconds"] { eta = e } else { eta = nil }
+        if let error = json["error"], let code = error["code"]?.stringValue {
+            self.error = (code, error["message"]?.stringValue ?? "")
+        } else {
+            error = nil
+        }
+    }
+
+    var isRunning: Bool { ["probing", "downloading", "verifying"].contains(state) }
+    var isFinished: Bool { state == "completed" || state == "failed" }
+
+    var percent: String { progress.map { "\(Int(($0 * 100).rounded(.down)))%" } ?? "" }
+
+    var size: String {
+        total.map { "\(Format.bytes(received)) of \(Format.bytes($0))" } ?? Format.bytes(received)
+    }
+}
+
+/// Shows one download's progress: a bar redrawn in place on a terminal, or a line per state change and at most one
+/// progress line a second when the output is a file or a pipe.
+final class ProgressDisplay {
+    private let terminal: Bool
+    private let width: Int
+    private var lastState = ""
+    private var lastLineAt = 0.0
+    private var drawn = false
+
+    init(terminal: Bool = isatty(STDERR_FILENO) == 1) {
+        self.terminal = terminal
+        width = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init).map { max(40, $0) } ?? 80
+    }
+
+    func show(_ d: DownloadView) {
+        if terminal {
+            draw(d)
+        } else {
+            // The end is told by the caller's closing line.
+            let now = ProcessInfo.processInfo.systemUptime
+            guard !d.isFinished, d.state != lastState || (d.isRunning && now - lastLineAt >= 1) else { return }
+            lastLineAt = now
+            var line = "\(d.name): \(d.state)"
+            if d.progress != nil || d.received > 0 {
+                line += " \(d.percent) (\(d.size)"
+                if d.isRunning, d.speed > 0 { line += ", \(Format.bytes(Int64(d.speed)))/s" }
+                line += ")"
+            }
+            printError(line)
+        }
+        lastState = d.state
+    }
+
+    /// Ends the bar's line, so what follows starts on its own.
+    func finish() {
+        if terminal && drawn { writeError("\n") }
+        drawn = false
+    }
+
+    private func draw(_ d: DownloadView) {
+        var tail = " \(Format.column(d.percent, 4)) \(d.size)"
+        if d.isRunning, d.speed > 0 { tail += "  \(Format.bytes(Int64(d.speed)))/s" }
+        if d.isRunning, let eta = d.eta { tail += "  ETA \(Format.duration(eta))" }
+        if !d.isRunning { tail += "  \(d.state)" }
+        // The bar keeps its width while the numbers after it change: room is kept for the longest tail.
+        let nameWidth = min(24, max(8, d.name.count))
+        let barWidth = max(10, width - nameWidth - 52)
+        tail = Format.column(tail, width - nameWidth - barWidth - 4)
+        let filled = Int(((d.progress ?? (d.state == "completed" ? 1 : 0)) * Double(barWidth)).rounded(.down))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled)
+        // Carriage return and erase-to-end-of-line: the bar redraws itself in place.
+        writeError("\r\(Format.column(d.name, nameWidth)) [\(bar)]\(tail)\u{1B}[K")
+        drawn = true
+    }
+}
+
+/// Server-sent events from a byte stream: complete events come out as the bytes arrive.
+struct EventParser {
+    struct Event {
+        var id: String?
+        var name = "message"
+        var data = ""
+    }
+
+    private var buffer: [UInt8] = []
+
+    mutating func feed(_ bytes: [UInt8]) -> [Event] {
+        buffer += bytes
+        var events: [Event] = []
+        while let end = blankLine() {
+            let block = String(decoding: buffer[..<end.start], as: UTF8.self)
+            buffer.removeSubrange(..<end.after)
+            var event = Event()
+            var dataLines: [Substring] = []
+            for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
+                let line = line.hasSuffix("\r") ? line.dropLast() : line
+                if line.isEmpty || line.hasPrefix(":") { continue }
+                let colon = line.firstIndex(of: ":")
+                let field = colon.map { line[..<$0] } ?? line
+                var value = colon.map { line[line.index(after: $0)...] } ?? ""
+                if value.hasPrefix(" ") { value = value.dropFirst() }
+                switch field {
+                case "id": event.id = String(value)
+                case "event": event.name = String(value)
+                case "data": dataLines.append(value)
+                default: break
+                }
+            }
+            guard !dataLines.isEmpty else { continue }
+            event.data = dataLines.joined(separator: "\n")
+            events.append(event)
+        }
+        return events
+    }
+
+    /// Where the first blank line ("\n\n" or "\r\n\r\n") starts and where the bytes after it begin.
+    private func blankLine() -> (start: Int, after: Int)? {
+        var index = 0
+        while index + 1 < buffer.count {
+            if buffer[index] == 10 {
+                if buffer[index + 1] == 10 { return (index, index + 2) }
+                if buffer[index + 1] == 13, index + 2 < buffer.count, buffer[index + 2] == 10 {
+                    return (index, index + 3)
+                }
+            }
+            index += 1
+        }
+        return nil
+    }
+}
+
+func writeError(_ text: String) {
+    FileHandle.standardError.write(Data(text.utf8))
+}
+
+func printError(_ line: String) {
+    writeError(line + "\n")
+}
+
+extension String {
+    var nonEmpty: String? { isEmpty ? nil : self }
+}
+
+/// A line on standard output, written at once (a watcher's output may be a pipe read as it comes).
+func printOutput(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
