@@ -4,7 +4,7 @@ LISTEN ?= 127.0.0.1:8080
 DOWNLOAD_DIR ?= ./downloads
 DATA_DIR ?= ./data
 
-.PHONY: deps build run test check sanitize bench bench-quick fuzz schemathesis embed clean
+.PHONY: deps build run test check sanitize bench bench-quick fuzz schemathesis embed docker docker-check clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -20,6 +20,7 @@ test: deps
 	$(SWIFT) test --skip-build --disable-swift-testing
 	$$(./scripts/venv.sh)/bin/openapi-spec-validator openapi.yaml
 	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/dashboard_test.py .build/debug .build/dashboard.png
+	./docker/check.sh
 	.build/debug/HaulFuzz Tests/Fuzz/corpus
 	./scripts/schemathesis.sh .build/debug/haul 100
 	$(MAKE) fuzz
@@ -64,6 +65,13 @@ fuzz: deps
 schemathesis: deps
 	$(SWIFT) build
 	./scripts/schemathesis.sh .build/debug/haul 100
+
+# The container image (needs a Docker engine). `make test` checks the Dockerfile without one (docker/check.sh).
+docker:
+	docker build -f docker/Dockerfile -t haul:latest .
+
+docker-check: deps
+	./docker/check.sh
 
 # Regenerates the copies of openapi.yaml and dashboard/ compiled into the server (a test fails when they differ).
 embed:

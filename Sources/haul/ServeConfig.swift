@@ -63,8 +63,8 @@ struct ServeConfig {
           --http-timeout SECONDS an API connection must deliver each whole request within this long of opening
                                  or of its previous request, and is closed when idle as long (HAUL_HTTP_TIMEOUT,
                                  default 60)
-          --token TOKEN          require 'Authorization: Bearer TOKEN' on every route but /healthz (HAUL_TOKEN;
-                                 prefer the variable: arguments show in ps)
+          --token TOKEN          require 'Authorization: Bearer TOKEN' on every route but /healthz and the
+                                 dashboard's page (HAUL_TOKEN; prefer the variable: arguments show in ps)
           --allow-unauthenticated  allow listening beyond loopback without a token (HAUL_ALLOW_UNAUTHENTICATED=1)
           --allowed-hosts NAMES  comma-separated names the Host header may carry (HAUL_ALLOWED_HOSTS; default on
                                  loopback: localhost, 127.0.0.1, ::1; elsewhere any)
@@ -80,6 +80,13 @@ struct ServeConfig {
                                  (HAUL_LOG_FORMAT, default text)
         """
 
+    /// Every option `usage` lists, read from it: an option cannot be accepted without being documented.
+    static let names: [String] = usage.split(separator: "\n").compactMap { line in
+        let text = line.drop(while: { $0 == " " })
+        guard text.hasPrefix("--") else { return nil }
+        return String(text.dropFirst(2).prefix(while: { $0 != " " }))
+    }
+
     /// Options that take no value (`--name` alone means on; `--name=0` off).
     static let switches: Set<String> = ["allow-unauthenticated", "deny-private-networks"]
 
@@ -89,13 +96,6 @@ struct ServeConfig {
 
     static func parse(_ arguments: [String], environment: [String: String]) throws -> ServeConfig {
         var values: [String: String] = [:]
-        let names = ["listen", "download-dir", "data-dir", "max-active", "connections", "max-attempts", "retry-wait",
-                     "stall-timeout", "sse-heartbeat", "progress-interval", "http-timeout",
-                     "slow-client-timeout", "max-connections-per-host", "min-split-size", "max-speed",
-                     "lowest-speed", "token", "allow-unauthenticated", "allowed-hosts", "cors-origin",
-                     "deny-private-networks", "allow-networks", "max-downloads", "max-event-streams",
-                     "max-connections-per-client",
-                     "log-level", "log-format"]
         for name in names {
             let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
             if let value = environment[variable] { values[name] = value }

@@ -76,4 +76,35 @@ final class OpenAPIContractTests: XCTestCase {
         XCTAssertEqual(again.status, 304)
         XCTAssertTrue(again.body.isEmpty)
     }
+
+    func testTheReadmeShowsACurlExampleForEveryOperation() throws {
+        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        // Commands joined across backslash continuations, then (METHOD, path) for each URL a curl line names.
+        let commands = readme.replacingOccurrences(of: "\\\n", with: " ").split(separator: "\n")
+            .filter { $0.hasPrefix("curl ") }
+        var examples: [(method: String, path: String)] = []
+        for command in commands {
+            let words = command.split(separator: " ")
+            var method = command.contains(" -d ") ? "POST" : "GET"
+            if let flag = words.firstIndex(of: "-X"), flag + 1 < words.count { method = String(words[flag + 1]) }
+            for word in words {
+                let trimmed = word.trimmingCharacters(in: CharacterSet(charactersIn: "'\""))
+                guard let slash = trimmed.firstIndex(of: "/"), trimmed.hasPrefix("localhost:") || trimmed.hasPrefix("host:")
+                else { continue }
+                let path = trimmed[slash...].prefix(while: { $0 != "?" })
+                examples.append((method, String(path)))
+            }
+        }
+        XCTAssertGreaterThan(examples.count, 10)
+        for operation in specOperations(try specText()).sorted() {
+            let parts = operation.split(separator: " ")
+            let (method, pattern) = (String(parts[0]), parts[1].split(separator: "/", omittingEmptySubsequences: false))
+            let shown = examples.contains { example in
+                let path = example.path.split(separator: "/", omittingEmptySubsequences: false)
+                return example.method == method && path.count == pattern.count
+                    && zip(path, pattern).allSatisfy { $1.hasPrefix("{") || $0 == $1 }
+            }
+            XCTAssertTrue(shown, "README has no curl example for \(operation)")
+        }
+    }
 }

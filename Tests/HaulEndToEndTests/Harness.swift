@@ -140,16 +140,17 @@ final class ServerProcess {
     let baseURL: String
     let logPath: String
 
-    init(executable: String, arguments: [String], logPath: String, currentDirectory: String? = nil) throws {
+    init(executable: String, arguments: [String], environment: [String: String]? = nil, logPath: String,
+         currentDirectory: String? = nil) throws {
         self.logPath = logPath
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        var environment = environment ?? ProcessInfo.processInfo.environment
         if underSanitizer {
             // The runner's leak suppressions (its URLSession's libcurl) are not for the servers: theirs all count.
-            var environment = ProcessInfo.processInfo.environment
             environment["LSAN_OPTIONS"] = nil
-            process.environment = environment
         }
+        process.environment = environment
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
         let stdout = Pipe()
         process.standardOutput = stdout
