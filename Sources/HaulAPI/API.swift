@@ -80,7 +80,7 @@ public final class API {
         if let log, log.minimum <= .info {
             // The path only: a query may carry an access token.
             log.info("request", ["http.method": request.method, "http.path": path, "http.status": String(status),
-                                 "http.duration_ms": String(format: "%.3f", seconds * 1000),
+                                 "http.duration_ms": API.milliseconds(seconds),
                                  "client.address": request.peer])
         }
         return result
@@ -388,6 +388,13 @@ public final class API {
         } catch {
             throw Problem(error)
         }
+    }
+
+    /// `seconds` as milliseconds with three decimals ("0.412"); String(format:) cost a tenth of a request.
+    static func milliseconds(_ seconds: Double) -> String {
+        let micros = max(0, Int((seconds * 1_000_000).rounded()))
+        let fraction = String(micros % 1000)
+        return "\(micros / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
     }
 
     static func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {

@@ -32,22 +32,34 @@ public struct Logger: Sendable {
 
     public func log(_ level: Level, _ message: String, _ metadata: [String: String] = [:]) {
         guard level >= minimum else { return }
-        var line: String
+        // Built as bytes: a line is written for every API request, so its cost shows in request rates.
+        var line: [UInt8] = []
+        line.reserveCapacity(128 + message.utf8.count)
+        let keys = metadata.count > 1 ? metadata.keys.sorted() : Array(metadata.keys)
         switch format {
         case .text:
-            line = "\(Timestamp.rfc3339(Date())) \(level.name) \(message)"
-            for key in metadata.keys.sorted() { line += " \(key)=\(Logger.quoted(metadata[key]!))" }
+            line += Timestamp.rfc3339(Date()).utf8
+            line.append(UInt8(ascii: " "))
+            line += level.name.utf8
+            line.append(UInt8(ascii: " "))
+            line += message.utf8
+            for key in keys {
+                line.append(UInt8(ascii: " "))
+                line += key.utf8
+                line.append(UInt8(ascii: "="))
+                Logger.appendQuoted(metadata[key]!, to: &line)
+            }
         case .json:
             var members: [(String, JSONValue)] = [("time", .string(Timestamp.rfc3339(Date()))),
                                                    ("level", .string(level.name)), ("msg", .string(message))]
-            for key in metadata.keys.sorted() where !["time", "level", "msg"].contains(key) {
+            for key in keys where key != "time" && key != "level" && key != "msg" {
                 members.append((key, .string(metadata[key]!)))
             }
-            line = String(decoding: JSONValue.object(members).serializedBytes(), as: UTF8.self)
+            line = JSONValue.object(members).serializedBytes()
         }
-        line += "\n"
+        line.append(UInt8(ascii: "\n"))
         // One write(2) per line, so lines from the loop and from worker threads never interleave mid-line.
-        line.withUTF8 { bytes in
+        line.withUnsafeBufferPointer { bytes in
             var offset = 0
             while offset < bytes.count {
                 let n = write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
@@ -58,29 +70,35 @@ public struct Logger: Sendable {
         }
     }
 
-    /// A value as logfmt writes it: bare when it holds no space, quote, `=` or control character, else quoted.
+    /// A value as logfmt writes it: bare when it holds no space, quote, `=`, backslash or control character, else
+    /// quoted with those escaped.
     static func quoted(_ value: String) -> String {
-        let plain = !value.isEmpty && value.unicodeScalars.allSatisfy {
-            $0.value > 0x20 && $0 != "\"" && $0 != "=" && $0 != "\\" && $0.value != 0x7f
+        var bytes: [UInt8] = []
+        appendQuoted(value, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func appendQuoted(_ value: String, to out: inout [UInt8]) {
+        let plain = !value.isEmpty && value.utf8.allSatisfy {
+            $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 != UInt8(ascii: "\\") && $0 != 0x7f
         }
-        if plain { return value }
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7f {
-                    out += "\\u{\(String(scalar.value, radix: 16))}"
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
+        if plain {
+            out += value.utf8
+            return
+        }
+        out.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += Array("\\\"".utf8)
+            case UInt8(ascii: "\\"): out += Array("\\\\".utf8)
+            case UInt8(ascii: "\n"): out += Array("\\n".utf8)
+            case UInt8(ascii: "\r"): out += Array("\\r".utf8)
+            case UInt8(ascii: "\t"): out += Array("\\t".utf8)
+            case 0..<0x20, 0x7f: out += Array("\\u{\(String(byte, radix: 16))}".utf8)
+            default: out.append(byte)
             }
         }
-        return out + "\""
+        out.append(UInt8(ascii: "\""))
     }
 
     public func debug(_ m: String, _ meta: [String: String] = [:]) { log(.debug, m, meta) }
