@@ -147,15 +147,20 @@ enum ClientCommand {
             return try follow(client, download, after: sequence)
         }
         var lastProgress: [String: Double] = [:]
+        func describe(_ d: DownloadView) -> String {
+            var line = "\(d.id) \(d.state) \(d.name)"
+            if let error = d.error { line += " (\(error.code): \(error.message))" }
+            if d.state == "completed", let path = d.path { line += " -> \(path)" }
+            return line
+        }
         try client.events("/events") { event in
             guard let data = try? JSONValue.parse(event.data) else { return true }
             switch event.name {
             case "created", "state":
-                let d = DownloadView(data)
-                var line = "\(d.id) \(d.state) \(d.name)"
-                if let error = d.error { line += " (\(error.code): \(error.message))" }
-                if d.state == "completed", let path = d.path { line += " -> \(path)" }
-                printOutput(line)
+                printOutput(describe(DownloadView(data)))
+            case "snapshot":
+                // Away longer than the server remembers: where everything stands now.
+                if case .array(let all)? = data["downloads"] { for d in all { printOutput(describe(DownloadView(d))) } }
             case "progress":
                 let d = DownloadView(data)
                 let now = ProcessInfo.processInfo.systemUptime
@@ -169,7 +174,6 @@ enum ClientCommand {
             }
             return true
         }
-        throw Stop(status: .failed, message: "the server ended the event stream")
     }
 
     private static func health(_ client: Client, _ options: inout Options) throws(Stop) {
@@ -270,27 +274,53 @@ struct Client {
         }
     }
 
-    /// Follows an event stream, handing each event to `onEvent` until it returns false or the stream ends.
+    /// Follows an event stream, handing each event to `onEvent` until it returns false. A stream that drops after
+    /// it opened (the server restarted, the network blinked) is opened again every two seconds with
+    /// `Last-Event-ID`, so nothing is missed; a refusal (401, 404, ...) ends it with the server's problem.
     func events(_ path: String, _ onEvent: @escaping (EventParser.Event) -> Bool) throws(ClientCommand.Stop) {
-        var request = request("GET", path)
-        request.headers = [("Accept", "text/event-stream")] + request.headers.filter { $0.0 != "Accept" }
-        request.timeout = 0
-        var parser = EventParser()
-        var errorBody: [UInt8] = []
-        let status: Int
-        do {
-            status = try request.stream { status, chunk in
-                guard (200..<300).contains(status) else {
-                    errorBody += chunk
+        var lastEventID: String?
+        var opened = false
+        var lost = false
+        while true {
+            var request = request("GET", path)
+            request.headers = [("Accept", "text/event-stream")] + request.headers.filter { $0.0 != "Accept" }
+            if let lastEventID { request.headers.append(("Last-Event-ID", lastEventID)) }
+            request.timeout = 0
+            var parser = EventParser()
+            var errorBody: [UInt8] = []
+            var done = false
+            var status = 0
+            do {
+                status = try request.stream { status, chunk in
+                    guard (200..<300).contains(status) else {
+                        errorBody += chunk
+                        return true
+                    }
+                    opened = true
+                    if lost {
+                        printError("haul: reconnected")
+                        lost = false
+                    }
+                    for event in parser.feed(chunk) {
+                        if let id = event.id { lastEventID = id }
+                        if !onEvent(event) {
+                            done = true
+                            return false
+                        }
+                    }
                     return true
                 }
-                for event in parser.feed(chunk) where !onEvent(event) { return false }
-                return true
+            } catch {
+                if !opened { throw unreachable(error) }
             }
-        } catch {
-            throw unreachable(error)
+            if done { return }
+            if status != 0, !(200..<300).contains(status) { throw problem(status, errorBody) }
+            if !lost {
+                printError("haul: lost the event stream from \(server); reconnecting")
+                lost = true
+            }
+            sleep(2)
         }
-        if !(200..<300).contains(status) { throw problem(status, errorBody) }
     }
 
     private func unreachable(_ error: APIRequest.Failure) -> ClientCommand.Stop {

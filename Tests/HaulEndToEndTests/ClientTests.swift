@@ -115,6 +115,16 @@ final class ClientTests: HaulTestCase {
         let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
         XCTAssertEqual(lines.first, "\(id) queued w.bin")
         XCTAssertTrue(lines.contains("\(id) completed w.bin -> w.bin"), "\(lines)")
+
+        // A server restart under the watcher: it reconnects with Last-Event-ID and goes on.
+        let port = haul.port
+        haul.stop(signal: SIGTERM)
+        try startHaul(extra: ["--listen", "127.0.0.1:\(port)"])
+        try waitFor("the watcher to reconnect") { try self.api.get("/stats").json["event_streams"] as? Int == 1 }
+        let second = try add(["url": originURL("w.bin", "v=2"), "start_paused": true])
+        try waitFor("the watcher to print the new download") {
+            (try String(contentsOfFile: output, encoding: .utf8)).contains("\(second) paused w.bin")
+        }
     }
 
     func testWatchingOneDownloadEndsWithIt() throws {
