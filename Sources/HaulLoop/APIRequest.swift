@@ -71,14 +71,17 @@ public struct APIRequest {
             }
             return length
         }
-        let result: CURLcode = body.map { bytes in
-            bytes.withUnsafeBufferPointer { buffer in
-                _ = haul_easy_setopt_long(easy, CURLOPT_POSTFIELDSIZE, buffer.count)
-                _ = haul_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS,
-                                         UnsafeMutableRawPointer(mutating: buffer.baseAddress ?? UnsafePointer(bitPattern: 1)))
-                return curl_easy_perform(easy)
+        if let body {
+            // curl copies the body (COPYPOSTFIELDS), so nothing here must outlive this call; the extra byte gives an
+            // empty body storage too.
+            var bytes: [UInt8] = body
+            bytes.append(0)
+            _ = haul_easy_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
+            bytes.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) -> Void in
+                _ = haul_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, buffer.baseAddress)
             }
-        } ?? curl_easy_perform(easy)
+        }
+        let result = curl_easy_perform(easy)
         var status = 0
         _ = haul_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         if result != CURLE_OK && !(result == CURLE_WRITE_ERROR && sink.stopped) {

@@ -34,7 +34,7 @@ enum ClientCommand {
     }
 
     static func run(_ command: String, _ arguments: [String]) -> Int32 {
-        do {
+        do throws(Stop) {
             var options = try Options(arguments, environment: ProcessInfo.processInfo.environment)
             let client = Client(server: options.server, token: options.token)
             switch command {
@@ -232,11 +232,6 @@ enum ClientCommand {
         guard let value = Int64(text) else { throw Stop(status: .usage, message: "--\(name) takes a number") }
         return JSONValue(value)
     }
-}
-
-extension Error {
-    var message: String { (self as? ClientCommand.Stop)?.message ?? "\(self)" }
-    var status: ClientCommand.Status { (self as? ClientCommand.Stop)?.status ?? .failed }
 }
 
 /// The API as the client calls it: JSON in and out, problems turned into messages.
