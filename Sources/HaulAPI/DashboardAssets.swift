@@ -461,7 +461,7 @@ details { margin-top: 0.6rem; }
 .fill[data-state=failed] { background: var(--bad); }
 .fill[data-state=paused] { background: var(--warn); }
 .fill.unknown { width: 100%; opacity: 0.35; }
-.download .details span:empty { display: none; }
+.download .details span:empty:not(.grow) { display: none; }
 .download .error { font-size: 0.85rem; }
 """#
 }
