@@ -17,20 +17,25 @@ final class RequestMetrics {
         var counts = [UInt64](repeating: 0, count: RequestMetrics.buckets.count)
         var count: UInt64 = 0
         var sum = 0.0
+
+        mutating func observe(_ seconds: Double) {
+            if let bucket = RequestMetrics.buckets.firstIndex(where: { seconds <= $0 }) { counts[bucket] += 1 }
+            count += 1
+            sum += seconds
+        }
     }
+
+    /// Methods outside this set share one label, like unknown routes.
+    private static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PATCH", "DELETE", "OPTIONS", "PUT"]
 
     private var requests: [Key: UInt64] = [:]
     private var latency: [String: Histogram] = [:]
 
+    /// Runs for every request: updates in place, so no bucket array is copied.
     func record(route: String, method: String, status: Int, seconds: Double) {
-        // Methods outside the known set share one label, like unknown routes.
-        let known = ["GET", "HEAD", "POST", "PATCH", "DELETE", "OPTIONS", "PUT"]
-        requests[Key(route: route, method: known.contains(method) ? method : "other", status: status), default: 0] += 1
-        var histogram = latency[route] ?? Histogram()
-        if let bucket = RequestMetrics.buckets.firstIndex(where: { seconds <= $0 }) { histogram.counts[bucket] += 1 }
-        histogram.count += 1
-        histogram.sum += seconds
-        latency[route] = histogram
+        let label = RequestMetrics.knownMethods.contains(method) ? method : "other"
+        requests[Key(route: route, method: label, status: status), default: 0] += 1
+        latency[route, default: Histogram()].observe(seconds)
     }
 
     /// Appends the request families to an exposition.
