@@ -24,6 +24,7 @@ test: deps
 	$(SWIFT) test --skip-build --disable-swift-testing
 	$$(./scripts/venv.sh)/bin/openapi-spec-validator openapi.yaml
 	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/dashboard_test.py .build/debug .build/dashboard.png
+	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/cors_test.py .build/debug
 	./docker/check.sh
 	.build/debug/HaulFuzz Tests/Fuzz/corpus
 	./scripts/schemathesis.sh .build/debug/haul 100

@@ -14,7 +14,9 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSystem"),
-        .target(name: "HaulLoop", dependencies: ["CEvent", "CCurl", "CSQLite", "CCrypto", "CSystem"]),
+        // One C file: reads a field evhttp 2.1 offers no getter for (see its header).
+        .target(name: "CEventRequest", dependencies: ["CEvent"]),
+        .target(name: "HaulLoop", dependencies: ["CEvent", "CEventRequest", "CCurl", "CSQLite", "CCrypto", "CSystem"]),
         .target(name: "HaulCore", dependencies: ["HaulLoop"]),
         .target(name: "HaulAPI", dependencies: ["HaulCore", "HaulLoop"]),
         .executableTarget(name: "haul", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"]),

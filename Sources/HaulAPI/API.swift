@@ -69,12 +69,21 @@ public final class API {
 
     /// Answers `request`, counting it in the metrics and logging one line for it.
     public func handle(_ request: HTTPRequest) -> APIResult {
-        let started = ProcessInfo.processInfo.systemUptime
+        var result: APIResult?
+        serve(request, receivedAt: ProcessInfo.processInfo.systemUptime) { result = $0 }
+        return result!
+    }
+
+    /// Answers `request` through `send` (the transport's reply), then counts it in the metrics and logs one line
+    /// whose duration runs from `receivedAt` (the uptime when the transport began reading the request) to the
+    /// reply being handed over: reading, routing, the handler and writing, the whole time the loop spent on it.
+    public func serve(_ request: HTTPRequest, receivedAt: Double, send: (APIResult) -> Void) {
         let path = request.path
         let matched = router.match(path)
         let result = answer(request, path: path, matched: matched)
+        send(result)
         let status = result.response?.status ?? 200
-        let seconds = ProcessInfo.processInfo.systemUptime - started
+        let seconds = ProcessInfo.processInfo.systemUptime - receivedAt
         metrics.record(route: matched?.route.pattern ?? "unmatched", method: request.method, status: status,
                        seconds: seconds)
         if let log, log.minimum <= .info {
@@ -83,7 +92,6 @@ public final class API {
                                  "http.duration_ms": API.milliseconds(seconds),
                                  "client.address": request.peer])
         }
-        return result
     }
 
     private func answer(_ request: HTTPRequest, path: String,
@@ -95,7 +103,8 @@ public final class API {
                 .response(instance: "/").adding(cors))
         }
         if let refused = gate.check(request, path: path, now: ProcessInfo.processInfo.systemUptime) {
-            return .response(refused.adding(cors))
+            // A preflight's answer carries its CORS headers already; a second copy makes browsers refuse it.
+            return .response(gate.preflight(request) != nil ? refused : refused.adding(cors))
         }
         switch router.handle(request, path: path, matched: matched) {
         case .response(let response):
@@ -160,18 +169,13 @@ public final class API {
             }
         }
         if let headers = body.object("headers") {
-            for (name, value) in headers {
-                guard let text = value.stringValue else {
-                    body.reject("headers.\(name)", "must be a string")
-                    continue
-                }
-                if let problem = Validate.header(name: name, value: text) { body.reject("headers.\(name)", problem) }
-                request.headers.append(HeaderField(name: name, value: text))
-            }
+            let checked = Validate.headers(headers)
+            for (field, message) in checked.errors { body.reject(field, message) }
+            request.headers = checked.headers
         }
         if let key = http.header("Idempotency-Key"),
-           key.isEmpty || key.count > 255 || key.contains(where: { $0.isNewline }) {
-            body.reject("Idempotency-Key", "must be 1 to 255 characters on one line")
+           key.isEmpty || key.utf8.count > 255 || !HTTPField.isValue(key) {
+            body.reject("Idempotency-Key", "must be 1 to 255 bytes without control characters")
         }
         try body.finish()
         return request

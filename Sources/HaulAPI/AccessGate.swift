@@ -41,17 +41,26 @@ final class AccessGate {
         tokenDigest = policy.token.map { Digest.sha256(Array($0.utf8)) }
     }
 
+    /// The answer to a CORS preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`), complete with its
+    /// CORS headers; nil for any other request.
+    func preflight(_ request: HTTPRequest) -> HTTPResponse? {
+        guard request.method == "OPTIONS", let origin = request.header("Origin"),
+              request.header("Access-Control-Request-Method") != nil else { return nil }
+        return preflight(origin: origin)
+    }
+
     /// The response that ends `request` here, or nil to let it through.
     func check(_ request: HTTPRequest, path: String, now: Double) -> HTTPResponse? {
+        if let problem = HostHeader.problem(in: request) {
+            return Problem.badRequest(problem).response(instance: path)
+        }
         if let allowed = policy.allowedHosts, let host = request.header("Host"),
-           !allowed.contains(AccessGate.hostName(host)) {
+           !allowed.contains(HostHeader(host)?.name ?? "") {
             return Problem(status: 403, slug: "host-not-allowed", title: "Host not allowed",
-                           detail: "this server does not answer to '\(host)'").response(instance: path)
+                           detail: "this server does not answer to this Host").response(instance: path)
         }
+        if let preflight = preflight(request) { return preflight }
         let origin = request.header("Origin")
-        if request.method == "OPTIONS", let origin, request.header("Access-Control-Request-Method") != nil {
-            return preflight(origin: origin)
-        }
         // A page from an origin not configured must not change anything, token or not (a form post needs no
         // preflight, and on loopback without a token nothing else would stop it).
         if let origin, !policy.corsOrigins.contains(origin), !AccessGate.isSameOrigin(origin, request),
@@ -141,14 +150,6 @@ final class AccessGate {
 
     static func isEventStream(_ path: String) -> Bool {
         path == "/events" || (path.hasPrefix("/downloads/") && path.hasSuffix("/events"))
-    }
-
-    /// The host name of a `Host` header, lower case, without the port.
-    static func hostName(_ header: String) -> String {
-        let lower = header.lowercased()
-        if lower.hasPrefix("[") { return lower.firstIndex(of: "]").map { String(lower[...$0]) } ?? lower }
-        return lower.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
-            ?? lower
     }
 
     /// Compares two digests without stopping at the first difference, so timing tells nothing about the token.

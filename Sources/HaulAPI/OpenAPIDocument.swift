@@ -385,13 +385,18 @@ components:
         connections: { type: integer, minimum: 1, maximum: 32 }
         headers:
           type: object
+          maxProperties: 64
           propertyNames:
             pattern: "^[-!#$%&'*+.^_`|~0-9A-Za-z]+$"
-            not: { pattern: "^([Rr][Aa][Nn][Gg][Ee]|[Ii][Ff]-[Rr][Aa][Nn][Gg][Ee]|[Hh][Oo][Ss][Tt]|[Cc][Oo][Nn][Tt][Ee][Nn][Tt]-[Ll][Ee][Nn][Gg][Tt][Hh]|[Tt][Rr][Aa][Nn][Ss][Ff][Ee][Rr]-[Ee][Nn][Cc][Oo][Dd][Ii][Nn][Gg]|[Cc][Oo][Nn][Nn][Ee][Cc][Tt][Ii][Oo][Nn]|[Aa][Cc][Cc][Ee][Pp][Tt]-[Ee][Nn][Cc][Oo][Dd][Ii][Nn][Gg])$" }
-          additionalProperties: { type: string, pattern: "^[^\\r\\n\\u0000]*$" }
+            not: { pattern: "^([Rr][Aa][Nn][Gg][Ee]|[Ii][Ff]-[Rr][Aa][Nn][Gg][Ee]|[Hh][Oo][Ss][Tt]|[Cc][Oo][Nn][Tt][Ee][Nn][Tt]-[Ll][Ee][Nn][Gg][Tt][Hh]|[Tt][Rr][Aa][Nn][Ss][Ff][Ee][Rr]-[Ee][Nn][Cc][Oo][Dd][Ii][Nn][Gg]|[Cc][Oo][Nn][Nn][Ee][Cc][Tt][Ii][Oo][Nn]|[Aa][Cc][Cc][Ee][Pp][Tt]-[Ee][Nn][Cc][Oo][Dd][Ii][Nn][Gg]|[Tt][Ee]|[Tt][Rr][Aa][Ii][Ll][Ee][Rr]|[Uu][Pp][Gg][Rr][Aa][Dd][Ee]|[Kk][Ee][Ee][Pp]-[Aa][Ll][Ii][Vv][Ee]|[Pp][Rr][Oo][Xx][Yy]-[Cc][Oo][Nn][Nn][Ee][Cc][Tt][Ii][Oo][Nn]|[Ee][Xx][Pp][Ee][Cc][Tt]|[Hh][Tt][Tt][Pp]2-[Ss][Ee][Tt][Tt][Ii][Nn][Gg][Ss])$" }
+          additionalProperties: { type: string, pattern: "^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F]*$" }
           description: |
-            Sent to the origin with every request; never shown back. Haul sets Range, If-Range, Host,
-            Content-Length, Transfer-Encoding, Connection and Accept-Encoding itself.
+            Sent to the origin with every request; never shown back. Names are RFC 9110 tokens, each given once
+            (without regard to case); values hold no CR, LF, NUL or other control character (a tab is allowed), and
+            whitespace around a value is dropped. At most 64 headers and 16 KiB of names and values together (422
+            beyond). Haul sets Range, If-Range, Host, Content-Length, Transfer-Encoding, Connection and
+            Accept-Encoding itself, and the connection headers TE, Trailer, Upgrade, Keep-Alive, Proxy-Connection,
+            Expect and HTTP2-Settings cannot be given.
         priority: { type: integer, minimum: -1000, maximum: 1000, default: 0 }
         max_speed: { type: integer, minimum: 0, maximum: 1125899906842624, description: "Bytes per second; 0 for unlimited." }
         start_paused: { type: boolean, default: false }
@@ -594,7 +599,7 @@ components:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
     UnsupportedMediaType:
-      description: The body is not sent as JSON.
+      description: "The body is not sent as `Content-Type: application/json` (parameters such as charset allowed)."
       content:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }

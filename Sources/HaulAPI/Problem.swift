@@ -37,7 +37,7 @@ struct Problem: Error {
 
     static func unsupportedMediaType(_ type: String) -> Problem {
         Problem(status: 415, slug: "unsupported-media-type", title: "Unsupported media type",
-                detail: "send application/json, not \(type)")
+                detail: "send application/json, not \(type.utf8.count <= 100 ? type : String(type.prefix(100)) + "...")")
     }
 
     static func invalid(_ errors: [(field: String, message: String)]) -> Problem {

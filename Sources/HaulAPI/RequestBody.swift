@@ -12,10 +12,11 @@ struct RequestBody {
     /// Parses the body as a JSON object: 413 when too large, 415 for a non-JSON type, 400 when malformed.
     init(_ request: HTTPRequest) throws(Problem) {
         guard request.body.count <= RequestBody.maxBytes else { throw Problem.tooLarge(limit: RequestBody.maxBytes) }
-        if let type = request.header("Content-Type"), !ASCII.hasPrefixIgnoringCase(type, "application/json"),
-           !type.lowercased().contains("+json") {
-            throw Problem.unsupportedMediaType(type.lowercased())
+        guard let type = request.header("Content-Type") else {
+            throw Problem(status: 415, slug: "unsupported-media-type", title: "Unsupported media type",
+                          detail: "send the body with 'Content-Type: application/json'")
         }
+        guard RequestBody.isJSON(type) else { throw Problem.unsupportedMediaType(type) }
         let value: JSONValue
         do {
             value = try JSONValue.parse(request.body)
@@ -26,6 +27,15 @@ struct RequestBody {
             throw Problem.badRequest("the body must be a JSON object")
         }
         self.members = members
+    }
+
+    /// Whether a Content-Type names exactly `application/json`, in any case, with or without parameters
+    /// (`; charset=utf-8`); `application/jsonx` or `text/plain` are not JSON.
+    static func isJSON(_ contentType: String) -> Bool {
+        let mediaType = contentType.utf8.split(separator: UInt8(ascii: ";"), maxSplits: 1,
+                                               omittingEmptySubsequences: false).first ?? []
+        return ASCII.equalsIgnoringCase(HTTPField.trimmed(String(decoding: mediaType, as: UTF8.self)),
+                                        "application/json")
     }
 
     private func value(_ field: String) -> JSONValue? { members.last(where: { $0.0 == field })?.1 }
@@ -86,8 +96,14 @@ struct RequestBody {
         return members
     }
 
+    /// Problems listed in one answer: a body of a hundred thousand bad members gets a short answer, not a longer one.
+    static let maxListedErrors = 50
+
     func finish() throws(Problem) {
-        if !errors.isEmpty { throw Problem.invalid(errors) }
+        guard !errors.isEmpty else { return }
+        guard errors.count > RequestBody.maxListedErrors else { throw Problem.invalid(errors) }
+        throw Problem.invalid(Array(errors.prefix(RequestBody.maxListedErrors))
+            + [("body", "\(errors.count - RequestBody.maxListedErrors) more problems not listed")])
     }
 }
 
@@ -136,19 +152,59 @@ enum Validate {
         return nil
     }
 
-    /// Names of headers Haul sets itself and a client may not override.
-    static let reservedHeaders: Set<String> = ["range", "if-range", "host", "content-length", "transfer-encoding",
-                                               "connection", "accept-encoding"]
+    /// Names of headers Haul sets itself, or that shape the connection or its framing: a client may not give them.
+    static let reservedHeaders: Set<String> = [
+        "range", "if-range", "host", "content-length", "transfer-encoding", "connection", "accept-encoding",
+        "te", "trailer", "upgrade", "keep-alive", "proxy-connection", "expect", "http2-settings",
+    ]
+    /// At most this many headers per download ...
+    static let maxHeaders = 64
+    /// ... and this many bytes of names and values together.
+    static let maxHeaderBytes = 16 * 1024
 
-    static func header(name: String, value: String) -> String? {
-        let token = CharacterSet(charactersIn: "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-        if name.isEmpty || name.unicodeScalars.contains(where: { !token.contains($0) }) {
-            return "'\(name)' is not a valid header name"
+    /// Checks the `headers` object of a request: each name a token (RFC 9110) not reserved and not given twice, each
+    /// value a field value (no CR, LF, NUL or other control), and the whole within the caps. Returns the headers
+    /// (values without surrounding whitespace) and the problems, each with its field.
+    static func headers(_ members: [(String, JSONValue)]) -> (headers: [HeaderField],
+                                                               errors: [(field: String, message: String)]) {
+        guard members.count <= maxHeaders else {
+            return ([], [("headers", "at most \(maxHeaders) headers, not \(members.count)")])
         }
-        if reservedHeaders.contains(name.lowercased()) { return "'\(name)' is set by Haul and cannot be given" }
-        if value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
-            return "the value of '\(name)' must not contain line breaks"
+        var headers: [HeaderField] = []
+        var errors: [(field: String, message: String)] = []
+        var seen: Set<String> = []
+        var bytes = 0
+        for (name, value) in members {
+            // Names are quoted in messages only once known to be tokens: nothing a client sends is echoed raw.
+            let field = HTTPField.isToken(name) ? "headers.\(name)" : "headers"
+            guard HTTPField.isToken(name) else {
+                errors.append((field, "a header name must be an RFC 9110 token (letters, digits and !#$%&'*+-.^_`|~)"))
+                continue
+            }
+            let normalized = HTTPField.normalized(name)
+            if reservedHeaders.contains(normalized) {
+                errors.append((field, "'\(name)' is set by Haul and cannot be given"))
+                continue
+            }
+            if !seen.insert(normalized).inserted {
+                errors.append((field, "'\(name)' is given more than once"))
+                continue
+            }
+            guard let text = value.stringValue else {
+                errors.append((field, "must be a string"))
+                continue
+            }
+            let trimmed = HTTPField.trimmed(text)
+            guard HTTPField.isValue(trimmed) else {
+                errors.append((field, "the value must not contain line breaks, NUL or other control characters"))
+                continue
+            }
+            bytes += name.utf8.count + trimmed.utf8.count
+            headers.append(HeaderField(name: name, value: trimmed))
         }
-        return nil
+        if bytes > maxHeaderBytes {
+            errors.append(("headers", "names and values must total at most \(maxHeaderBytes) bytes, not \(bytes)"))
+        }
+        return (headers, errors)
     }
 }

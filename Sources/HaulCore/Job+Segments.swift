@@ -143,7 +143,7 @@ extension Job {
         let length = response.header("content-length").flatMap { Int64($0) }
             ?? (connection.requested == nil ? download.totalBytes : nil)
         let etag = Probe.strongETag(response.header("etag"))
-        let lastModified = response.header("last-modified")
+        let lastModified = Probe.lastModified(response.header("last-modified"))
         let ignoresRange = connection.requested != nil && etag == download.etag && lastModified == download.lastModified
         if connection.requested != nil {
             log.info(ignoresRange ? "the server ignores Range: one connection from byte 0"

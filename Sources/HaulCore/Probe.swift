@@ -82,15 +82,25 @@ public enum Probe {
     private static func result(from response: TransferResponse, total: Int64?, ranges: Bool) -> ProbeResult {
         ProbeResult(finalURL: response.effectiveURL, totalBytes: total, acceptsRanges: ranges,
                     etag: strongETag(response.header("etag")),
-                    lastModified: response.header("last-modified"),
+                    lastModified: lastModified(response.header("last-modified")),
                     contentType: response.header("content-type"),
                     contentDisposition: response.header("content-disposition"))
     }
 
-    /// The ETag if it is strong (`"abc"`), nil for weak (`W/"abc"`) or malformed ones.
+    /// The ETag if it is strong (`"abc"`), nil for weak (`W/"abc"`) or malformed ones. It goes back to the origin
+    /// as `If-Range`, so only RFC 9110's `opaque-tag` passes: no control byte can ride along.
     public static func strongETag(_ value: String?) -> String? {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), value.count >= 2,
-              value.hasPrefix("\""), value.hasSuffix("\"") else { return nil }
+        guard let value = value.map(HTTPField.trimmed) else { return nil }
+        let bytes = Array(value.utf8)
+        guard bytes.count >= 2, bytes.first == 0x22, bytes.last == 0x22,
+              bytes.dropFirst().dropLast().allSatisfy({ $0 == 0x21 || (0x23...0x7E).contains($0) || $0 >= 0x80 })
+        else { return nil }
+        return value
+    }
+
+    /// Last-Modified, which may also go back as `If-Range`: nil unless it is a valid field value.
+    public static func lastModified(_ value: String?) -> String? {
+        guard let value = value.map(HTTPField.trimmed), !value.isEmpty, HTTPField.isValue(value) else { return nil }
         return value
     }
 }

@@ -9,14 +9,22 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// The client's address (no port), for per-client limits.
     public var peer: String
+    /// The HTTP version as major * 10 + minor: 11 for HTTP/1.1, 10 for HTTP/1.0.
+    public var version: Int
 
     public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-                peer: String = "") {
+                peer: String = "", version: Int = 11) {
         self.method = method
         self.target = target
         self.headers = headers
         self.body = body
         self.peer = peer
+        self.version = version
+    }
+
+    /// Every value of header `name`, compared case-insensitively, in the order received.
+    public func headerValues(_ name: String) -> [String] {
+        headers.filter { ASCII.equalsIgnoringCase($0.name, name) }.map(\.value)
     }
 
     /// The first value of header `name`, compared case-insensitively.

@@ -1,4 +1,5 @@
 internal import CEvent
+internal import CEventRequest
 import Foundation
 
 /// libevent's evhttp bound to the loop's `event_base`. Each request is handed to `handler` on the loop thread, as
@@ -105,6 +106,9 @@ public final class HTTPExchange {
         }
     }
     private weak var server: HTTPServer?
+    /// The uptime when this exchange began, before the request was copied out of evhttp: a request's log line
+    /// measures from here.
+    public let receivedAt = ProcessInfo.processInfo.systemUptime
 
     init(request: OpaquePointer, server: HTTPServer) {
         self.request = request
@@ -268,7 +272,8 @@ public final class HTTPExchange {
             evhttp_connection_get_peer(connection, &address, &port)
             if let address { peer = String(cString: address) }
         }
-        return HTTPRequest(method: method, target: target, headers: headers, body: body, peer: peer)
+        return HTTPRequest(method: method, target: target, headers: headers, body: body, peer: peer,
+                           version: Int(haul_evhttp_request_version(request)))
     }
 
     /// Whether `request` announced a body that evhttp left on the connection.

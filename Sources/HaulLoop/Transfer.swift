@@ -24,6 +24,22 @@ public struct TransferRequest: Sendable {
     public init(url: String) { self.url = url }
 }
 
+/// Why a transfer could not be set up.
+public enum TransferError: Error, CustomStringConvertible {
+    /// A request header breaks RFC 9110's field grammar (a control character, a line break, a bad name).
+    case invalidHeader(String)
+    case outOfMemory
+    case curl(String)
+
+    public var description: String {
+        switch self {
+        case .invalidHeader(let name): return "the request header '\(name)' is not a valid HTTP field"
+        case .outOfMemory: return "out of memory"
+        case .curl(let message): return message
+        }
+    }
+}
+
 /// The status line and headers of the response a transfer ended up with (after redirects).
 public struct TransferResponse: Sendable, Equatable {
     public var status: Int
@@ -121,7 +137,7 @@ public final class Transfer {
     public private(set) var bodyBytes: Int64 = 0
 
     public init(_ request: TransferRequest) throws {
-        guard let easy = curl_easy_init() else { throw LoopError.libevent("curl_easy_init failed") }
+        guard let easy = curl_easy_init() else { throw TransferError.curl("curl_easy_init failed") }
         self.easy = easy
         self.request = request
         errorBuffer.initialize(to: 0)
@@ -171,9 +187,19 @@ public final class Transfer {
             let spec = range.end.map { "\(range.start)-\($0)" } ?? "\(range.start)-"
             results.append(haul_easy_setopt_string(easy, CURLOPT_RANGE, spec))
         }
-        var lines = request.headers.map { "\($0.0): \($0.1)" }
-        if let ifRange = request.ifRange { lines.append("If-Range: \(ifRange)") }
-        for line in lines { headerList = curl_slist_append(headerList, line) }
+        var fields = request.headers
+        if let ifRange = request.ifRange { fields.append(("If-Range", ifRange)) }
+        // Every header that reaches curl passes the field grammar here, whoever built the request: a CR or LF in a
+        // value would end this request and start another one on the same connection.
+        var tail = headerList
+        for (name, value) in fields {
+            guard let line = HTTPField.line(name: name, value: value) else { throw TransferError.invalidHeader(name) }
+            // Appending to the last node keeps this linear; curl_slist_append walks the list it is given.
+            let grown = curl_slist_append(tail, line)
+            guard grown != nil else { throw TransferError.outOfMemory }
+            tail = tail?.pointee.next ?? grown
+            if headerList == nil { headerList = grown }
+        }
         if let headerList {
             results.append(haul_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList))
         }
@@ -195,7 +221,7 @@ public final class Transfer {
             }
         })
         if let failed = results.first(where: { $0 != CURLE_OK }) {
-            throw LoopError.libevent("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
+            throw TransferError.curl("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
         }
     }
 

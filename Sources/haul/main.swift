@@ -53,11 +53,13 @@ func serve(_ arguments: [String]) -> Int32 {
                                            requestDeadline: Double(config.httpTimeout))
         let server = try HTTPServer(loop: loop, timeout: Int32(config.httpTimeout),
                                     connections: connections) { exchange in
-            switch api.handle(exchange.message) {
-            case .response(let response):
-                exchange.respond(response)
-            case .eventStream(let request):
-                api.attach(HTTPEventSink(exchange: exchange, headers: request.headers), for: request)
+            api.serve(exchange.message, receivedAt: exchange.receivedAt) { result in
+                switch result {
+                case .response(let response):
+                    exchange.respond(response)
+                case .eventStream(let request):
+                    api.attach(HTTPEventSink(exchange: exchange, headers: request.headers), for: request)
+                }
             }
         }
         let port = try server.bind(host: config.host, port: config.port)

@@ -5,7 +5,7 @@ import HaulLoop
 
 // The parsers that read what strangers send: origins (header lines, Content-Disposition, Content-Range,
 // Retry-After-like dates, file names) and API clients (JSON bodies of POST /downloads, request targets, network
-// lists). The first byte of an input picks the parser; the rest is its input.
+// lists, Host headers, header fields for origins). The first byte of an input picks the parser; the rest is its input.
 //
 // Built with `make fuzz` (`swift build --sanitize=fuzzer -Xswiftc -DFUZZING`), this is a libFuzzer target. Built
 // normally it replays the files given as arguments, so the corpus in Tests/Fuzz/corpus stays a regression test.
@@ -14,7 +14,7 @@ func exercise(_ data: [UInt8]) {
     guard let selector = data.first else { return }
     let input = Array(data.dropFirst())
     let text = String(decoding: input, as: UTF8.self)
-    switch selector % 8 {
+    switch selector % 9 {
     case 0:
         var parser = HeaderParser()
         for line in input.split(separator: 0x0A, omittingEmptySubsequences: false) {
@@ -47,6 +47,11 @@ func exercise(_ data: [UInt8]) {
             precondition(!download.url.isEmpty)
             precondition(!(download.filename ?? "").contains("/"))
             precondition(!download.directory.split(separator: "/").contains(".."))
+            // What a client may hand an origin is a valid field line, so it cannot end the request early.
+            precondition(download.headers.count <= 64)
+            for header in download.headers {
+                precondition(HTTPField.line(name: header.name, value: header.value) != nil, "\(header)")
+            }
         }
     case 4:
         _ = try? JSONValue.parse(input).serializedBytes()
@@ -57,6 +62,17 @@ func exercise(_ data: [UInt8]) {
     case 6:
         _ = AddressPolicy.network(text)
         if input.count == 4 || input.count == 16 { _ = AddressPolicy().allows(input) }
+    case 8:
+        // A Host header passes only as a name or address with a port; what it yields has no separator that could
+        // let `127.0.0.1:80@evil.example` pass for loopback.
+        if let host = HostHeader(text) {
+            precondition(!host.name.contains("@") && !host.name.contains(",") && !host.name.contains(" "))
+            precondition(host.port.map { (0...65535).contains($0) } ?? true)
+        }
+        if let line = HTTPField.line(name: text, value: text) {
+            precondition(!line.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }), "line \(line)")
+        }
+        if HTTPField.isValue(text) { precondition(!text.utf8.contains(where: { $0 < 0x20 && $0 != 0x09 })) }
     default:
         _ = Checksum(text)
         _ = FileName.sanitize(text)

@@ -5,7 +5,12 @@ import XCTest
 struct RawReply {
     var status = 0
     var headers: [String: String] = [:]
+    /// Every header line in order, repeated names included.
+    var lines: [(name: String, value: String)] = []
     var body = ""
+
+    /// How many times the header `name` (lower case) was sent.
+    func count(_ name: String) -> Int { lines.filter { $0.name == name }.count }
 }
 
 /// One request with curl, which sends exactly the headers given (URLSession replaces Host and Origin).
@@ -23,8 +28,10 @@ func curl(_ url: String, method: String = "GET", headers: [String: String] = [:]
         if index == 0 {
             reply.status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
         } else if let colon = line.firstIndex(of: ":") {
-            reply.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...]
-                .trimmingCharacters(in: .whitespaces)
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            reply.headers[name] = value
+            reply.lines.append((name, value))
         }
     }
     return reply
@@ -237,6 +244,25 @@ final class RawConnection {
     deinit { close(fd) }
 
     func send(_ text: String) { _ = text.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
+
+    /// What the server sends until it closes the connection or `timeout` seconds pass.
+    func readAll(within timeout: Double) -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 50) > 0 else {
+                // An answer has come and nothing more follows: a kept-alive connection.
+                if received.count > 0, String(decoding: received, as: UTF8.self).contains("\r\n\r\n") { break }
+                continue
+            }
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            received += buffer.prefix(n)
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
 
     /// Whether the server closed the connection, waiting up to `timeout` seconds for it (bytes it sends are read
     /// and dropped).
