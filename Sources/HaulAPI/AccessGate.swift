@@ -69,22 +69,23 @@ final class AccessGate {
                            detail: "requests from \(origin) are not allowed; see --cors-origin").response(instance: path)
         }
         guard let tokenDigest, path != "/healthz", !Dashboard.isPublic(path) else { return nil }
+        let presented = AccessGate.bearer(request.header("Authorization"))
+            ?? (AccessGate.isEventStream(path) ? request.query["access_token"] : nil)
+        guard let presented else {
+            return unauthorized(path, "this server needs 'Authorization: Bearer <token>'")
+        }
+        // The right token always passes: wrong ones from the same address (a typo, a stale script, someone on the
+        // same NAT) must not lock out its owner. Guessing is slowed per address instead, and a token is at least 16
+        // characters (ServeConfig), so the answers to wrong guesses tell an attacker nothing useful.
+        if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) { return nil }
         let address = request.peer
         if let blocked = retryAfter(address, now: now) {
             return Problem(status: 429, slug: "too-many-attempts", title: "Too many failed attempts",
                            detail: "too many wrong tokens from \(address); wait before trying again",
                            headers: [("Retry-After", String(blocked))]).response(instance: path)
         }
-        let presented = AccessGate.bearer(request.header("Authorization"))
-            ?? (AccessGate.isEventStream(path) ? request.query["access_token"] : nil)
-        guard let presented else {
-            return unauthorized(path, "this server needs 'Authorization: Bearer <token>'")
-        }
-        guard AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) else {
-            recordFailure(address, now: now)
-            return unauthorized(path, "the token is not right")
-        }
-        return nil
+        recordFailure(address, now: now)
+        return unauthorized(path, "the token is not right")
     }
 
     /// The CORS headers `response` gets for `request`: only for a configured origin.

@@ -69,6 +69,10 @@ public final class DownloadStore {
     }
 
     public init(path: String) throws {
+        // Private before SQLite opens it: the rows hold secrets (headers, URL passwords), and the -wal and -shm
+        // files SQLite makes take this file's mode.
+        try Files.makePrivateFile(path)
+        for companion in [path + "-wal", path + "-shm"] { try Files.restrict(companion, to: 0o600) }
         db = try SQLiteDatabase(path: path)
         // One Haul owns its database: the exclusive lock, taken now and held until close, makes a second server on
         // the same data directory fail at start instead of both writing, and spares every transaction its file-lock

@@ -3,7 +3,8 @@ import Foundation
 
 /// What evhttp 2.1 cannot police by itself, for the API's connections.
 public struct ConnectionPolicy: Sendable {
-    /// Connections one client address may hold open at once; 0 for no cap. One over the cap is closed at once.
+    /// Connections one client address may hold open at once; 0 for no cap. One over the cap closes that client's
+    /// longest-idle connection (or the new one, when all others are busy).
     public var maxPerClient = 256
     /// Seconds a connection may take to deliver a whole request, counted from its opening or from its previous
     /// request; a streaming reply pauses the count. evhttp's own timeout is per read, which a client trickling a
@@ -83,8 +84,26 @@ final class ConnectionGuard {
         connections[fd] = Tracked(inode: info.st_ino, peer: peer, since: ProcessInfo.processInfo.systemUptime)
         perPeer[peer, default: 0] += 1
         if policy.maxPerClient > 0, perPeer[peer]! > policy.maxPerClient {
-            shutdown(fd, Int32(SHUT_RDWR))
+            // One over the cap: the connection that has waited longest without delivering a request goes (an idle
+            // keep-alive or a client trickling its head), so a client that opens a new connection for a new
+            // request is served. Only when every other one is busy does the new one go.
+            let victim = longestIdle(of: peer, sparing: fd) ?? fd
+            shutdown(victim, Int32(SHUT_RDWR))
+            forget(victim)
         }
+    }
+
+    /// The connection of `peer` (other than `spared`) that has gone longest without a complete request: not
+    /// streaming a reply, and with no bytes waiting in the kernel (which may be a request about to be read).
+    private func longestIdle(of peer: String, sparing spared: Int32) -> Int32? {
+        var oldest: (fd: Int32, since: Double)?
+        for (fd, tracked) in connections where fd != spared && tracked.peer == peer {
+            guard let since = tracked.since, since < oldest?.since ?? .infinity else { continue }
+            var byte: UInt8 = 0
+            if recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0 { continue }
+            oldest = (fd, since)
+        }
+        return oldest?.fd
     }
 
     private func forget(_ fd: Int32) {

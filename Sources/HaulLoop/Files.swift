@@ -3,14 +3,43 @@ import Foundation
 /// Setting up the server's own directories (given by the administrator); everything under the download root goes
 /// through `ConfinedDirectory`.
 public enum Files {
-    /// Creates `path` and its missing parents.
-    public static func makeDirectories(_ path: String) throws(FileError) {
+    /// Creates `path` and its missing parents; the last component gets `mode` (parents 0755).
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws(FileError) {
         var built = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
+        let components = path.split(separator: "/")
+        for (index, component) in components.enumerated() {
             built += "/" + component
-            if mkdir(built, 0o755) != 0, errno != EEXIST {
+            if mkdir(built, index == components.count - 1 ? mode : 0o755) != 0, errno != EEXIST {
                 throw FileError(call: "mkdir", path: built, code: errno)
             }
+        }
+    }
+
+    /// Makes `path` (a directory of the server's own) reachable by its owner only: the data directory holds the
+    /// database, and with it the Authorization and Cookie headers and URL passwords clients gave. Tightens a
+    /// directory made earlier with a wider mode, when this user owns it.
+    public static func makePrivateDirectory(_ path: String) throws(FileError) {
+        try makeDirectories(path, mode: 0o700)
+        try restrict(path, to: 0o700)
+    }
+
+    /// Creates `path` as an empty file only its owner can read and write, or takes group and other permissions
+    /// from an existing one. SQLite gives its -wal and -shm files the database file's mode, so creating the
+    /// database this way before SQLite opens it keeps all three private.
+    public static func makePrivateFile(_ path: String) throws(FileError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw FileError(call: "open", path: path, code: errno) }
+        Glibc.close(fd)
+        try restrict(path, to: 0o600)
+    }
+
+    /// Drops the permission bits of `path` beyond `mode` (a file of an earlier version may be 0644), if it exists
+    /// and this user owns it.
+    public static func restrict(_ path: String, to mode: mode_t) throws(FileError) {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o777 & ~mode != 0 else { return }
+        guard chmod(path, info.st_mode & 0o777 & mode) == 0 else {
+            throw FileError(call: "chmod", path: path, code: errno)
         }
     }
 

@@ -24,7 +24,7 @@ func serve(_ arguments: [String]) -> Int32 {
         let downloadRoot = Files.absolute(config.downloadDir)
         let dataDir = Files.absolute(config.dataDir)
         try Files.makeDirectories(downloadRoot)
-        try Files.makeDirectories(dataDir)
+        try Files.makePrivateDirectory(dataDir)
         let loop = try EventLoop()
         let store = try DownloadStore(path: dataDir + "/haul.sqlite")
         var engineConfig = EngineConfig(downloadRoot: downloadRoot)

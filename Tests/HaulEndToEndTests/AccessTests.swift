@@ -77,7 +77,7 @@ final class TokenTests: HaulTestCase {
         XCTAssertEqual(stream.status, 200)
     }
 
-    func testRepeatedWrongTokensGet429EvenWithTheRightOneAfterwards() throws {
+    func testRepeatedWrongTokensGet429ButTheRightOneStillPasses() throws {
         let wrong = ["Authorization": "Bearer not-the-token-at-all"]
         for attempt in 1...10 {
             XCTAssertEqual(try api.request("GET", "/downloads", headers: wrong).status, 401, "attempt \(attempt)")
@@ -86,9 +86,15 @@ final class TokenTests: HaulTestCase {
         XCTAssertEqual(limited.status, 429)
         XCTAssertEqual(limited.json["type"] as? String, "urn:haul:problem:too-many-attempts")
         XCTAssertGreaterThanOrEqual(Int(limited.header("Retry-After") ?? "") ?? 0, 1)
-        // Guessing on would tell a right token from a wrong one: the address waits whatever it sends.
+        // Its owner, on the same address, is not locked out by someone else's wrong guesses ...
         XCTAssertEqual(try api.request("GET", "/downloads", headers: ["Authorization": "Bearer \(token)"]).status,
-                       429)
+                       200)
+        let stream = try SSEClient(port: haul.port, path: "/events?access_token=\(token)")
+        _ = stream.read(timeout: 10) { $0.status != 0 }
+        XCTAssertEqual(stream.status, 200)
+        // ... while wrong tokens, and no token at all, are still refused.
+        XCTAssertEqual(try api.request("GET", "/downloads", headers: wrong).status, 429)
+        XCTAssertEqual(try api.get("/downloads").status, 401)
         XCTAssertEqual(try api.get("/healthz").status, 200)
     }
 }
@@ -308,14 +314,26 @@ final class ConnectionGuardTests: HaulTestCase {
         XCTAssertFalse(stream.closed)
     }
 
-    func testConnectionsPerClientAreCapped() throws {
-        let connections = try (0..<6).map { _ in try RawConnection(port: port) }
-        usleep(700_000)
-        // Checked well before the 2 s request deadline, which would close all of them.
-        let closed = connections.map { $0.closedByServer(within: 0.05) }
-        // URLSession may hold one more of the four: at least the two past the cap are closed, the first stay.
-        XCTAssertGreaterThanOrEqual(closed.filter { $0 }.count, 2, "\(closed)")
-        XCTAssertEqual(Array(closed.prefix(2)), [false, false], "the oldest connections stay")
-        withExtendedLifetime(connections) {}
+    func testConnectionsPerClientAreCappedByClosingTheIdleOnesFirst() throws {
+        let idle = try (0..<4).map { _ in try RawConnection(port: port) }
+        usleep(300_000)
+        // Four idle connections fill the cap; a fifth with a whole request is answered, and the oldest idle one is
+        // what makes room. Checked well before the 2 s request deadline, which would close all of them.
+        let answer = RawConnection.exchange(port: port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200"), "a new complete request was refused: \(answer)")
+        let closed = idle.map { $0.closedByServer(within: 0.2) }
+        XCTAssertEqual(closed.first, true, "the longest-idle connection made room: \(closed)")
+        XCTAssertEqual(Array(closed.suffix(2)), [false, false], "the newer idle ones stay: \(closed)")
+        withExtendedLifetime(idle) {}
+    }
+
+    /// A client holding the cap in live event streams cannot open one more: the newcomer goes, not a stream.
+    func testACapFullOfStreamsRefusesTheNewcomer() throws {
+        let streams = try (0..<4).map { _ in try SSEClient(port: port, path: "/events") }
+        for stream in streams { _ = stream.read(timeout: 10) { $0.status != 0 } }
+        XCTAssertEqual(streams.map(\.status), [200, 200, 200, 200])
+        let extra = try RawConnection(port: port)
+        XCTAssertTrue(extra.closedByServer(within: 1), "a fifth connection beside four live streams")
+        XCTAssertTrue(streams.allSatisfy { !$0.closed }, "the streams stay")
     }
 }
