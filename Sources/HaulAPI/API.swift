@@ -235,12 +235,10 @@ public final class API {
         if !errors.isEmpty { throw Problem.invalid(errors) }
         // Read before listing: a change made after this number shows up in the next delta, never lost.
         let sequence = events.sequence
-        let matching = engine.list().filter {
-            $0.download.sequence > after && (states?.contains($0.download.state) ?? true)
-                && (changes??.changed.contains($0.download.id) ?? true)
+        let (page, more) = engine.page(after: after, limit: limit) {
+            (states?.contains($0.state) ?? true) && (changes??.changed.contains($0.id) ?? true)
         }
-        let page = matching.prefix(limit)
-        let next: JSONValue = matching.count > limit ? .string(String(page.last!.download.sequence)) : .null
+        let next: JSONValue = more ? .string(String(page.last!.download.sequence)) : .null
         var members: [(String, JSONValue)] = [
             ("downloads", .array(page.map(DownloadResource.json))),
             ("next_cursor", next),

@@ -135,14 +135,10 @@ public final class EventHub {
         if let oldest = ordered.first, lastEventID >= oldest.sequence - 1 {
             for event in ordered where event.sequence > lastEventID { subscriber.offer(event, now: now) }
         } else {
-            subscriber.offer(snapshot(for: downloadID), now: now)
+            // Every download now (or the one followed), as one event carrying the current sequence number,
+            // written as the client reads it.
+            subscriber.send(SnapshotStream(engine: engine, sequence: sequence, downloadID: downloadID), now: now)
         }
-    }
-
-    /// Every download now (or the one followed), as one event carrying the current sequence number.
-    private func snapshot(for downloadID: String?) -> StreamEvent {
-        let snapshots = downloadID.map { id in engine.snapshot(id).map { [$0] } ?? [] } ?? engine.list()
-        return StreamEvent(sequence: sequence, kind: .snapshot, downloadID: nil, payload: .all(snapshots))
     }
 
     private func heartbeat() {

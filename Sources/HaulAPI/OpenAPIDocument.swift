@@ -272,12 +272,14 @@ paths:
       summary: Server-sent events about every download.
       description: |
         A `text/event-stream`. Each event has `id:` (a server-wide sequence number, growing across restarts),
-        `event:` and `data:` (one line of JSON):
+        `event:` and `data:` (JSON; one line, except a snapshot's):
         - `created`, `progress`, `state`: `data` is the download resource. Progress events come at most 4 a
           second per download, and always once more with the final bytes before the `completed` state event.
         - `removed`: `data` is `{"id": ...}`.
         - `snapshot`: `data` is `{"downloads": [...]}`, sent instead of the missed events when a reconnecting
-          client is further behind than the server remembers (the newest 4,096 events).
+          client is further behind than the server remembers (the newest 4,096 events). It spans several `data:`
+          lines (a hundred downloads each), which an SSE client joins with line breaks into one JSON document; the
+          server writes each only when the client has read the ones before, and holds newer events until it ends.
         Lines starting with `:` are heartbeats (every 15 s on an idle stream). A client that stops reading is
         sent only the latest event per download once 256 KiB are queued for it, and is disconnected after 30 s.
       parameters:

@@ -4,22 +4,20 @@ import HaulCore
 /// the first time a client needs it, so events nobody is listening to cost no serialization.
 final class StreamEvent {
     enum Kind: String {
-        case created, progress, state, removed, snapshot
+        case created, progress, state, removed
     }
 
     enum Payload {
         case download(DownloadSnapshot)
         case removed(String)
-        case all([DownloadSnapshot])
     }
 
     let sequence: Int64
     let kind: Kind
-    /// nil for a snapshot, which is about every download.
-    let downloadID: String?
+    let downloadID: String
     private let payload: Payload
 
-    init(sequence: Int64, kind: Kind, downloadID: String?, payload: Payload) {
+    init(sequence: Int64, kind: Kind, downloadID: String, payload: Payload) {
         self.sequence = sequence
         self.kind = kind
         self.downloadID = downloadID
@@ -33,8 +31,6 @@ final class StreamEvent {
             return DownloadResource.json(snapshot).serialized()
         case .removed(let id):
             return JSONValue.object([("id", .string(id))]).serialized()
-        case .all(let snapshots):
-            return JSONValue.object([("downloads", .array(snapshots.map(DownloadResource.json)))]).serialized()
         }
     }()
 

@@ -95,6 +95,9 @@ public final class Engine {
     private var refill: LoopTimer?
     /// Queued downloads, so scheduling never scans them all.
     private var queued: Set<String> = []
+    /// Every download's (sequence, id) in creation order, so a page of a long list costs its own length, not a sort
+    /// of every download.
+    private var order: [(sequence: Int64, id: String)] = []
     /// Unfinished downloads by destination (URL, directory, requested name), for answering a repeated POST.
     private var destinations: [String: String] = [:]
     /// Downloads changed since the last store write.
@@ -125,6 +128,7 @@ public final class Engine {
             index(download, was: nil)
             nextSequence = max(nextSequence, download.sequence + 1)
         }
+        order.sort { $0.sequence < $1.sequence }
         tick = LoopTimer(loop: loop, delay: config.progressInterval, repeating: true) { [unowned self] in
             self.checkpoint()
         }
@@ -174,7 +178,33 @@ public final class Engine {
 
     /// All downloads in creation order.
     public func list() -> [DownloadSnapshot] {
-        downloads.values.sorted { $0.sequence < $1.sequence }.compactMap { snapshot($0.id) }
+        order.compactMap { snapshot($0.id) }
+    }
+
+    /// Up to `limit` downloads created after sequence number `after` that pass `filter`, in creation order, and
+    /// whether more follow. Costs the downloads it looks at, not all of them.
+    public func page(after: Int64, limit: Int, where filter: (Download) -> Bool = { _ in true })
+        -> (items: [DownloadSnapshot], more: Bool) {
+        var items: [DownloadSnapshot] = []
+        var position = firstIndex(after: after)
+        while position < order.count {
+            if let download = downloads[order[position].id], filter(download) {
+                if items.count == limit { return (items, true) }
+                items.append(snapshot(download.id)!)
+            }
+            position += 1
+        }
+        return (items, false)
+    }
+
+    /// The position in `order` of the first download with a sequence above `sequence` (binary search).
+    private func firstIndex(after sequence: Int64) -> Int {
+        var low = 0, high = order.count
+        while low < high {
+            let middle = (low + high) / 2
+            if order[middle].sequence <= sequence { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 
     /// Ids of the downloads holding a slot (probing, downloading, verifying).
@@ -400,6 +430,13 @@ public final class Engine {
 
     /// Keeps `queued` and `destinations` in step with a download's state (`nil`: added or removed).
     private func index(_ now: Download?, was: Download?) {
+        if was == nil, let now {
+            // New downloads take ever larger numbers; at start-up `start` sorts once after loading them all.
+            order.append((now.sequence, now.id))
+        } else if now == nil, let was {
+            let position = firstIndex(after: was.sequence - 1)
+            if position < order.count, order[position].id == was.id { order.remove(at: position) }
+        }
         if let was {
             if was.state == .queued { queued.remove(was.id) }
             let key = Engine.destination(was.url, was.directory, was.requestedFilename)

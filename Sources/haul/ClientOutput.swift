@@ -141,6 +141,7 @@ struct EventParser {
         while let end = blankLine() {
             let block = String(decoding: buffer[..<end.start], as: UTF8.self)
             buffer.removeSubrange(..<end.after)
+            scanned = 0
             var event = Event()
             var dataLines: [Substring] = []
             for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -165,8 +166,13 @@ struct EventParser {
     }
 
     /// Where the first blank line ("\n\n" or "\r\n\r\n") starts and where the bytes after it begin.
-    private func blankLine() -> (start: Int, after: Int)? {
-        var index = 0
+    /// Where the search for a blank line goes on: the bytes before it hold none, so a large event (a snapshot)
+    /// arriving in many pieces is scanned once, not once per piece.
+    private var scanned = 0
+
+    private mutating func blankLine() -> (start: Int, after: Int)? {
+        var index = scanned
+        defer { scanned = max(0, index - 1) }
         while index + 1 < buffer.count {
             if buffer[index] == 10 {
                 if buffer[index + 1] == 10 { return (index, index + 2) }

@@ -92,4 +92,51 @@ final class EventLoadTests: HaulTestCase {
         XCTAssertFalse(healthy.closed)
         XCTAssertEqual(try api.get("/healthz").status, 200)
     }
+
+    /// Adds `count` paused downloads through one `curl -K` process (one keep-alive connection, fast).
+    private func addPaused(_ count: Int) throws {
+        let config = (0..<count).map { n in
+            "url = \"\(haul.baseURL)/downloads\"\nrequest = \"POST\"\nheader = \"Content-Type: application/json\"\n"
+                + "data = \"{\\\"url\\\": \\\"http://127.0.0.1:9/many/\(n).bin\\\", \\\"start_paused\\\": true}\"\n"
+                + "output = \"/dev/null\"\n"
+        }.joined(separator: "next\n")
+        try Data(config.utf8).write(to: URL(fileURLWithPath: sandbox.file("add.cfg")))
+        try runCommand("/usr/bin/curl", ["-sS", "--fail-with-body", "-K", sandbox.file("add.cfg")])
+        XCTAssertEqual(int(try api.get("/stats").json["downloads"]), Int64(count))
+    }
+
+    func testSnapshotsOfManyDownloadsAreWrittenAsTheClientsRead() throws {
+        // Time for thirty stalled clients to connect before the first is cut off.
+        haul.stop()
+        try startHaul(extra: ["--slow-client-timeout", "6"])
+        try addPaused(3000)
+        // Thirty clients ask for everything since event 1 (long forgotten: a snapshot) and then read nothing.
+        let stalled = try (0..<30).map { _ in
+            try SSEClient(port: haul.port, path: "/events", headers: ["Last-Event-ID": "1"], receiveBuffer: 4096)
+        }
+        try waitFor("30 streams", timeout: 10) { int(try api.get("/stats").json["event_streams"]) >= 30 }
+        usleep(500_000)
+        let queued = int(try api.get("/stats").json["event_queued_bytes"])
+        // One snapshot of 3,000 downloads is about 2 MB; all of it queued for 30 clients would be 60 MB. Written a
+        // piece at a time, each client holds at most the slow-client limit (256 KiB) and one piece.
+        XCTAssertLessThan(queued, 30 * 400 * 1024, "\(queued) bytes queued for 30 clients that read nothing")
+
+        // A client that reads gets the whole snapshot as one event, then live events after it.
+        let reader = try SSEClient(port: haul.port, path: "/events", headers: ["Last-Event-ID": "1"])
+        XCTAssertTrue(reader.read(timeout: 30) { $0.events.count >= 1 })
+        let snapshot = try XCTUnwrap(reader.events.first)
+        XCTAssertEqual(snapshot.event, "snapshot")
+        let downloads = try XCTUnwrap(snapshot.json["downloads"] as? [[String: Any]], String(snapshot.data.prefix(200)))
+        XCTAssertEqual(downloads.count, 3000)
+        XCTAssertEqual(Set(downloads.compactMap { $0["id"] as? String }).count, 3000)
+        let id = try XCTUnwrap(downloads.last?["id"] as? String)
+        XCTAssertEqual(try api.request("DELETE", "/downloads/\(id)").status, 204)
+        XCTAssertTrue(reader.read(timeout: 10) { $0.has("removed") })
+
+        // The stalled ones are cut off after the slow-client timeout, freeing what they held.
+        try waitFor("the stalled streams to be closed", timeout: 20) {
+            int(try api.get("/stats").json["event_streams"]) <= 1
+        }
+        withExtendedLifetime(stalled) {}
+    }
 }
