@@ -14,4 +14,18 @@ static inline int haul_reserve_space(int fd, off_t offset, off_t len) {
     return fallocate(fd, 0x01 /* FALLOC_FL_KEEP_SIZE */, offset, len) == 0 ? 0 : errno;
 }
 
+// Frees the blocks of [offset, offset + len), holes read back as zeros, without changing the file's size
+// (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE): a failed download keeps what it received and gives back what was
+// reserved for the rest. Returns 0 or an errno value.
+static inline int haul_release_space(int fd, off_t offset, off_t len) {
+    return fallocate(fd, 0x02 | 0x01, offset, len) == 0 ? 0 : errno;
+}
+
+// renameat2(2) is declared only under _GNU_SOURCE. RENAME_NOREPLACE (1) fails with EEXIST instead of replacing.
+extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
+
+static inline int haul_rename_noreplace(int from_dir, const char *_Nonnull from, int to_dir, const char *_Nonnull to) {
+    return renameat2(from_dir, from, to_dir, to, 1);
+}
+
 #endif

@@ -140,7 +140,7 @@ public final class API {
     static func newDownload(from http: HTTPRequest) throws(Problem) -> NewDownload {
         var body = try RequestBody(http)
         body.rejectUnknown(except: ["url", "filename", "directory", "connections", "headers", "priority",
-                                    "max_speed", "start_paused", "checksum", "insecure"])
+                                    "max_speed", "start_paused", "checksum", "insecure", "size"])
         let url = body.string("url", required: true)
         if let url, let problem = Validate.url(url) { body.reject("url", problem) }
         var request = NewDownload(url: url ?? "")
@@ -161,6 +161,7 @@ public final class API {
         request.maxSpeed = body.integer("max_speed", in: 0...Int64(1) << 50).flatMap { $0 == 0 ? nil : $0 }
         request.startPaused = body.bool("start_paused") ?? false
         request.insecure = body.bool("insecure") ?? false
+        request.expectedBytes = body.integer("size", in: 0...Int64(1) << 50)
         if let checksum = body.string("checksum") {
             if let parsed = Checksum(checksum) {
                 request.checksum = parsed.description

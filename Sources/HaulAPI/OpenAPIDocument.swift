@@ -412,6 +412,14 @@ components:
           description: |
             Fetch over TLS without verifying the certificate. Off by default: a certificate that does not
             verify fails the download with tls_failed.
+        size:
+          type: integer
+          minimum: 0
+          maximum: 1125899906842624
+          description: |
+            The size in bytes the file is expected to have, when the client knows it. A file that would leave less
+            than `--min-free-space` free, or is larger than `--max-file-size`, is refused at once (507); an origin
+            that announces another size fails the download with size_mismatch.
     DownloadPatch:
       type: object
       additionalProperties: false
@@ -439,7 +447,9 @@ components:
           type: string
           description: |
             Stable: dns_failed, connect_failed, timeout, tls_failed, too_many_redirects, connection_cut,
-            network_error, write_failed, disk_full, size_mismatch, range_mismatch, remote_changed,
+            network_error, write_failed, disk_full, insufficient_space (the file would leave less than
+            `--min-free-space` free; refused before any block is reserved), file_too_large (over
+            `--max-file-size`), size_mismatch, range_mismatch, remote_changed,
             checksum_mismatch, internal_error, bad_response (malformed, or headers over 100 KiB),
             blocked_address (`--deny-private-networks` refused the
             address connected to, also after a redirect), unsupported_scheme (a redirect to anything but http
@@ -639,7 +649,11 @@ components:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
     TooManyDownloads:
-      description: The server holds `--max-downloads` downloads already; remove finished ones.
+      description: |
+        Insufficient storage: the server holds `--max-downloads` downloads already (type
+        urn:haul:problem:too-many-downloads; remove finished ones), or the `size` given does not fit in the free
+        space less `--min-free-space` (urn:haul:problem:insufficient-space) or is over `--max-file-size`
+        (urn:haul:problem:file-too-large).
       content:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }

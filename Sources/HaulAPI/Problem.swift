@@ -75,6 +75,10 @@ extension Problem {
         case .notFound(let id): self = .notFound("no download with id '\(id)'")
         case .conflict(let message): self = .conflict(message)
         case .storage(let message): self = .internalError("the store failed: \(message)")
+        case .insufficientStorage(let refusal):
+            self = Problem(status: 507, slug: refusal.code.rawValue.replacingOccurrences(of: "_", with: "-"),
+                           title: refusal.code == .fileTooLarge ? "File too large" : "Insufficient storage",
+                           detail: refusal.message)
         }
     }
 }

@@ -23,6 +23,9 @@ public struct Download: Sendable, Equatable {
     /// The same ranges with the bytes known to be on disk: the journal. Only this is stored, so after a crash a
     /// download never resumes past data lost with the page cache. Never ahead of `segments`.
     public var journal: [Segment] = []
+    /// The size the client said the file has (`size` on POST): checked against free space at once and against the
+    /// origin's size when it answers.
+    public var expectedBytes: Int64?
     /// "sha256:<hex>", "sha1:<hex>" or "md5:<hex>", checked before the file gets its name.
     public var checksum: String?
     /// Fetch over TLS without verifying the server's certificate (asked for per download, never by default).
@@ -129,6 +132,10 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
     public static let networkError = ErrorCode(rawValue: "network_error")
     public static let writeFailed = ErrorCode(rawValue: "write_failed")
     public static let diskFull = ErrorCode(rawValue: "disk_full")
+    /// The file would leave less than `--min-free-space` free: refused before a block is reserved.
+    public static let insufficientSpace = ErrorCode(rawValue: "insufficient_space")
+    /// The file is larger than `--max-file-size`.
+    public static let fileTooLarge = ErrorCode(rawValue: "file_too_large")
     public static let sizeMismatch = ErrorCode(rawValue: "size_mismatch")
     public static let rangeMismatch = ErrorCode(rawValue: "range_mismatch")
     public static let remoteChanged = ErrorCode(rawValue: "remote_changed")

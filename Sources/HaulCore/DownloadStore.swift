@@ -60,6 +60,10 @@ public final class DownloadStore {
         """
         ALTER TABLE downloads ADD COLUMN insecure INTEGER NOT NULL DEFAULT 0;
         """,
+        // 4: the size a client said to expect.
+        """
+        ALTER TABLE downloads ADD COLUMN expected_bytes INTEGER;
+        """,
     ]
 
     /// Another process holds the database.
@@ -107,7 +111,8 @@ public final class DownloadStore {
     private static let columns = """
         id, seq, url, headers, requested_filename, directory, filename, state, final_url, total_bytes,
         received_bytes, accepts_ranges, etag, last_modified, content_type, connections, priority, max_speed,
-        error_code, error_message, attempts, created_at, updated_at, started_at, completed_at, checksum, insecure
+        error_code, error_message, attempts, created_at, updated_at, started_at, completed_at, checksum, insecure,
+        expected_bytes
         """
 
     /// Runs `body` in one transaction (one commit for many saves).
@@ -126,7 +131,7 @@ public final class DownloadStore {
             .integer(Int64(d.priority)), integer(d.maxSpeed), text(d.error?.code.rawValue), text(d.error?.message),
             .integer(Int64(d.attempts)), .real(d.createdAt.timeIntervalSince1970),
             .real(d.updatedAt.timeIntervalSince1970), real(d.startedAt), real(d.completedAt), text(d.checksum),
-            .integer(d.insecure ? 1 : 0),
+            .integer(d.insecure ? 1 : 0), integer(d.expectedBytes),
             ])
             try writeSegments(d.id, d.journal)
         }
@@ -219,6 +224,7 @@ public final class DownloadStore {
         d.completedAt = date(row[24])
         d.checksum = row[25].string
         d.insecure = (row[26].int ?? 0) != 0
+        d.expectedBytes = row[27].int
         return d
     }
 

@@ -28,6 +28,8 @@ public struct EngineConfig: Sendable {
     public var maxSpeed: Int64?
     /// When set, origins may only be at addresses it allows (`--deny-private-networks`).
     public var addressPolicy: AddressPolicy?
+    /// The free space kept and the largest file accepted.
+    public var space = SpacePolicy()
 
     public init(downloadRoot: String) { self.downloadRoot = downloadRoot }
 }
@@ -44,6 +46,8 @@ public struct NewDownload: Sendable {
     public var startPaused = false
     public var checksum: String?
     public var insecure = false
+    /// The size the client expects the file to have, if it knows.
+    public var expectedBytes: Int64?
 
     public init(url: String) { self.url = url }
 }
@@ -77,6 +81,8 @@ public enum EngineError: Error, Equatable {
     /// The change is impossible in the download's current state.
     case conflict(String)
     case storage(String)
+    /// The file cannot be stored here (its known size does not fit, or is over the largest file accepted).
+    case insufficientStorage(DownloadError)
 }
 
 /// The download engine: owns every download, the queue and the running jobs. Confined to the loop thread.
@@ -129,11 +135,22 @@ public final class Engine {
             nextSequence = max(nextSequence, download.sequence + 1)
         }
         order.sort { $0.sequence < $1.sequence }
+        for download in downloads.values where download.state == .failed { releaseUnwritten(download) }
         tick = LoopTimer(loop: loop, delay: config.progressInterval, repeating: true) { [unowned self] in
             self.checkpoint()
         }
         tick?.start()
         schedule()
+    }
+
+    /// A failed download keeps the bytes it received but not the blocks reserved for the rest; one that failed
+    /// under an earlier version may still hold them, so they are given back at start.
+    private func releaseUnwritten(_ download: Download) {
+        guard let name = download.filename, !download.segments.isEmpty,
+              let directory = try? directory(download.directory, create: false),
+              directory.size(name + ".part") != nil,
+              let file = try? PartFile(directory: directory, name: name + ".part") else { return }
+        file.release(download.segments.compactMap { segment in segment.end.map { (segment.cursor, $0) } })
     }
 
     /// Stops every transfer and checkpoints it (fdatasync, then the journal); they resume on the next start.
@@ -220,6 +237,9 @@ public final class Engine {
         if let existing = destinations[Engine.destination(request.url, request.directory, request.filename)] {
             return (snapshot(existing)!, false)
         }
+        if let size = request.expectedBytes, let refusal = spaceRefusal(for: size) {
+            throw .insufficientStorage(refusal)
+        }
         let now = Date()
         var download = Download(
             id: Engine.newID(), sequence: nextSequence, url: request.url, headers: request.headers,
@@ -229,6 +249,7 @@ public final class Engine {
             maxSpeed: request.maxSpeed, createdAt: now)
         download.checksum = request.checksum
         download.insecure = request.insecure
+        download.expectedBytes = request.expectedBytes
         do {
             try store.save(download)
         } catch {
@@ -325,6 +346,17 @@ public final class Engine {
         log.info("download removed", ["download.id": id])
         onChange?(.removed(id))
         schedule()
+    }
+
+    /// Why a file of `size` bytes cannot be stored under the root now, or nil when it can.
+    public func spaceRefusal(for size: Int64) -> DownloadError? {
+        let free: Int64
+        do {
+            free = try directory("", create: false).freeBytes()
+        } catch {
+            return nil
+        }
+        return config.space.refusal(total: size, needed: size, free: free)
     }
 
     // MARK: internals used by Job

@@ -15,12 +15,12 @@ extension Job {
         } catch {
             return failed(Job.fileError(error))
         }
-        let path = file.path
         let expected = download.checksum.flatMap(Checksum.init)
+        let synced = download.segments
         engine.loop.offload({ () -> Result<String?, FileError> in
-            if let error = handle.syncAndClose() { return .failure(error) }
-            guard let expected else { return .success(nil) }
-            return Result { () throws(FileError) in try Digest.hex(ofFile: path, algorithm: expected.algorithm) }
+            // Hashed through the descriptor: the bytes checked are the bytes that will get the name.
+            guard let expected else { return handle.syncAndClose().map { .failure($0) } ?? .success(nil) }
+            return handle.syncHashAndClose(expected.algorithm).map { $0 }
         }, then: { [weak self] result in
             guard let self, !self.stopped else { return }
             switch result {
@@ -30,6 +30,9 @@ extension Job {
                 if let expected, let actual, actual != expected.hex {
                     return self.checksumMismatch(expected: expected, actual: actual)
                 }
+                // Every byte is on disk: the journal says so before the file gets a name, so a crash between
+                // the link and the unlink is recognised as finished at the next start.
+                self.engine.journal(self.id, synced: synced)
                 self.publish()
             }
         })
@@ -56,22 +59,32 @@ extension Job {
     func publish() {
         guard let download, let base = download.filename, let file else { return }
         let directory = file.directory
-        let size = directory.size(file.name) ?? -1
+        // Only the file written gets the name: not one put in its place, nor one someone else holds a link to.
+        if let why = file.replacedOrShared() {
+            return failed(DownloadError(.writeFailed, "the part file \(file.path) \(why); nothing was given the "
+                + "final name"))
+        }
+        let size: Int64
+        do {
+            size = try file.usage().size
+        } catch {
+            return failed(Job.fileError(error))
+        }
         guard size == download.totalBytes ?? size else {
             return failed(DownloadError(.sizeMismatch, "the part file holds \(size) bytes, expected "
                 + "\(download.totalBytes ?? 0)"))
         }
-        file.close()
-        self.file = nil
         do {
             for n in 0..<10_000 {
                 let name = FileName.candidate(base, n)
-                if directory.sameFile(file.name, name) {
+                if directory.identity(name) == file.identity {
                     // A crash between link and unlink left both names on this file: finish the unlink.
                     try directory.remove(file.name)
                 } else if !(try directory.link(file.name, to: name)) {
                     continue
                 }
+                file.close()
+                self.file = nil
                 try directory.sync()
                 engine.modify(id) {
                     $0.filename = name
@@ -110,7 +123,8 @@ extension Job {
         }
         stopped = true
         dropConnections()
-        // Keep what was received: a retry after the cause is fixed continues from there.
+        // Keep what was received: a retry after the cause is fixed continues from there. Give back the rest.
+        releaseUnwritten()
         closeFile()
         engine.modify(id) {
             $0.state = .failed

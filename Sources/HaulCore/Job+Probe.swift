@@ -51,6 +51,10 @@ extension Job {
 
     func probed(_ probe: ProbeResult) {
         guard let before = engine.download(id) else { return }
+        if let expected = before.expectedBytes, let total = probe.totalBytes, expected != total {
+            return failed(DownloadError(.sizeMismatch, "the server says the file has \(total) bytes; "
+                + "\(expected) were expected (size)"))
+        }
         let changed = before.receivedBytes > 0
             && (before.totalBytes != probe.totalBytes || before.etag != probe.etag
                 || before.lastModified != probe.lastModified)
@@ -73,13 +77,24 @@ extension Job {
         plan()
     }
 
-    /// Opens the part file, choosing and reserving a free name on the first attempt.
+    /// Opens the part file, choosing and reserving a free name on the first attempt. A part file that is not Haul's
+    /// own (another hard link to it, another owner: planted, or shared with a file outside the root) is never
+    /// written: the download passes over that name for a free one and starts again from byte 0.
     func openPartFile(contentDisposition: String?) throws(FileError) {
         guard let download = engine.download(id) else { return }
         let directory = try engine.directory(download.directory, create: true)
         if let name = download.filename {
-            file = try PartFile(directory: directory, name: name + ".part")
-            return
+            do {
+                file = try PartFile(directory: directory, name: name + ".part")
+                return
+            } catch where error.isForeign {
+                log.warning("\(error); choosing another name", meta)
+                generation += 1
+                engine.modify(id) {
+                    $0.filename = nil
+                    $0.segments = []
+                }
+            }
         }
         let base = download.requestedFilename
             ?? FileName.derive(contentDisposition: contentDisposition, finalURL: download.finalURL ?? download.url)
@@ -89,7 +104,11 @@ extension Job {
             if let size = directory.size(name + ".part"), !engine.isClaimed(directory: download.directory, name: name) {
                 // A part file nobody journals (another tool's, or ours with the database lost): the resume plan
                 // continues it if smaller than the remote file, completes it if equal, restarts it if larger.
-                file = try PartFile(directory: directory, name: name + ".part")
+                do {
+                    file = try PartFile(directory: directory, name: name + ".part")
+                } catch where error.isForeign {
+                    continue
+                }
                 engine.modify(id) {
                     $0.filename = name
                     $0.segments = [Segment(start: 0, end: $0.totalBytes.map { $0 - 1 }, received: size)]
@@ -107,6 +126,6 @@ extension Job {
             engine.modify(id) { $0.filename = name }
             return
         }
-        throw FileError(call: "open", path: directory.path + "/" + base, code: EEXIST)
+        throw FileError(call: "open", path: directory.shown(base), code: EEXIST)
     }
 }

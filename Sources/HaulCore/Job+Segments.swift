@@ -19,9 +19,19 @@ extension Job {
         }
         do {
             if segments.allSatisfy({ $0.received == 0 }), partSize > 0 { try file.truncate(to: 0) }
-            // Blocks for the whole file now: a full disk fails here, not hours into the transfer.
-            if let total = download.totalBytes { try file.reserve(total) }
+            reserved = false
+            if let total = download.totalBytes {
+                // What the file still needs (a resumed one holds its blocks already) must leave the reserve free;
+                // then its blocks are taken now, so a full disk fails here, not hours into the transfer.
+                let needed = total - (try file.usage().allocated)
+                if let refusal = engine.config.space.refusal(total: total, needed: needed,
+                                                              free: try file.directory.freeBytes()) {
+                    return failed(refusal)
+                }
+                reserved = try file.reserve(total)
+            }
         } catch {
+            // fallocate may have taken part of the space before it ran out: `failed` gives back what is unwritten.
             return failed(Job.fileError(error))
         }
         let resumedBytes = segments.reduce(0) { $0 + $1.received }
@@ -151,9 +161,16 @@ extension Job {
         }
         for other in connections where other !== connection { other.defunct = true }
         if connection.requested != nil { plannedConnections = 1 }
+        if let length, let refusal = engine.config.space.refusal(total: length, needed: length,
+                                                                   free: (try? file.directory.freeBytes()) ?? .max) {
+            connection.verdict = refusal
+            return false
+        }
         generation += 1
         connection.segment = 0
         connection.requested = nil
+        // The blocks reserved were for the ranged plan; this body is written as it comes, and checked as it grows.
+        reserved = false
         engine.modify(id) {
             $0.segments = [Segment(start: 0, end: length.map { $0 - 1 })]
             $0.totalBytes = length
@@ -182,6 +199,10 @@ extension Job {
                 hold(connection, for: wait)
                 return .pause
             }
+            if let refusal = spaceRefusal(writing: take, endingAt: segment.cursor + Int64(take)) {
+                connection.verdict = refusal
+                return .abort
+            }
             do {
                 try file.write(take == chunk.count ? chunk : chunk.prefix(take), at: segment.cursor)
             } catch {
@@ -206,6 +227,21 @@ extension Job {
             return .abort
         }
         return .consumed
+    }
+
+    /// Why `count` more bytes, ending at offset `end`, must not be written: a file whose blocks were not reserved
+    /// (size unknown, or a file system without fallocate) grows into free space as it comes, so the largest-file
+    /// limit is checked on every chunk and the free space every 4 MiB. nil for a reserved file.
+    func spaceRefusal(writing count: Int, endingAt end: Int64) -> DownloadError? {
+        guard !reserved else { return nil }
+        unreservedSinceCheck += Int64(count)
+        let space = engine.config.space
+        if let maxFileSize = space.maxFileSize, end > maxFileSize {
+            return space.refusalWhileWriting(written: end, free: .max)
+        }
+        guard unreservedSinceCheck >= 4 << 20, let free = try? file?.directory.freeBytes() else { return nil }
+        unreservedSinceCheck = 0
+        return space.refusalWhileWriting(written: end, free: free - Int64(count))
     }
 
     /// Seconds until `count` bytes fit this download's and the global speed limits, spending them if they fit

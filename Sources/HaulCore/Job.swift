@@ -33,6 +33,10 @@ final class Job {
     var bucket: TokenBucket?
     /// When the running probe started, for the stall watchdog.
     var probeStartedAt: Double?
+    /// The part file's blocks were reserved for its whole known size: writes take no new space.
+    var reserved = false
+    /// Bytes written without a reservation since free space was last looked at.
+    var unreservedSinceCheck: Int64 = 0
 
     /// One connection fetching one segment.
     final class Connection {
@@ -146,16 +150,29 @@ final class Job {
         })
     }
 
-    /// A crash between giving the file its name and recording `completed` leaves the journal complete, no part
-    /// file, and the finished file in place: record the completion instead of fetching it again.
+    /// A crash after the file got its name and before `completed` was recorded leaves the journal complete and the
+    /// finished file in place, with the part file gone, or (a crash between link and unlink) as a second name of it:
+    /// record the completion instead of fetching it again. Only for a file that is Haul's own (this user's, no
+    /// other link): a file planted under that name is not this download's.
     func finishedBeforeACrash() -> Bool {
-        guard let download, let name = download.filename, let total = download.totalBytes,
-              download.durableBytes == total else { return false }
-        guard let directory = try? engine.directory(download.directory, create: false),
-              !directory.exists(name + ".part"), directory.size(name) == total else {
-            return false
+        guard let download, let base = download.filename, let total = download.totalBytes,
+              download.durableBytes == total,
+              let directory = try? engine.directory(download.directory, create: false) else { return false }
+        let part = base + ".part"
+        let finalName: String
+        if let partFile = directory.status(part) {
+            guard partFile.st_nlink == 2, partFile.st_uid == geteuid(), Int64(partFile.st_size) == total,
+                  let name = directory.otherName(of: part, among: { FileName.candidate(base, $0) }) else {
+                return false
+            }
+            try? directory.remove(part)
+            finalName = name
+        } else {
+            guard directory.size(base) == total, directory.foreignReason(base) == nil else { return false }
+            finalName = base
         }
         engine.modify(id) {
+            $0.filename = finalName
             $0.state = .completed
             $0.completedAt = $0.completedAt ?? Date()
         }
@@ -231,8 +248,16 @@ final class Job {
     }
 
     static func fileError(_ error: FileError) -> DownloadError {
-        if error.isNoSpace { return DownloadError(.diskFull, "no space left on device writing \(error.path)") }
+        if error.isNoSpace { return DownloadError(.diskFull, "no space left on device writing \(error.shownPath)") }
         return DownloadError(.writeFailed, error.description)
+    }
+
+    /// Gives back the blocks reserved for bytes never written: a download that has failed keeps what it received
+    /// (a retry continues from there), not disk space it no longer uses.
+    func releaseUnwritten() {
+        guard let file, let download else { return }
+        file.release(download.segments.compactMap { segment in segment.end.map { (segment.cursor, $0) } })
+        if let total = download.totalBytes, download.segments.isEmpty { file.release([(0, total - 1)]) }
     }
 
     static func error(for result: TransferResult) -> DownloadError {

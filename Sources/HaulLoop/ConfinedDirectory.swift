@@ -1,3 +1,4 @@
+internal import CSystem
 import Foundation
 
 /// A directory inside the download root, opened one component at a time with `O_NOFOLLOW`, and every file operation
@@ -5,7 +6,7 @@ import Foundation
 /// symbolic link planted anywhere under the root, to a directory or in place of a file, is therefore never followed:
 /// nothing Haul writes can land outside the root.
 public final class ConfinedDirectory {
-    /// For messages only; operations go through `fd`.
+    /// Relative to the download root ("" for the root), for messages only; operations go through `fd`.
     public let path: String
     private let fd: Int32
 
@@ -13,11 +14,11 @@ public final class ConfinedDirectory {
     /// validated; `.` and `..` are refused here too.
     public init(root: String, relative: String, create: Bool) throws(FileError) {
         var current = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard current >= 0 else { throw FileError(call: "open", path: root, code: errno) }
-        var built = root
+        guard current >= 0 else { throw FileError(call: "open", path: "", code: errno) }
+        var built = ""
         for component in relative.split(separator: "/") {
             let name = String(component)
-            built += "/" + name
+            built += built.isEmpty ? name : "/" + name
             guard name != ".", name != ".." else {
                 Glibc.close(current)
                 throw FileError(call: "open", path: built, code: EACCES)
@@ -28,29 +29,96 @@ public final class ConfinedDirectory {
                 throw FileError(call: "mkdir", path: built, code: code)
             }
             let next = openat(current, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            let code = errno
+            guard next >= 0 else {
+                let code = errno
+                // Refused, never followed; what it is decides the message.
+                var info = stat()
+                let kind = fstatat(current, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info.st_mode & S_IFMT : 0
+                Glibc.close(current)
+                switch kind {
+                case S_IFLNK: throw FileError(call: "open", path: built, reason: .symbolicLink)
+                case 0, S_IFDIR: throw FileError(call: "open", path: built, code: code)
+                default: throw FileError(call: "open", path: built, reason: .notADirectory)
+                }
+            }
             Glibc.close(current)
-            // A symbolic link gives ELOOP (or ENOTDIR): refused, never followed.
-            guard next >= 0 else { throw FileError(call: "open", path: built, code: code == ENOTDIR ? ELOOP : code) }
             current = next
         }
         fd = current
         path = built
     }
 
+    /// `name` in this directory, relative to the root, for messages.
+    public func shown(_ name: String) -> String { path.isEmpty ? name : path + "/" + name }
+
     deinit { Glibc.close(fd) }
 
-    /// Opens `name` here for writing without following a link, creating it if missing (with `exclusive`, failing
-    /// with EEXIST if it exists).
+    /// Opens `name` here for reading and writing without following a link, creating it if missing (with
+    /// `exclusive`, failing with EEXIST if it exists). A file that was already there is taken only if it is a
+    /// regular file of this user with no other hard link: a link planted in its place would otherwise have Haul
+    /// write into a file outside the root (or another user's).
     public func openForWriting(_ name: String, exclusive: Bool) throws(FileError) -> Int32 {
-        var flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC
+        var flags = O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC
         if exclusive { flags |= O_EXCL }
         let file = openat(fd, name, flags, 0o644)
-        guard file >= 0 else { throw FileError(call: "open", path: path + "/" + name, code: errno) }
+        guard file >= 0 else {
+            let code = errno
+            if code == ELOOP { throw FileError(call: "open", path: shown(name), reason: .symbolicLink) }
+            throw FileError(call: "open", path: shown(name), code: code)
+        }
+        var info = stat()
+        guard fstat(file, &info) == 0 else {
+            let code = errno
+            Glibc.close(file)
+            throw FileError(call: "fstat", path: shown(name), code: code)
+        }
+        if let why = ConfinedDirectory.foreignReason(info) {
+            Glibc.close(file)
+            throw FileError(call: "open", path: shown(name), reason: .foreign(why))
+        }
         return file
     }
 
-    private func status(_ name: String) -> stat? {
+    /// Why a file is not one Haul may write or name, or nil when it may: a regular file of this user, with
+    /// exactly one name.
+    public static func foreignReason(_ info: stat) -> String? {
+        if info.st_mode & S_IFMT != S_IFREG { return "is not a regular file" }
+        if info.st_nlink > 1 { return "has \(info.st_nlink) hard links" }
+        if info.st_uid != geteuid() { return "belongs to another user (uid \(info.st_uid))" }
+        return nil
+    }
+
+    /// Why the file `name` here is not Haul's to take (see `foreignReason`), nil when it is or when there is none.
+    public func foreignReason(_ name: String) -> String? {
+        status(name).flatMap(ConfinedDirectory.foreignReason)
+    }
+
+    /// Bytes an unprivileged user may still write on this directory's file system.
+    public func freeBytes() throws(FileError) -> Int64 {
+        var info = statvfs()
+        guard fstatvfs(fd, &info) == 0 else { throw FileError(call: "statvfs", path: path, code: errno) }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
+    /// The device and inode of `name`, without following a link.
+    public func identity(_ name: String) -> FileIdentity? {
+        status(name).map(FileIdentity.init)
+    }
+
+    /// The first of the names `candidate(0)`, `candidate(1)`, ... (up to the first free one) that is another name
+    /// of the file `name`, if any.
+    public func otherName(of name: String, among candidate: (Int) -> String) -> String? {
+        guard let identity = identity(name) else { return nil }
+        for n in 0..<10_000 {
+            let other = candidate(n)
+            guard let found = self.identity(other) else { return nil }
+            if found == identity, other != name { return other }
+        }
+        return nil
+    }
+
+    /// What `name` is (without following a link), nil if nothing has that name.
+    public func status(_ name: String) -> stat? {
         var info = stat()
         return fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info : nil
     }
@@ -64,16 +132,10 @@ public final class ConfinedDirectory {
         return Int64(info.st_size)
     }
 
-    /// Whether two names are hard links of one file.
-    public func sameFile(_ a: String, _ b: String) -> Bool {
-        guard let first = status(a), let second = status(b) else { return false }
-        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
-    }
-
     /// Removes the file `name`; a missing file is not an error.
     public func remove(_ name: String) throws(FileError) {
         if unlinkat(fd, name, 0) != 0, errno != ENOENT {
-            throw FileError(call: "unlink", path: path + "/" + name, code: errno)
+            throw FileError(call: "unlink", path: shown(name), code: errno)
         }
     }
 
@@ -88,19 +150,28 @@ public final class ConfinedDirectory {
         case EEXIST:
             return false
         case EPERM, ENOTSUP, EXDEV, EMLINK:
-            // File systems without hard links: rename, after checking the name is still free.
-            if exists(destination) { return false }
-            guard renameat(fd, source, fd, destination) == 0 else {
-                throw FileError(call: "rename", path: path + "/" + destination, code: errno)
-            }
-            return true
+            // File systems without hard links: a rename that refuses to replace (renameat2's RENAME_NOREPLACE).
+            if haul_rename_noreplace(fd, source, fd, destination) == 0 { return true }
+            if errno == EEXIST { return false }
+            throw FileError(call: "rename", path: shown(destination), code: errno)
         default:
-            throw FileError(call: "link", path: path + "/" + destination, code: errno)
+            throw FileError(call: "link", path: shown(destination), code: errno)
         }
     }
 
     /// Makes the directory's entries (a new name, a removal) durable.
     public func sync() throws(FileError) {
         guard fsync(fd) == 0 else { throw FileError(call: "fsync", path: path, code: errno) }
+    }
+}
+
+/// Which file a name or a descriptor is: two equal identities are one file.
+public struct FileIdentity: Equatable, Sendable {
+    public let device: UInt64
+    public let inode: UInt64
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
     }
 }

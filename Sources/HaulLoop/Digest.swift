@@ -25,11 +25,10 @@ public enum Digest {
         return Array(digest.prefix(Int(length)))
     }
 
-    /// The lower-case hex digest of the file at `path`, read in 1 MiB pieces.
-    public static func hex(ofFile path: String, algorithm: DigestAlgorithm) throws(FileError) -> String {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileError(call: "open", path: path, code: errno) }
-        defer { close(fd) }
+    /// The lower-case hex digest of the file open as `fd`, read from its start in 1 MiB pieces (`path` names it in
+    /// errors).
+    public static func hex(ofDescriptor fd: Int32, path: String, algorithm: DigestAlgorithm) throws(FileError)
+        -> String {
         guard let context = EVP_MD_CTX_new() else { throw FileError(call: "EVP_MD_CTX_new", path: path, code: ENOMEM) }
         defer { EVP_MD_CTX_free(context) }
         let type: OpaquePointer?
@@ -42,13 +41,15 @@ public enum Digest {
             throw FileError(call: "EVP_DigestInit_ex", path: path, code: EINVAL)
         }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: off_t = 0
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw FileError(call: "read", path: path, code: errno)
             }
             if count == 0 { break }
+            offset += off_t(count)
             _ = buffer.withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, count) }
         }
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
@@ -56,6 +57,8 @@ public enum Digest {
         guard EVP_DigestFinal_ex(context, &digest, &length) == 1 else {
             throw FileError(call: "EVP_DigestFinal_ex", path: path, code: EINVAL)
         }
-        return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
+        let hex = Array("0123456789abcdef".utf8)
+        return String(decoding: digest.prefix(Int(length)).flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 15)]] },
+                      as: UTF8.self)
     }
 }

@@ -1,18 +1,26 @@
 internal import CSystem
 import Foundation
 
-/// A file written at chosen offsets with `pwrite`: the `.part` file a download streams into.
+/// A file written at chosen offsets with `pwrite`: the `.part` file a download streams into. It is known by its
+/// descriptor, not its name: what is written, sized, hashed and finally named is always the file Haul opened, even if
+/// someone renames, removes or replaces the name meanwhile.
 public final class PartFile {
     /// The directory holding it, where it is sized, renamed and removed.
     public let directory: ConfinedDirectory
     public let name: String
-    public var path: String { directory.path + "/" + name }
+    /// Relative to the download root, for messages.
+    public var path: String { directory.shown(name) }
     private var fd: Int32
+    /// The file opened, to tell whether its name still leads to it.
+    public let identity: FileIdentity
 
-    /// Opens `name` in `directory` for writing (never through a link), creating it if missing (with `exclusive`,
-    /// failing if it exists).
+    /// Opens `name` in `directory` for writing (never through a link, never a file with other hard links or of
+    /// another user), creating it if missing (with `exclusive`, failing if it exists).
     public init(directory: ConfinedDirectory, name: String, exclusive: Bool = false) throws(FileError) {
         fd = try directory.openForWriting(name, exclusive: exclusive)
+        var info = stat()
+        fstat(fd, &info)
+        identity = FileIdentity(info)
         self.directory = directory
         self.name = name
     }
@@ -46,17 +54,48 @@ public final class PartFile {
         guard fdatasync(fd) == 0 else { throw FileError(call: "fdatasync", path: path, code: errno) }
     }
 
-    /// Reserves disk blocks for the first `size` bytes without changing the file's size. A file system that
-    /// cannot do this is not an error; a full one is (`isNoSpace`).
-    public func reserve(_ size: Int64) throws(FileError) {
-        guard size > 0 else { return }
+    /// The file's size and the bytes of disk it holds, from its descriptor.
+    public func usage() throws(FileError) -> (size: Int64, allocated: Int64) {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw FileError(call: "fstat", path: path, code: errno) }
+        return (Int64(info.st_size), Int64(info.st_blocks) * 512)
+    }
+
+    /// Why this file may no longer be given its final name, or nil: its name must still lead to it, and it must
+    /// still have no other hard link (one made to it meanwhile would share the finished file with someone else).
+    public func replacedOrShared() -> String? {
+        guard directory.identity(name) == identity else { return "was replaced or removed while the download ran" }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return "cannot be examined (\(String(cString: strerror(errno))))" }
+        return ConfinedDirectory.foreignReason(info)
+    }
+
+    /// Reserves disk blocks for the first `size` bytes without changing the file's size. Returns false when the file
+    /// system cannot (the bytes then take space as they are written); a full one throws (`isNoSpace`).
+    @discardableResult
+    public func reserve(_ size: Int64) throws(FileError) -> Bool {
+        guard size > 0 else { return true }
         let code = haul_reserve_space(fd, 0, off_t(size))
-        if code == 0 || code == EOPNOTSUPP || code == ENOSYS { return }
+        if code == 0 { return true }
+        if code == EOPNOTSUPP || code == ENOSYS { return false }
         throw FileError(call: "fallocate", path: path, code: code)
     }
 
-    /// A second descriptor for syncing on a worker thread: closing or truncating this one on the loop thread
-    /// meanwhile is then harmless.
+    /// Gives back the blocks of `ranges` (byte offsets, inclusive ends), reserved and never written: what a failed
+    /// download must not keep holding. Inside the file's size they become holes; past its end (where ext4 ignores
+    /// hole punching) a truncation to the same size drops them. Best effort: a file system that can do neither
+    /// keeps them.
+    public func release(_ ranges: [(start: Int64, end: Int64)]) {
+        guard let size = try? usage().size else { return }
+        for range in ranges where range.end >= range.start && range.start < size {
+            let end = min(range.end, size - 1)
+            _ = haul_release_space(fd, off_t(range.start), off_t(end - range.start + 1))
+        }
+        _ = ftruncate(fd, off_t(size))
+    }
+
+    /// A second descriptor for syncing and hashing on a worker thread: closing or truncating this one on the loop
+    /// thread meanwhile is then harmless.
     public func syncHandle() throws(FileError) -> SyncHandle {
         let copy = dup(fd)
         guard copy >= 0 else { throw FileError(call: "dup", path: path, code: errno) }
@@ -64,26 +103,7 @@ public final class PartFile {
     }
 }
 
-/// A failed file-system call, with the path and errno it failed on.
-public struct FileError: Error, CustomStringConvertible, Sendable {
-    public let call: String
-    public let path: String
-    public let code: Int32
-
-    public init(call: String, path: String, code: Int32) {
-        self.call = call
-        self.path = path
-        self.code = code
-    }
-
-    public var isNoSpace: Bool { code == ENOSPC || code == EDQUOT }
-    public var description: String {
-        code == ELOOP ? "\(path) is a symbolic link, and Haul follows none inside the download root"
-            : "\(call) \(path): \(String(cString: strerror(code)))"
-    }
-}
-
-/// A descriptor to be synced once, off the loop, and closed.
+/// A descriptor of a part file to be synced (and hashed) once, off the loop, and closed.
 public struct SyncHandle: Sendable {
     let fd: Int32
     let path: String
@@ -92,5 +112,13 @@ public struct SyncHandle: Sendable {
     public func syncAndClose() -> FileError? {
         defer { _ = Glibc.close(fd) }
         return fdatasync(fd) == 0 ? nil : FileError(call: "fdatasync", path: path, code: errno)
+    }
+
+    /// fdatasync, then the lower-case hex digest of the whole file read through this descriptor (not its name,
+    /// which someone may have changed), then close.
+    public func syncHashAndClose(_ algorithm: DigestAlgorithm) -> Result<String, FileError> {
+        defer { _ = Glibc.close(fd) }
+        guard fdatasync(fd) == 0 else { return .failure(FileError(call: "fdatasync", path: path, code: errno)) }
+        return Result { () throws(FileError) in try Digest.hex(ofDescriptor: fd, path: path, algorithm: algorithm) }
     }
 }

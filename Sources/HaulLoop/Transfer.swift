@@ -312,6 +312,15 @@ public final class Transfer {
         var failure: TransferFailure? = aborted ? .aborted : Transfer.classify(code)
         var message = String(cString: errorBuffer)
         if message.isEmpty, code != CURLE_OK { message = String(cString: curl_easy_strerror(code)) }
+        if failure == .unsupportedScheme, !(300..<400).contains(headerParser.status) {
+            // curl says "unsupported protocol" for a reply that is not HTTP at all (it reads it as HTTP/0.9); only
+            // after a redirect is it about a scheme.
+            failure = .badResponse
+            message = "the reply is not HTTP (\(message))"
+        } else if code == CURLE_OUT_OF_MEMORY {
+            // curl 7.88 reports response headers beyond its limit as out of memory.
+            message = "the response headers are larger than 100 KiB"
+        }
         if failure != nil, !aborted, let refusedAddress {
             failure = .blockedAddress
             message = "refused to connect to \(refusedAddress.address), a \(refusedAddress.reason) address"

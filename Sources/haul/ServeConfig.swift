@@ -22,6 +22,8 @@ struct ServeConfig {
     var maxConnectionsPerHost = 16
     var maxSpeed: Int64?
     var lowestSpeed: Int64 = 0
+    var minFreeSpace: Int64 = 1 << 30
+    var maxFileSize: Int64?
     var token: String?
     var allowUnauthenticated = false
     var allowedHosts: [String] = []
@@ -47,6 +49,10 @@ struct ServeConfig {
           --max-speed BYTES      bytes per second over all downloads, 0 for no limit (HAUL_MAX_SPEED, default 0)
           --lowest-speed BYTES   close and retry a connection slower than this for --stall-timeout
                                  (HAUL_LOWEST_SPEED, default 0: only stalls)
+          --min-free-space BYTES never let downloads leave less than this free on the download root's disk; a
+                                 file that would fails with insufficient_space (HAUL_MIN_FREE_SPACE, default 1G)
+          --max-file-size BYTES  the largest file accepted, 0 for no limit; larger ones fail with file_too_large
+                                 (HAUL_MAX_FILE_SIZE, default 0)
           --max-attempts N       attempts before a download fails (HAUL_MAX_ATTEMPTS, default 5)
           --retry-wait SECONDS   first retry delay, doubling each time (HAUL_RETRY_WAIT, default 1)
           --stall-timeout SECONDS  cut and retry a transfer that received nothing for this long
@@ -151,6 +157,11 @@ struct ServeConfig {
         }
         config.lowestSpeed = try bytes(values["lowest-speed"], "lowest-speed", 0...(Int64(1) << 50))
             ?? config.lowestSpeed
+        config.minFreeSpace = try bytes(values["min-free-space"], "min-free-space", 0...(Int64(1) << 60))
+            ?? config.minFreeSpace
+        if let size = try bytes(values["max-file-size"], "max-file-size", 0...(Int64(1) << 60)) {
+            config.maxFileSize = size == 0 ? nil : size
+        }
         config.slowClientTimeout = try seconds(values["slow-client-timeout"], "slow-client-timeout", 0.1...3600)
             ?? config.slowClientTimeout
         config.maxDownloads = try integer(values["max-downloads"], "max-downloads", 1...10_000_000)

@@ -37,6 +37,7 @@ func serve(_ arguments: [String]) -> Int32 {
         engineConfig.maxConnectionsPerHost = config.maxConnectionsPerHost
         engineConfig.maxSpeed = config.maxSpeed
         engineConfig.lowestSpeed = config.lowestSpeed
+        engineConfig.space = SpacePolicy(minFreeSpace: config.minFreeSpace, maxFileSize: config.maxFileSize)
         if config.denyPrivateNetworks { engineConfig.addressPolicy = AddressPolicy(exceptions: config.allowNetworks) }
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
         var events = EventStreamConfig()

@@ -64,6 +64,7 @@ def main():
     log = open(f"{work}/servers.log", "w")
     origin, origin_url = start([f"{build}/TestOrigin", "--root", f"{work}/www"], log)
     haul_argv = [f"{build}/haul", "serve", "--download-dir", f"{work}/dl", "--data-dir", f"{work}/data",
+                 "--min-free-space", "16M",
                  "--token", TOKEN, "--connections", "2"]
     haul, base = start(haul_argv + ["--listen", "127.0.0.1:0"], log)
     driver = None

@@ -73,6 +73,12 @@ func exercise(_ data: [UInt8]) {
             precondition(!line.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }), "line \(line)")
         }
         if HTTPField.isValue(text) { precondition(!text.utf8.contains(where: { $0 < 0x20 && $0 != 0x09 })) }
+        // Any Content-Type: JSON is read only under application/json, whatever else it says.
+        let typed = HTTPRequest(method: "POST", target: "/downloads", headers: [("Content-Type", text)],
+                                body: Array("{\"url\":\"http://h/x\"}".utf8))
+        let status = API.decodeNewDownload(typed).status
+        precondition(status == 415 || status == 201, "status \(status) for Content-Type \(text)")
+        if status == 201 { precondition(text.lowercased().contains("application/json")) }
     default:
         _ = Checksum(text)
         _ = FileName.sanitize(text)

@@ -151,6 +151,12 @@ final class ExposureTests: HaulTestCase {
                                            "Access-Control-Request-Headers": "content-type, authorization"])
         XCTAssertEqual(preflight.status, 204)
         XCTAssertEqual(preflight.headers["access-control-allow-origin"], allowed)
+        // Each once: a second Access-Control-Allow-Origin makes browsers refuse the preflight (cors_test.py
+        // shows it in Chromium).
+        for name in ["access-control-allow-origin", "vary", "access-control-allow-methods",
+                     "access-control-allow-headers"] {
+            XCTAssertEqual(preflight.count(name), 1, "\(name): \(preflight.lines)")
+        }
         XCTAssertTrue(preflight.headers["access-control-allow-methods"]?.contains("PATCH") == true)
         XCTAssertTrue(preflight.headers["access-control-allow-headers"]?.contains("Authorization") == true)
 
@@ -174,6 +180,8 @@ final class ExposureTests: HaulTestCase {
                                      body: "{\"url\":\"http://127.0.0.1:9/x\",\"start_paused\":true}")
         XCTAssertEqual(fromDashboard.status, 201)
         XCTAssertEqual(fromDashboard.headers["access-control-allow-origin"], allowed)
+        XCTAssertEqual(fromDashboard.count("access-control-allow-origin"), 1)
+        XCTAssertEqual(fromDashboard.count("vary"), 1)
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 1)
 
         // The server's own page (same origin) needs no --cors-origin; a rebound name fails the Host check first.

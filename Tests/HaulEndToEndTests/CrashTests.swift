@@ -96,6 +96,29 @@ final class CrashTests: HaulTestCase {
         XCTAssertEqual(try api.request("PATCH", "/downloads/\(id)", json: ["priority": 3]).status, 200)
     }
 
+    func testACrashBetweenLinkAndUnlinkFinishesWithoutFetchingAgain() throws {
+        let hash = try sandbox.makeRandomFile("www/linked.bin", size: 300_000)
+        let id = try add(["url": originURL("linked.bin")])
+        _ = try waitForState(id, "completed")
+        haul.stop(signal: SIGKILL)
+        // The moment after link() and before unlink(): both names on the finished file, the store not yet saying
+        // completed (a running download goes back to the queue at start).
+        XCTAssertEqual(link(sandbox.file("downloads/linked.bin"), sandbox.file("downloads/linked.bin.part")), 0)
+        try runCommand("/usr/bin/python3", ["-c", """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            db.execute("UPDATE downloads SET state = 'downloading', completed_at = NULL")
+            db.commit()
+            """, sandbox.file("data/haul.sqlite")])
+        _ = try originClient.request("DELETE", "/_requests")
+        try startHaul()
+        let done = try waitForState(id, "completed")
+        XCTAssertEqual(done["path"] as? String, "linked.bin")
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads/linked.bin.part")))
+        XCTAssertEqual(try originRequests().count, 0, "nothing was fetched again")
+    }
+
     func testAPartFileWithoutAJournalIsContinuedCompletedOrRestarted() throws {
         let size = 600_000
         let hash = try sandbox.makeRandomFile("www/adopt.bin", size: size)
@@ -124,10 +147,14 @@ final class CrashTests: HaulTestCase {
     }
 }
 
-/// A full disk fails one download with disk_full; the server and the others go on, and a retry after space is
-/// freed finishes the file.
+/// A full disk fails one download (insufficient_space when its size is known, disk_full when the disk fills while
+/// it writes); the server and the others go on, and a retry after space is freed finishes the file.
 final class DiskFullTests: HaulTestCase {
     private var mounts: [String] = []
+
+    /// No reserve: these tests are about running out of space for real (ENOSPC from fallocate and from writes),
+    /// which `--min-free-space` would otherwise prevent (DiskSpaceTests cover that).
+    override var serveArguments: [String] { super.serveArguments + ["--min-free-space", "0"] }
 
     private func mountTmpfs(_ relative: String, megabytes: Int) throws {
         try XCTSkipUnless(getuid() == 0, "mounting a small file system needs root")
@@ -147,15 +174,17 @@ final class DiskFullTests: HaulTestCase {
         try super.tearDownWithError()
     }
 
-    func testDiskFullFailsOneDownloadAndARetryAfterFreeingSpaceFinishesIt() throws {
+    func testAFileTooLargeForTheDiskFailsAloneAndARetryAfterFreeingSpaceFinishesIt() throws {
         try mountTmpfs("downloads/full", megabytes: 2)
         let bigHash = try sandbox.makeRandomFile("www/big.bin", size: 3_000_000)
         let otherHash = try sandbox.makeRandomFile("www/other.bin", size: 1_000_000)
         let big = try add(["url": originURL("big.bin"), "directory": "full"])
         let failed = try waitForState(big, "failed")
         let error = try XCTUnwrap(failed["error"] as? [String: Any])
-        XCTAssertEqual(error["code"] as? String, "disk_full")
-        XCTAssertTrue((error["message"] as? String ?? "").contains("space"))
+        // Its size is known: compared with the free space of its own directory's file system before a block is
+        // taken.
+        XCTAssertEqual(error["code"] as? String, "insufficient_space")
+        XCTAssertTrue((error["message"] as? String ?? "").contains("free"))
         // The rest of the server carries on.
         let other = try add(["url": originURL("other.bin")])
         XCTAssertEqual(try sha256(try downloadedPath(try waitForState(other, "completed"))), otherHash)

@@ -108,7 +108,7 @@ final class EventLoadTests: HaulTestCase {
     func testSnapshotsOfManyDownloadsAreWrittenAsTheClientsRead() throws {
         // Time for thirty stalled clients to connect before the first is cut off.
         haul.stop()
-        try startHaul(extra: ["--slow-client-timeout", "6"])
+        try startHaul(extra: ["--slow-client-timeout", "4"])
         try addPaused(3000)
         // Thirty clients ask for everything since event 1 (long forgotten: a snapshot) and then read nothing.
         let stalled = try (0..<30).map { _ in

@@ -43,8 +43,10 @@ class HaulTestCase: XCTestCase {
     func startHaul(extra: [String] = []) throws {
         haul = try ServerProcess(
             executable: buildDirectory + "/haul",
+            // The default free-space reserve (1 GiB) would fail every download on a nearly full CI disk; tests that
+            // are about the reserve set their own.
             arguments: ["serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("downloads"),
-                        "--data-dir", sandbox.file("data")] + serveArguments + extra,
+                        "--data-dir", sandbox.file("data"), "--min-free-space", "16M"] + serveArguments + extra,
             logPath: sandbox.file("haul.log"))
         api = Client(base: haul.baseURL)
     }

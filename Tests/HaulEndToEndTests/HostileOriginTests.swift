@@ -71,7 +71,19 @@ final class HostileOriginTests: HaulTestCase {
                                                    body: Array("0123456789".utf8))) }
         let failed = try waitForState(try add(["url": hostile.baseURL + "/headers.bin"]), "failed")
         XCTAssertEqual(errorCode(failed), "bad_response", "\(failed)")
+        let message = (failed["error"] as? [String: Any])?["message"] as? String ?? ""
+        XCTAssertTrue(message.contains("larger than 100 KiB"), message)
+        XCTAssertFalse(message.lowercased().contains("out of memory"), message)
         XCTAssertEqual(try api.get("/healthz").status, 200)
+        XCTAssertEqual(finalFiles(), [])
+    }
+
+    func testAReplyThatIsNotHTTPIsABadResponse() throws {
+        try serve { _ in .send(Array("SSH-2.0-OpenSSH_9.2\r\nProtocol mismatch.\r\n".utf8)) }
+        let failed = try waitForState(try add(["url": hostile.baseURL + "/ssh"]), "failed")
+        XCTAssertEqual(errorCode(failed), "bad_response", "\(failed)")
+        let message = (failed["error"] as? [String: Any])?["message"] as? String ?? ""
+        XCTAssertTrue(message.contains("not HTTP"), message)
         XCTAssertEqual(finalFiles(), [])
     }
 
