@@ -1,104 +1,26 @@
 import Foundation
 import HaulLoop
 
-/// Settings of the download engine.
-public struct EngineConfig: Sendable {
-    /// Absolute path under which every download lands.
-    public var downloadRoot: String
-    public var maxActive = 5
-    public var defaultConnections = 8
-    /// Attempts per download before it fails (the first one included).
-    public var maxAttempts = 5
-    /// First retry delay in seconds; doubles with each attempt up to `retryMaxDelay`.
-    public var retryBaseDelay: Double = 1
-    public var retryMaxDelay: Double = 60
-    /// How often progress is written to the store and speeds are sampled.
-    public var progressInterval: Double = 1
-    public var connectTimeout: Double = 30
-    /// A transfer that receives nothing for this many seconds is cut and retried.
-    public var stallTimeout = 60
-    /// A connection slower than this (bytes/s) for `stallTimeout` seconds is closed and its range handed back;
-    /// 0 turns the check off.
-    public var lowestSpeed: Int64 = 0
-    /// No segment is split below this size.
-    public var minSplitSize: Int64 = 4 << 20
-    /// Connections to one host over all downloads.
-    public var maxConnectionsPerHost = 16
-    /// Bytes per second over all downloads, nil for unlimited.
-    public var maxSpeed: Int64?
-    /// When set, origins may only be at addresses it allows (`--deny-private-networks`).
-    public var addressPolicy: AddressPolicy?
-    /// The free space kept and the largest file accepted.
-    public var space = SpacePolicy()
-
-    public init(downloadRoot: String) { self.downloadRoot = downloadRoot }
-}
-
-/// What a client asks for when adding a download (already validated by the API layer).
-public struct NewDownload: Sendable {
-    public var url: String
-    public var headers: [HeaderField] = []
-    public var filename: String?
-    public var directory = ""
-    public var connections: Int?
-    public var priority = 0
-    public var maxSpeed: Int64?
-    public var startPaused = false
-    public var checksum: String?
-    public var insecure = false
-    /// The size the client expects the file to have, if it knows.
-    public var expectedBytes: Int64?
-
-    public init(url: String) { self.url = url }
-}
-
-/// Changes a client may make to a download.
-public struct DownloadChanges: Sendable {
-    public var state: DownloadState?
-    public var priority: Int?
-    public var connections: Int?
-    /// `.some(nil)` removes the limit.
-    public var maxSpeed: Int64??
-
-    public init(state: DownloadState? = nil, priority: Int? = nil, maxSpeed: Int64?? = nil, connections: Int? = nil) {
-        self.state = state
-        self.priority = priority
-        self.maxSpeed = maxSpeed
-        self.connections = connections
-    }
-}
-
-/// What the engine tells its observer (the event hub) after each change.
-public enum EngineChange: Sendable, Equatable {
-    case created(String)
-    /// Any field changed; `stateChanged` when the state did.
-    case updated(String, stateChanged: Bool)
-    case removed(String)
-}
-
-public enum EngineError: Error, Equatable {
-    case notFound(String)
-    /// The change is impossible in the download's current state.
-    case conflict(String)
-    case storage(String)
-    /// The file cannot be stored here (its known size does not fit, or is over the largest file accepted).
-    case insufficientStorage(DownloadError)
-}
-
-/// The download engine: owns every download, the queue and the running jobs. Confined to the loop thread.
+/// The download engine: every download as a `DownloadMachine`, the queue, the slots, the per-host connection cap,
+/// the global speed limit and the store. Running downloads have a `DownloadRunner` that carries out their machine's
+/// actions against two seams, a `Fetcher` (libcurl) and a `Clock` (the loop's timers). Confined to the loop thread.
 public final class Engine {
     let loop: EventLoop
-    let multi: CurlMulti
+    let fetcher: Fetcher
+    let clock: Clock
     let store: DownloadStore
     public let config: EngineConfig
     let log: Logger
-    private(set) var downloads: [String: Download] = [:]
-    private var jobs: [String: Job] = [:]
+    /// The curl multi handle when the engine made its own fetcher; closed at shutdown.
+    private let multi: CurlMulti?
+    private let settings: MachineSettings
+    private var machines: [String: DownloadMachine] = [:]
+    private var runners: [String: DownloadRunner] = [:]
     private var nextSequence: Int64 = 1
     private var tick: LoopTimer?
     /// Open connections per host, over all downloads.
     private var hostConnections: [String: Int] = [:]
-    private var refill: LoopTimer?
+    private var refill: ClockTimer?
     /// Queued downloads, so scheduling never scans them all.
     private var queued: Set<String> = []
     /// Every download's (sequence, id) in creation order, so a page of a long list costs its own length, not a sort
@@ -114,30 +36,52 @@ public final class Engine {
     /// Told of every change, on the loop thread, after it is stored.
     public var onChange: ((EngineChange) -> Void)?
 
-    public init(loop: EventLoop, store: DownloadStore, config: EngineConfig, log: Logger) throws {
+    /// An engine fetching with libcurl on `loop` and timing with its timers, unless a test gives other seams.
+    public init(loop: EventLoop, store: DownloadStore, config: EngineConfig, log: Logger, fetcher: Fetcher? = nil,
+                clock: Clock? = nil) throws {
         self.loop = loop
-        self.multi = try CurlMulti(loop: loop)
+        if let fetcher {
+            self.fetcher = fetcher
+            multi = nil
+        } else {
+            let multi = try CurlMulti(loop: loop)
+            self.fetcher = multi
+            self.multi = multi
+        }
+        self.clock = clock ?? LoopClock(loop: loop)
         self.store = store
         self.config = config
         self.log = log
+        var settings = MachineSettings()
+        settings.maxAttempts = config.maxAttempts
+        settings.retryBaseDelay = config.retryBaseDelay
+        settings.retryMaxDelay = config.retryMaxDelay
+        settings.stallTimeout = Double(config.stallTimeout)
+        settings.lowestSpeed = config.lowestSpeed
+        settings.tickInterval = config.progressInterval
+        settings.minSplitSize = config.minSplitSize
+        settings.space = config.space
+        self.settings = settings
         globalBucket = config.maxSpeed.map { TokenBucket(rate: Double($0)) }
     }
 
     /// Loads the stored downloads, puts the ones that were running back in the queue and starts the queue.
     public func start() throws {
-        for var download in try store.loadAll() {
+        for download in try store.loadAll() {
+            var machine = DownloadMachine(download: download, settings: settings)
             if download.state.isActive {
-                download.state = .queued
-                try store.save(download)
+                _ = machine.handle(.interrupted)
+                try store.save(machine.download)
             }
-            downloads[download.id] = download
-            index(download, was: nil)
+            machines[download.id] = machine
+            index(machine.download, was: nil)
             nextSequence = max(nextSequence, download.sequence + 1)
         }
         order.sort { $0.sequence < $1.sequence }
-        for download in downloads.values where download.state == .failed { releaseUnwritten(download) }
+        for machine in machines.values where machine.download.state == .failed { releaseUnwritten(machine.download) }
         tick = LoopTimer(loop: loop, delay: config.progressInterval, repeating: true) { [unowned self] in
-            self.checkpoint()
+            let now = self.clock.now
+            for runner in Array(self.runners.values) { runner.deliver(.tick(now: now)) }
         }
         tick?.start()
         schedule()
@@ -156,23 +100,22 @@ public final class Engine {
     /// Stops every transfer and checkpoints it (fdatasync, then the journal); they resume on the next start.
     public func shutdown() {
         tick?.cancel()
-        for job in jobs.values { job.stop() }
-        jobs.removeAll()
+        for runner in Array(runners.values) { runner.deliver(.stop(keepFile: true)) }
+        runners.removeAll()
         saveUnsaved()
-        multi.close()
+        multi?.close()
     }
 
     // MARK: queries
 
     public func snapshot(_ id: String) -> DownloadSnapshot? {
-        guard let download = downloads[id] else { return nil }
-        let job = jobs[id]
-        return DownloadSnapshot(download: download, speed: job?.speed ?? 0,
-                                activeConnections: job?.activeConnections ?? 0)
+        guard let machine = machines[id] else { return nil }
+        return DownloadSnapshot(download: machine.download, speed: machine.speed,
+                                activeConnections: machine.activeConnections)
     }
 
     /// How many downloads are stored.
-    public var count: Int { downloads.count }
+    public var count: Int { machines.count }
 
     /// Body bytes written to part files since this process started (a counter for metrics; never decreases).
     public private(set) var bytesReceived: Int64 = 0
@@ -181,19 +124,19 @@ public final class Engine {
     /// build 10,000 snapshots).
     public func totals() -> EngineTotals {
         var totals = EngineTotals()
-        for download in downloads.values {
+        for machine in machines.values {
             totals.downloads += 1
-            totals.byState[download.state, default: 0] += 1
-            totals.receivedBytes += download.receivedBytes
+            totals.byState[machine.download.state, default: 0] += 1
+            totals.receivedBytes += machine.download.receivedBytes
         }
-        for job in jobs.values {
-            totals.speed += job.speed
-            totals.activeConnections += job.activeConnections
+        for id in runners.keys {
+            guard let machine = machines[id] else { continue }
+            totals.speed += machine.speed
+            totals.activeConnections += machine.activeConnections
         }
         return totals
     }
 
-    /// All downloads in creation order.
     public func list() -> [DownloadSnapshot] {
         order.compactMap { snapshot($0.id) }
     }
@@ -205,9 +148,9 @@ public final class Engine {
         var items: [DownloadSnapshot] = []
         var position = firstIndex(after: after)
         while position < order.count {
-            if let download = downloads[order[position].id], filter(download) {
+            if let machine = machines[order[position].id], filter(machine.download) {
                 if items.count == limit { return (items, true) }
-                items.append(snapshot(download.id)!)
+                items.append(snapshot(machine.download.id)!)
             }
             position += 1
         }
@@ -225,10 +168,10 @@ public final class Engine {
     }
 
     /// Ids of the downloads holding a slot (probing, downloading, verifying).
-    public var runningIDs: [String] { Array(jobs.keys) }
+    public var runningIDs: [String] { Array(runners.keys) }
 
     /// Bytes received so far by `id` (the hot counter, without building a snapshot).
-    public func receivedBytes(_ id: String) -> Int64? { downloads[id]?.receivedBytes }
+    public func receivedBytes(_ id: String) -> Int64? { machines[id]?.download.receivedBytes }
 
     // MARK: commands
 
@@ -256,7 +199,7 @@ public final class Engine {
             throw .storage("\(error)")
         }
         nextSequence += 1
-        downloads[download.id] = download
+        machines[download.id] = DownloadMachine(download: download, settings: settings)
         index(download, was: nil)
         log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
         onChange?(.created(download.id))
@@ -294,7 +237,8 @@ public final class Engine {
     }
 
     public func update(_ id: String, _ changes: DownloadChanges) throws(EngineError) -> DownloadSnapshot {
-        guard let download = downloads[id] else { throw .notFound(id) }
+        guard let download = machines[id]?.download else { throw .notFound(id) }
+        var stateEvent: MachineEvent?
         if let target = changes.state, target != download.state {
             let event: DownloadEvent
             switch target {
@@ -305,19 +249,14 @@ public final class Engine {
             guard download.state.next(after: event) != nil else {
                 throw .conflict("a \(download.state.rawValue) download cannot become \(target.rawValue)")
             }
+            stateEvent = event == .pause ? .pause : .resume
         }
         if changes.priority != nil || changes.maxSpeed != nil || changes.connections != nil {
-            modify(id) {
-                if let priority = changes.priority { $0.priority = priority }
-                if let maxSpeed = changes.maxSpeed { $0.maxSpeed = maxSpeed }
-                if let connections = changes.connections { $0.connections = connections }
-            }
-            // A running download takes new limits at once.
-            if changes.maxSpeed != nil || changes.connections != nil { jobs[id]?.limitsChanged() }
+            deliver(id, .change(changes))
+            // A running download takes a new speed limit at once.
+            if changes.maxSpeed != nil { runners[id]?.limitsChanged(maxSpeed: machines[id]?.download.maxSpeed) }
         }
-        if let target = changes.state, target != download.state {
-            if target == .paused { pause(id) } else { resume(id) }
-        }
+        if let stateEvent { deliver(id, stateEvent) }
         // What a client was told is stored before it hears it.
         saveUnsaved()
         schedule()
@@ -326,8 +265,9 @@ public final class Engine {
 
     /// Cancels and forgets a download, deleting its part file (and its finished file with `deleteFile`).
     public func remove(_ id: String, deleteFile: Bool) throws(EngineError) {
-        guard let download = downloads[id] else { throw .notFound(id) }
-        if let job = jobs.removeValue(forKey: id) { job.stop() }
+        guard let download = machines[id]?.download else { throw .notFound(id) }
+        if let runner = runners[id] { runner.deliver(.stop(keepFile: false)) }
+        runners.removeValue(forKey: id)
         if let name = download.filename {
             let directory = try? self.directory(download.directory, create: false)
             if download.state != .completed {
@@ -341,7 +281,8 @@ public final class Engine {
         } catch {
             throw .storage("\(error)")
         }
-        downloads.removeValue(forKey: id)
+        machines.removeValue(forKey: id)
+        unsaved.remove(id)
         index(nil, was: download)
         log.info("download removed", ["download.id": id])
         onChange?(.removed(id))
@@ -359,40 +300,59 @@ public final class Engine {
         return config.space.refusal(total: size, needed: size, free: free)
     }
 
-    // MARK: internals used by Job
+    // MARK: the machines
 
-    /// The directory `relative` to the download root, opened without following links.
-    func directory(_ relative: String, create: Bool) throws(FileError) -> ConfinedDirectory {
-        try ConfinedDirectory(root: config.downloadRoot, relative: relative, create: create)
+    /// Gives `event` to the machine of `id`: through its runner when it runs (which carries out the actions), else
+    /// directly (a download that is not running asks for no action but its state).
+    private func deliver(_ id: String, _ event: MachineEvent) {
+        if let runner = runners[id] {
+            runner.deliver(event)
+        } else {
+            _ = step(id, event)
+        }
     }
 
-    /// Applies `change` to the stored download, persists it and returns the result.
-    @discardableResult
-    func modify(_ id: String, _ change: (inout Download) -> Void) -> Download? {
-        guard var download = downloads[id] else { return nil }
-        let before = download.state
-        let journalBefore = download.journal
-        change(&download)
-        // The journal follows every change of the segments and never claims more than they hold.
-        download.journal = SegmentPlanner.journal(synced: download.journal, live: download.segments)
-        download.updatedAt = Date()
-        downloads[id] = download
-        if before != download.state {
-            var previous = download
-            previous.state = before
-            index(download, was: previous)
-            logStateChange(download, from: before)
+    /// One step of the machine of `id`: the event in, the actions out; and what changed is stored, indexed, logged
+    /// and told. Body bytes (`received`, `wrote`) are the hot path: they change progress only.
+    func step(_ id: String, _ event: MachineEvent) -> [MachineAction] {
+        guard machines[id] != nil else { return [] }
+        switch event {
+        case .received, .wrote, .synced:
+            // Progress and the journal (which `saveJournal` stores) only.
+            return machines[id]!.handle(event)
+        default:
+            let before = machines[id]!.download
+            let actions = machines[id]!.handle(event)
+            changed(id, from: before)
+            return actions
         }
-        if download.journal != journalBefore, !journalOnlyGrew(from: journalBefore, to: download.journal) {
-            // Cutting the file back is on disk before a byte of other data can land where the journal used to
-            // vouch for.
+    }
+
+    /// Follows up a change of the machine of `id` from `before`: the indexes, the log, the store and the hub.
+    private func changed(_ id: String, from before: Download) {
+        guard var download = machines[id]?.download, download != before else { return }
+        let stateChanged = download.state != before.state
+        let now = Date()
+        download.updatedAt = now
+        if stateChanged {
+            if download.state == .probing, download.startedAt == nil { download.startedAt = now }
+            if download.state == .completed { download.completedAt = download.completedAt ?? now }
+        }
+        machines[id]!.stamp(updatedAt: download.updatedAt, startedAt: download.startedAt,
+                            completedAt: download.completedAt)
+        if stateChanged {
+            index(download, was: before)
+            logStateChange(download, from: before.state)
+        }
+        if download.journal != before.journal, !journalOnlyGrew(from: before.journal, to: download.journal) {
+            // Cutting the file back is on disk before a byte of other data can land where the journal used to vouch
+            // for.
             persist(download)
             unsaved.remove(id)
         } else {
             persistSoon(id)
         }
-        onChange?(.updated(id, stateChanged: before != download.state))
-        return download
+        onChange?(.updated(id, stateChanged: stateChanged))
     }
 
     /// One line per state change: what a log reader follows a download by.
@@ -410,17 +370,19 @@ public final class Engine {
         log.info("state changed", meta)
     }
 
-    /// Progress without a store write: the hot path of every body chunk.
-    func advance(_ id: String, segment: Int, by count: Int64) {
-        downloads[id]?.segments[segment].received += count
-        bytesReceived += count
+    // MARK: what runners use
+
+    /// The directory `relative` to the download root, opened without following links.
+    func directory(_ relative: String, create: Bool) throws(FileError) -> ConfinedDirectory {
+        try ConfinedDirectory(root: config.downloadRoot, relative: relative, create: create)
     }
 
-    /// Records that the segments as they were in `synced` are on disk (the caller has synced them).
-    func journal(_ id: String, synced: [Segment]) {
-        guard let download = downloads[id] else { return }
-        let journal = SegmentPlanner.journal(synced: synced, live: download.segments)
-        downloads[id]!.journal = journal
+    func download(_ id: String) -> Download? { machines[id]?.download }
+
+    func countReceived(_ bytes: Int64) { bytesReceived += bytes }
+
+    /// Stores the journal of `id` (what a sync vouched for): the cheap write made while a transfer runs.
+    func saveJournal(_ id: String, _ journal: [Segment]) {
         do {
             try store.saveJournal(id: id, journal, updatedAt: Date())
         } catch {
@@ -439,28 +401,30 @@ public final class Engine {
     func releaseConnection(to host: String) {
         hostConnections[host, default: 1] -= 1
         if hostConnections[host] == 0 { hostConnections.removeValue(forKey: host) }
-        if refill == nil {
-            refill = LoopTimer(loop: loop, delay: 0) { [unowned self] in
-                for job in self.jobs.values { job.fillConnections() }
-            }
+        guard refill == nil else { return }
+        refill = clock.after(0) { [unowned self] in
+            self.refill = nil
+            for runner in Array(self.runners.values) { runner.deliver(.hostConnectionFreed) }
         }
-        if refill?.isPending == false { refill?.start() }
     }
 
-    func download(_ id: String) -> Download? { downloads[id] }
-
-    /// Whether a download still needs the part file `name.part` in `directory` (one not yet completed).
-    func isClaimed(directory: String, name: String) -> Bool {
-        downloads.values.contains { $0.directory == directory && $0.filename == name && $0.state != .completed }
+    /// Whether a download other than `except` still needs the part file `name.part` in `directory`.
+    func isClaimed(directory: String, name: String, except: String) -> Bool {
+        machines.values.contains {
+            $0.download.id != except && $0.download.directory == directory && $0.download.filename == name
+                && $0.download.state != .completed
+        }
     }
 
-    /// Called by a job that reached `completed` or `failed`: frees its slot.
-    func jobEnded(_ id: String) {
-        jobs.removeValue(forKey: id)
+    /// A runner's download no longer needs its slot.
+    func runnerFinished(_ id: String) {
+        runners.removeValue(forKey: id)
         schedule()
     }
 
-    /// Keeps `queued` and `destinations` in step with a download's state (`nil`: added or removed).
+    // MARK: queue and store
+
+    /// Keeps `queued`, `order` and `destinations` in step with a download's state (`nil`: added or removed).
     private func index(_ now: Download?, was: Download?) {
         if was == nil, let now {
             // New downloads take ever larger numbers; at start-up `start` sorts once after loading them all.
@@ -499,7 +463,7 @@ public final class Engine {
         unsaved.removeAll()
         do {
             try store.transaction {
-                for id in ids { if let download = downloads[id] { try store.save(download) } }
+                for id in ids { if let download = machines[id]?.download { try store.save(download) } }
             }
         } catch {
             log.error("cannot save downloads", ["error": "\(error)"])
@@ -519,39 +483,18 @@ public final class Engine {
         }
     }
 
-    private func pause(_ id: String) {
-        if let job = jobs.removeValue(forKey: id) { job.stop() }
-        modify(id) { $0.state = .paused }
-    }
-
-    private func resume(_ id: String) {
-        modify(id) {
-            $0.state = .queued
-            $0.error = nil
-            $0.attempts = 0
-        }
-    }
-
     /// Starts queued downloads, highest priority first, then oldest, while slots are free.
     private func schedule() {
-        guard jobs.count < config.maxActive, !queued.isEmpty else { return }
-        let waiting = queued.compactMap { downloads[$0] }.sorted {
+        guard runners.count < config.maxActive, !queued.isEmpty else { return }
+        let waiting = queued.compactMap { machines[$0]?.download }.sorted {
             $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence
         }
-        for download in waiting.prefix(config.maxActive - jobs.count) {
-            let job = Job(engine: self, id: download.id)
-            jobs[download.id] = job
-            job.start()
-        }
-    }
-
-    /// Periodic: sample speeds, cut stalls, and checkpoint running downloads.
-    private func checkpoint() {
-        let now = ProcessInfo.processInfo.systemUptime
-        for (id, job) in jobs {
-            guard let download = downloads[id] else { continue }
-            job.tick(bytes: download.receivedBytes, at: now)
-            job.checkpoint()
+        // Checked for each: starting one may finish it at once (found complete) and start others meanwhile.
+        for download in waiting where runners.count < config.maxActive && runners[download.id] == nil
+            && queued.contains(download.id) {
+            let runner = DownloadRunner(engine: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed)
+            runners[download.id] = runner
+            runner.begin()
         }
     }
 
@@ -569,29 +512,4 @@ public final class Engine {
         }
         return String(decoding: id, as: UTF8.self)
     }
-}
-
-/// Keeping secrets out of logs and API answers.
-public enum Redact {
-    /// The URL with any user name and password replaced.
-    public static func url(_ url: String) -> String {
-        // Credentials need an "@"; most URLs have none and skip the parse.
-        guard url.utf8.contains(UInt8(ascii: "@")), var components = URLComponents(string: url), components.user != nil || components.password != nil
-        else { return url }
-        components.user = "redacted"
-        components.password = nil
-        return components.string ?? url
-    }
-}
-
-/// What `Engine.totals()` counts.
-public struct EngineTotals: Sendable {
-    public var downloads = 0
-    public var byState: [DownloadState: Int] = [:]
-    public var receivedBytes: Int64 = 0
-    public var speed = 0.0
-    public var activeConnections = 0
-
-    public func count(_ state: DownloadState) -> Int { byState[state] ?? 0 }
-    public var active: Int { byState.filter { $0.key.isActive }.values.reduce(0, +) }
 }

@@ -58,14 +58,15 @@ public final class CurlMulti {
         timer = nil
     }
 
-    /// Starts `transfer`. Its `onComplete` runs on the loop thread when it ends, unless it is removed first.
-    public func add(_ transfer: Transfer) {
+    /// Starts `transfer`. Its `onComplete` runs on the loop thread when it ends, unless it is removed first. Throws
+    /// when curl refuses it (it is then not running, and never completes).
+    public func add(_ transfer: Transfer) throws(LoopError) {
         loop.assertInLoop()
         guard running[ObjectIdentifier(transfer)] == nil else { return }
-        running[ObjectIdentifier(transfer)] = transfer
-        guard let multi else { return }
+        guard let multi else { throw LoopError.curl("curl_multi_add_handle", "the transfers are shut down") }
         transfer.prepareToStart()
-        curl_multi_add_handle(multi, transfer.easy)
+        try CurlMulti.check(curl_multi_add_handle(multi, transfer.easy), "curl_multi_add_handle")
+        running[ObjectIdentifier(transfer)] = transfer
     }
 
     /// Stops `transfer` at once and closes its connection; `onComplete` is not called. Must not be called from
@@ -75,6 +76,17 @@ public final class CurlMulti {
         guard running.removeValue(forKey: ObjectIdentifier(transfer)) != nil, let multi else { return }
         curl_multi_remove_handle(multi, transfer.easy)
     }
+
+    /// The one place a multi call's result becomes an error.
+    static func check(_ code: CURLMcode, _ call: String) throws(LoopError) {
+        guard code != CURLM_OK else { return }
+        throw LoopError.curl(call, String(cString: curl_multi_strerror(code)))
+    }
+
+    // MARK: Fetcher
+
+    /// The transfers started through `Fetcher`, by id.
+    private var byID: [TransferID: Transfer] = [:]
 
     public var activeCount: Int { running.count }
 
@@ -145,6 +157,29 @@ public final class CurlMulti {
             curl_multi_remove_handle(multi, easy)
             transfer.finish(code: result)
         }
+    }
+}
+
+extension CurlMulti: Fetcher {
+    public func start(_ id: TransferID, _ request: TransferRequest, delegate: FetchDelegate) throws {
+        let transfer = try Transfer(request)
+        transfer.onResponse = { [weak delegate] response in delegate?.transfer(id, responded: response) ?? false }
+        transfer.onData = { [weak delegate] chunk in delegate?.transfer(id, received: chunk) ?? .abort }
+        transfer.onComplete = { [weak self, weak delegate] result in
+            self?.byID.removeValue(forKey: id)
+            delegate?.transfer(id, ended: result)
+        }
+        try add(transfer)
+        byID[id] = transfer
+    }
+
+    public func cancel(_ id: TransferID) {
+        guard let transfer = byID.removeValue(forKey: id) else { return }
+        remove(transfer)
+    }
+
+    public func resume(_ id: TransferID) {
+        byID[id]?.resume()
     }
 }
 

@@ -105,11 +105,14 @@ public final class EventLoop {
 public enum LoopError: Error, CustomStringConvertible {
     case libevent(String)
     case system(String, Int32)
+    /// A curl multi call failed: the call and curl's words.
+    case curl(String, String)
 
     public var description: String {
         switch self {
         case .libevent(let what): return what
         case .system(let call, let code): return "\(call): \(String(cString: strerror(code)))"
+        case .curl(let call, let message): return "\(call): \(message)"
         }
     }
 }

@@ -91,6 +91,13 @@ public struct TransferResult: Sendable {
     /// The response, if headers arrived.
     public var response: TransferResponse?
     public var bodyBytes: Int64
+
+    public init(failure: TransferFailure?, message: String = "", response: TransferResponse?, bodyBytes: Int64 = 0) {
+        self.failure = failure
+        self.message = message
+        self.response = response
+        self.bodyBytes = bodyBytes
+    }
 }
 
 /// What `onData` wants done with a chunk.

@@ -54,6 +54,11 @@ final class DownloadStateTests: XCTestCase {
             (.probing, .fail, .failed),
             (.downloading, .fail, .failed),
             (.verifying, .fail, .failed),
+            (.downloading, .restart, .probing),
+            (.probing, .interrupt, .queued),
+            (.downloading, .interrupt, .queued),
+            (.verifying, .interrupt, .queued),
+            (.queued, .finished, .completed),
             // Impossible ones.
             (.completed, .pause, nil),
             (.completed, .resume, nil),
@@ -65,6 +70,9 @@ final class DownloadStateTests: XCTestCase {
             (.paused, .start, nil),
             (.queued, .fail, nil),
             (.completed, .fail, nil),
+            (.probing, .restart, nil),
+            (.paused, .interrupt, nil),
+            (.completed, .finished, nil),
         ]
         for (from, event, expected) in table {
             XCTAssertEqual(from.next(after: event), expected, "\(from) --\(event)-->")
@@ -74,12 +82,46 @@ final class DownloadStateTests: XCTestCase {
     func testEveryStateIsReachableFromQueued() {
         var reached: Set<DownloadState> = [.queued]
         var frontier: [DownloadState] = [.queued]
-        let events: [DownloadEvent] = [.start, .probed, .transferred, .verified, .pause, .resume, .fail]
         while let state = frontier.popLast() {
-            for event in events {
+            for event in DownloadEvent.allCases {
                 if let next = state.next(after: event), reached.insert(next).inserted { frontier.append(next) }
             }
         }
         XCTAssertEqual(reached, Set(DownloadState.allCases))
+    }
+
+    /// The table printed in DownloadState's doc comment is the table `next(after:)` follows, cell by cell.
+    func testThePrintedTableIsTheTableFollowed() throws {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/HaulCore/DownloadState.swift")
+        let lines = try String(contentsOf: source, encoding: .utf8).split(separator: "\n").map(String.init)
+        let fences = lines.indices.filter { lines[$0].hasPrefix("/// ```") }
+        XCTAssertEqual(fences.count, 2)
+        let rows = lines[(fences[0] + 1)..<fences[1]].map { $0.dropFirst(4).split(separator: " ").map(String.init) }
+        /// The case whose name starts with `text` (less a trailing "."), which must be the only one.
+        func resolve<T: RawRepresentable & CaseIterable>(_ text: String, as: T.Type) -> T? where T.RawValue == String {
+            let prefix = text.hasSuffix(".") ? String(text.dropLast()) : text
+            let matches = T.allCases.filter { $0.rawValue.hasPrefix(prefix) && (text.hasSuffix(".") || $0.rawValue == prefix) }
+            return matches.count == 1 ? matches.first : nil
+        }
+        let events = try rows[0].map { try XCTUnwrap(resolve($0, as: DownloadEvent.self), $0) }
+        XCTAssertEqual(Set(events), Set(DownloadEvent.allCases), "every event has a column")
+        var printed: [(DownloadState, DownloadEvent, DownloadState)] = []
+        for row in rows.dropFirst() {
+            let from = try XCTUnwrap(resolve(row[0], as: DownloadState.self), row[0])
+            XCTAssertEqual(row.count, events.count + 1, row.joined(separator: " "))
+            for (event, cell) in zip(events, row.dropFirst()) {
+                if cell == "-" {
+                    XCTAssertNil(from.next(after: event), "\(from) on \(event) is printed impossible")
+                } else {
+                    let to = try XCTUnwrap(resolve(cell, as: DownloadState.self), cell)
+                    XCTAssertEqual(from.next(after: event), to, "\(from) on \(event)")
+                    printed.append((from, event, to))
+                }
+            }
+        }
+        XCTAssertEqual(Set(rows.dropFirst().compactMap { resolve($0[0], as: DownloadState.self) }),
+                       Set(DownloadState.allCases), "every state has a row")
+        XCTAssertEqual(printed.count, DownloadState.transitions.count, "every transition is printed")
     }
 }

@@ -1,0 +1,402 @@
+import Foundation
+import HaulLoop
+
+/// Carries out a running download's machine actions: owns its part file, transfers (through the `Fetcher`), timers
+/// (through the `Clock`) and speed limit, and turns what they report into machine events. It decides nothing.
+///
+/// Events are handled one at a time: those that actions produce (a write's result, a file opened) wait until the
+/// actions of the current event are all done. Nothing touches the fetcher from inside a transfer's own callback:
+/// starts and cancels made there run on the loop's next turn, in order.
+final class DownloadRunner: FetchDelegate {
+    private unowned let engine: Engine
+    let id: String
+    /// The origin's host, for the per-host connection cap.
+    let host: String
+    private var file: PartFile?
+    /// Transfers running, and those of them holding one of the host's connections.
+    private var transfers: Set<TransferID> = []
+    private var hostConnections: Set<TransferID> = []
+    /// Cancelled from inside a callback, to be removed from the fetcher on the next turn.
+    private var cancelled: Set<TransferID> = []
+    private var timers: [TimerID: ClockTimer] = [:]
+    /// Transfers held back by a speed limit, and the timers that let them go on.
+    private var holds: [TransferID: ClockTimer] = [:]
+    /// The download's own speed limit (`max_speed`).
+    private var bucket: TokenBucket?
+    private var queue: [MachineEvent] = []
+    private var dispatching = false
+    /// The transfer whose callback is running, the chunk it delivered, and whether the machine stopped it.
+    private var inCallback: TransferID?
+    private var chunk: TransferChunk?
+    private var stopRequested = false
+    private var deferred: [() -> Void] = []
+    private var deferTimer: ClockTimer?
+    private(set) var done = false
+
+    init(engine: Engine, id: String, url: String, maxSpeed: Int64?) {
+        self.engine = engine
+        self.id = id
+        host = URLComponents(string: url)?.host?.lowercased() ?? ""
+        limitsChanged(maxSpeed: maxSpeed)
+    }
+
+    private var meta: [String: String] { ["download.id": id] }
+
+    /// Starts the download: finished already (a crash after its file got its name), else probe.
+    func begin() {
+        if let name = finishedBeforeACrash() {
+            deliver(.foundFinished(name: name))
+        } else {
+            deliver(.start(now: engine.clock.now))
+        }
+    }
+
+    /// Hands `event` to the machine and carries out its actions; events raised meanwhile wait their turn.
+    func deliver(_ event: MachineEvent) {
+        // After `finished`, only what its own last actions raised (a final sync's journal) is still handled.
+        guard !done || dispatching else { return }
+        queue.append(event)
+        guard !dispatching else { return }
+        dispatching = true
+        defer { dispatching = false }
+        while !queue.isEmpty {
+            let next = queue.removeFirst()
+            for action in engine.step(id, next) { perform(action) }
+        }
+    }
+
+    /// The download's limits changed: a new speed limit applies to the next chunk.
+    func limitsChanged(maxSpeed: Int64?) {
+        if let maxSpeed {
+            if bucket == nil { bucket = TokenBucket(rate: Double(maxSpeed)) } else { bucket?.rate = Double(maxSpeed) }
+        } else {
+            bucket = nil
+        }
+    }
+
+    // MARK: actions
+
+    private func perform(_ action: MachineAction) {
+        switch action {
+        case .fetch(let transfer, let kind): outsideCallbacks { self.fetch(transfer, kind) }
+        case .cancel(let transfer): cancel(transfer)
+        case .abort(let transfer):
+            if transfer == inCallback { stopRequested = true } else { cancel(transfer) }
+        case .write(let transfer, let offset, let count): write(transfer, offset: offset, count: count)
+        case .openPartFile(let request): openPartFile(request)
+        case .truncate(let size):
+            do { try file?.truncate(to: size) } catch { queue.append(.fileFailed(error)) }
+        case .reserve(let size):
+            guard let file else { return queue.append(.reserved(false)) }
+            do { queue.append(.reserved(try file.reserve(size))) } catch { queue.append(.fileFailed(error)) }
+        case .release(let ranges): file?.release(ranges.map { ($0.first, $0.last) })
+        case .measureFreeSpace:
+            if let free = try? file?.directory.freeBytes() { queue.append(.freeSpace(free)) }
+        case .checkpoint(let segments, let generation): checkpoint(segments, generation: generation)
+        case .closeFile(let segments, let generation): closeFile(syncing: segments, generation: generation)
+        case .verify(let algorithm): verify(algorithm)
+        case .publish(let base): publish(base)
+        case .deletePartFile:
+            if let file {
+                file.close()
+                try? file.directory.remove(file.name)
+                self.file = nil
+            }
+        case .schedule(let timer, let delay):
+            timers[timer] = engine.clock.after(delay) { [weak self] in
+                self?.timers.removeValue(forKey: timer)
+                self?.deliver(.timer(timer))
+            }
+        case .cancelTimer(let timer): timers.removeValue(forKey: timer)?.cancel()
+        case .saveJournal(let journal): engine.saveJournal(id, journal)
+        case .log(let level, let message, let extra): engine.log.log(level, message, meta.merging(extra) { a, _ in a })
+        case .finished: finish()
+        }
+    }
+
+    /// Runs `work` now, or after the current callback when inside one (the fetcher may not be called from there).
+    private func outsideCallbacks(_ work: @escaping () -> Void) {
+        guard inCallback != nil || !deferred.isEmpty else { return work() }
+        deferred.append(work)
+        if deferTimer == nil {
+            // Holds the runner until then: what was deferred (cancelling transfers) must happen even after it
+            // finished.
+            deferTimer = engine.clock.after(0) {
+                self.deferTimer = nil
+                let work = self.deferred
+                self.deferred.removeAll()
+                for item in work { item() }
+            }
+        }
+    }
+
+    private func fetch(_ transfer: TransferID, _ kind: FetchKind) {
+        guard !done, let download = engine.download(id) else { return }
+        if kind.holdsHostConnection {
+            guard engine.acquireConnection(to: host) else { return deliver(.noHostConnection(transfer)) }
+            hostConnections.insert(transfer)
+        }
+        var request = TransferRequest(url: download.url)
+        request.headers = download.headers.map { ($0.name, $0.value) }
+        request.connectTimeout = engine.config.connectTimeout
+        request.addressPolicy = engine.config.addressPolicy
+        request.verifyTLS = !download.insecure
+        switch kind {
+        case .head: request.method = .head
+        case .firstByte: request.range = (0, 0)
+        case .range(let start, let end, let ifRange):
+            request.range = (start, end)
+            request.ifRange = ifRange
+        case .whole: break
+        }
+        do {
+            try engine.fetcher.start(transfer, request, delegate: self)
+            transfers.insert(transfer)
+        } catch {
+            releaseHostConnection(transfer)
+            deliver(.couldNotStart(transfer, "\(error)"))
+        }
+    }
+
+    private func cancel(_ transfer: TransferID) {
+        holds.removeValue(forKey: transfer)?.cancel()
+        releaseHostConnection(transfer)
+        guard transfers.remove(transfer) != nil else { return }
+        if transfer == inCallback {
+            stopRequested = true
+            cancelled.insert(transfer)
+        }
+        outsideCallbacks { [weak self] in
+            self?.cancelled.remove(transfer)
+            self?.engine.fetcher.cancel(transfer)
+        }
+    }
+
+    private func releaseHostConnection(_ transfer: TransferID) {
+        if hostConnections.remove(transfer) != nil { engine.releaseConnection(to: host) }
+    }
+
+    private func write(_ transfer: TransferID, offset: Int64, count: Int) {
+        guard transfer == inCallback, let chunk, let file else { return queue.append(.writeFailed(transfer,
+            FileError(call: "pwrite", path: "", code: EBADF))) }
+        do {
+            try file.write(count == chunk.count ? chunk : chunk.prefix(count), at: offset)
+            engine.countReceived(Int64(count))
+            queue.append(.wrote(transfer, count: count))
+        } catch {
+            queue.append(.writeFailed(transfer, error))
+        }
+    }
+
+    // MARK: the part file
+
+    /// Opens the part file under the download's name, or chooses and reserves a free name. A part file that is not
+    /// Haul's own (other hard links, another owner) is never written: its name is passed over.
+    private func openPartFile(_ request: PartFileRequest) {
+        guard let download = engine.download(id) else { return }
+        do throws(FileError) {
+            let directory = try engine.directory(download.directory, create: true)
+            var passedOver: String?
+            if let name = request.current {
+                do {
+                    let existing = try PartFile(directory: directory, name: name + ".part")
+                    return try opened(existing, name: name, adopted: nil, passedOver: nil)
+                } catch where error.isForeign {
+                    passedOver = "\(error)"
+                }
+            }
+            for n in 0..<10_000 {
+                let name = FileName.candidate(request.base, n)
+                if directory.exists(name) { continue }
+                if let size = directory.size(name + ".part"),
+                   !engine.isClaimed(directory: download.directory, name: name, except: id) {
+                    // A part file nobody journals: adopted (the machine's resume plan decides what to keep).
+                    guard let adopted = try? PartFile(directory: directory, name: name + ".part") else { continue }
+                    return try opened(adopted, name: name, adopted: size, passedOver: passedOver)
+                }
+                do {
+                    // O_EXCL: two downloads of the same name never share a part file.
+                    let created = try PartFile(directory: directory, name: name + ".part", exclusive: true)
+                    return try opened(created, name: name, adopted: nil, passedOver: passedOver)
+                } catch where error.code == EEXIST {
+                    continue
+                }
+            }
+            throw FileError(call: "open", path: directory.shown(request.base), code: EEXIST)
+        } catch {
+            queue.append(.fileFailed(error))
+        }
+    }
+
+    private func opened(_ opened: PartFile, name: String, adopted: Int64?, passedOver: String?) throws(FileError) {
+        file = opened
+        let usage = try opened.usage()
+        queue.append(.fileOpened(PartFileInfo(name: name, size: usage.size, allocated: usage.allocated,
+                                              free: try opened.directory.freeBytes(), adopted: adopted,
+                                              passedOver: passedOver)))
+    }
+
+    /// fdatasync off the loop; the machine then journals what the sync covered.
+    private func checkpoint(_ segments: [Segment], generation: Int) {
+        guard let file else { return queue.append(.syncFailed(FileError(call: "fdatasync", path: "", code: EBADF))) }
+        let handle: SyncHandle
+        do {
+            handle = try file.syncHandle()
+        } catch {
+            return queue.append(.syncFailed(error))
+        }
+        engine.loop.offload({ handle.syncAndClose() }, then: { [weak self] error in
+            self?.deliver(error.map { .syncFailed($0) } ?? .synced(segments, generation: generation, final: false))
+        })
+    }
+
+    /// Closes the part file; syncs it first (blocking: it covers at most one checkpoint interval of data) when the
+    /// machine wants what it holds journaled.
+    private func closeFile(syncing segments: [Segment]?, generation: Int) {
+        guard let file else { return }
+        if let segments, (try? file.sync()) != nil {
+            queue.append(.synced(segments, generation: generation, final: true))
+        }
+        file.close()
+        self.file = nil
+    }
+
+    /// Syncs and (for a checksum) hashes the file through its descriptor off the loop.
+    private func verify(_ algorithm: DigestAlgorithm?) {
+        guard let file else { return queue.append(.fileFailed(FileError(call: "fdatasync", path: "", code: EBADF))) }
+        let handle: SyncHandle
+        do {
+            handle = try file.syncHandle()
+        } catch {
+            return queue.append(.fileFailed(error))
+        }
+        engine.loop.offload({ () -> Result<String?, FileError> in
+            guard let algorithm else { return handle.syncAndClose().map { .failure($0) } ?? .success(nil) }
+            return handle.syncHashAndClose(algorithm).map { $0 }
+        }, then: { [weak self] result in
+            switch result {
+            case .success(let digest): self?.deliver(.verified(digest))
+            case .failure(let error): self?.deliver(.fileFailed(error))
+            }
+        })
+    }
+
+    /// Gives the part file its final name: only the file written (not one put in its place, nor one someone else
+    /// holds a link to), of the size expected, under the first free name, never replacing anything.
+    private func publish(_ base: String) {
+        guard let file, let download = engine.download(id) else {
+            return queue.append(.publishFailed(DownloadError(.writeFailed, "the part file is not open")))
+        }
+        if let why = file.replacedOrShared() {
+            return queue.append(.publishFailed(DownloadError(.writeFailed, "the part file \(file.path) \(why); "
+                + "nothing was given the final name")))
+        }
+        do {
+            let size = try file.usage().size
+            guard size == download.totalBytes ?? size else {
+                return queue.append(.publishFailed(DownloadError(.sizeMismatch, "the part file holds \(size) bytes, "
+                    + "expected \(download.totalBytes ?? 0)")))
+            }
+            let directory = file.directory
+            for n in 0..<10_000 {
+                let name = FileName.candidate(base, n)
+                if directory.identity(name) == file.identity {
+                    // A crash between link and unlink left both names on this file: finish the unlink.
+                    try directory.remove(file.name)
+                } else if !(try directory.link(file.name, to: name)) {
+                    continue
+                }
+                file.close()
+                self.file = nil
+                try directory.sync()
+                return queue.append(.published(name: name))
+            }
+            queue.append(.publishFailed(DownloadError(.writeFailed, "no free file name for \(base)")))
+        } catch {
+            queue.append(.publishFailed(DownloadError.file(error)))
+        }
+    }
+
+    /// A crash after the file got its name and before `completed` was recorded leaves the journal complete and the
+    /// finished file in place, the part file gone or (between link and unlink) a second name of it. Only a file that
+    /// is Haul's own counts: one planted under that name is not this download's.
+    private func finishedBeforeACrash() -> String? {
+        guard let download = engine.download(id), let base = download.filename, let total = download.totalBytes,
+              download.durableBytes == total,
+              let directory = try? engine.directory(download.directory, create: false) else { return nil }
+        let part = base + ".part"
+        if let partFile = directory.status(part) {
+            guard partFile.st_nlink == 2, partFile.st_uid == geteuid(), Int64(partFile.st_size) == total,
+                  let name = directory.otherName(of: part, among: { FileName.candidate(base, $0) }) else {
+                return nil
+            }
+            try? directory.remove(part)
+            return name
+        }
+        guard directory.size(base) == total, directory.foreignReason(base) == nil else { return nil }
+        return base
+    }
+
+    // MARK: the end
+
+    private func finish() {
+        done = true
+        for timer in timers.values { timer.cancel() }
+        timers.removeAll()
+        for hold in holds.values { hold.cancel() }
+        holds.removeAll()
+        for transfer in transfers { cancel(transfer) }
+        engine.runnerFinished(id)
+    }
+
+    // MARK: FetchDelegate
+
+    func transfer(_ transfer: TransferID, responded response: TransferResponse) -> Bool {
+        guard transfers.contains(transfer), !cancelled.contains(transfer) else { return false }
+        inCallback = transfer
+        stopRequested = false
+        deliver(.responded(transfer, response))
+        inCallback = nil
+        return !stopRequested && !done
+    }
+
+    func transfer(_ transfer: TransferID, received chunk: TransferChunk) -> ChunkDecision {
+        guard transfers.contains(transfer), !cancelled.contains(transfer), !done else { return .abort }
+        if let wait = limitDelay(chunk.count), wait > 0 {
+            // curl stops reading, so TCP slows the sender down; the same bytes come again after the wait.
+            holds[transfer] = engine.clock.after(wait) { [weak self] in
+                guard let self, self.holds.removeValue(forKey: transfer) != nil else { return }
+                self.engine.fetcher.resume(transfer)
+            }
+            return .pause
+        }
+        inCallback = transfer
+        self.chunk = chunk
+        stopRequested = false
+        deliver(.received(transfer, count: chunk.count))
+        inCallback = nil
+        self.chunk = nil
+        return stopRequested || done ? .abort : .consumed
+    }
+
+    func transfer(_ transfer: TransferID, ended result: TransferResult) {
+        holds.removeValue(forKey: transfer)?.cancel()
+        releaseHostConnection(transfer)
+        cancelled.remove(transfer)
+        guard transfers.remove(transfer) != nil else { return }
+        deliver(.ended(transfer, result))
+    }
+
+    /// Seconds until `count` bytes fit this download's and the global speed limits, spending them if they fit now;
+    /// nil without limits.
+    private func limitDelay(_ count: Int) -> Double? {
+        guard bucket != nil || engine.globalBucket != nil else { return nil }
+        let now = engine.clock.now
+        let wait = max(bucket?.delay(for: count, now: now) ?? 0, engine.globalBucket?.delay(for: count, now: now) ?? 0)
+        if wait == 0 {
+            bucket?.consume(count)
+            engine.globalBucket?.consume(count)
+        }
+        return wait
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import HaulLoop
+
+/// Settings of the download engine.
+public struct EngineConfig: Sendable {
+    /// Absolute path under which every download lands.
+    public var downloadRoot: String
+    public var maxActive = 5
+    public var defaultConnections = 8
+    /// Attempts per download before it fails (the first one included).
+    public var maxAttempts = 5
+    /// First retry delay in seconds; doubles with each attempt up to `retryMaxDelay`.
+    public var retryBaseDelay: Double = 1
+    public var retryMaxDelay: Double = 60
+    /// How often progress is written to the store and speeds are sampled.
+    public var progressInterval: Double = 1
+    public var connectTimeout: Double = 30
+    /// A transfer that receives nothing for this many seconds is cut and retried.
+    public var stallTimeout = 60
+    /// A connection slower than this (bytes/s) for `stallTimeout` seconds is closed and its range handed back;
+    /// 0 turns the check off.
+    public var lowestSpeed: Int64 = 0
+    /// No segment is split below this size.
+    public var minSplitSize: Int64 = 4 << 20
+    /// Connections to one host over all downloads.
+    public var maxConnectionsPerHost = 16
+    /// Bytes per second over all downloads, nil for unlimited.
+    public var maxSpeed: Int64?
+    /// When set, origins may only be at addresses it allows (`--deny-private-networks`).
+    public var addressPolicy: AddressPolicy?
+    /// The free space kept and the largest file accepted.
+    public var space = SpacePolicy()
+
+    public init(downloadRoot: String) { self.downloadRoot = downloadRoot }
+}
+
+/// What a client asks for when adding a download (already validated by the API layer).
+public struct NewDownload: Sendable {
+    public var url: String
+    public var headers: [HeaderField] = []
+    public var filename: String?
+    public var directory = ""
+    public var connections: Int?
+    public var priority = 0
+    public var maxSpeed: Int64?
+    public var startPaused = false
+    public var checksum: String?
+    public var insecure = false
+    /// The size the client expects the file to have, if it knows.
+    public var expectedBytes: Int64?
+
+    public init(url: String) { self.url = url }
+}
+
+/// Changes a client may make to a download.
+public struct DownloadChanges: Sendable {
+    public var state: DownloadState?
+    public var priority: Int?
+    public var connections: Int?
+    /// `.some(nil)` removes the limit.
+    public var maxSpeed: Int64??
+
+    public init(state: DownloadState? = nil, priority: Int? = nil, maxSpeed: Int64?? = nil, connections: Int? = nil) {
+        self.state = state
+        self.priority = priority
+        self.maxSpeed = maxSpeed
+        self.connections = connections
+    }
+}
+
+/// What the engine tells its observer (the event hub) after each change.
+public enum EngineChange: Sendable, Equatable {
+    case created(String)
+    /// Any field changed; `stateChanged` when the state did.
+    case updated(String, stateChanged: Bool)
+    case removed(String)
+}
+
+public enum EngineError: Error, Equatable {
+    case notFound(String)
+    /// The change is impossible in the download's current state.
+    case conflict(String)
+    case storage(String)
+    /// The file cannot be stored here (its known size does not fit, or is over the largest file accepted).
+    case insufficientStorage(DownloadError)
+}
+
+/// Keeping secrets out of logs and API answers.
+public enum Redact {
+    /// The URL with any user name and password replaced.
+    public static func url(_ url: String) -> String {
+        // Credentials need an "@"; most URLs have none and skip the parse.
+        guard url.utf8.contains(UInt8(ascii: "@")), var components = URLComponents(string: url), components.user != nil || components.password != nil
+        else { return url }
+        components.user = "redacted"
+        components.password = nil
+        return components.string ?? url
+    }
+}
+
+/// What `Engine.totals()` counts.
+public struct EngineTotals: Sendable {
+    public var downloads = 0
+    public var byState: [DownloadState: Int] = [:]
+    public var receivedBytes: Int64 = 0
+    public var speed = 0.0
+    public var activeConnections = 0
+
+    public func count(_ state: DownloadState) -> Int { byState[state] ?? 0 }
+    public var active: Int { byState.filter { $0.key.isActive }.values.reduce(0, +) }
+}

@@ -1,0 +1,37 @@
+import HaulLoop
+
+/// The stable code and message for each way a transfer or a file operation fails.
+extension DownloadError {
+    /// The origin answered `status`; 408, 429 and 5xx are worth another attempt, after Retry-After if it says so.
+    static func http(_ status: Int, response: TransferResponse? = nil) -> DownloadError {
+        let retryable = status == 408 || status == 429 || (500..<600).contains(status)
+        var error = DownloadError(.http(status), "the server answered HTTP \(status)", retryable: retryable)
+        error.retryAfter = response?.header("retry-after").flatMap(RetryAfter.seconds)
+        return error
+    }
+
+    static func file(_ error: FileError) -> DownloadError {
+        if error.isNoSpace { return DownloadError(.diskFull, "no space left on device writing \(error.shownPath)") }
+        return DownloadError(.writeFailed, error.description)
+    }
+
+    static func transfer(_ result: TransferResult) -> DownloadError {
+        let detail = result.message.isEmpty ? "" : ": \(result.message)"
+        switch result.failure {
+        case .dns?: return DownloadError(.dnsFailed, "cannot resolve the host\(detail)", retryable: true)
+        case .connect?: return DownloadError(.connectFailed, "cannot connect\(detail)", retryable: true)
+        case .timeout?: return DownloadError(.timeout, "the server stopped responding\(detail)", retryable: true)
+        case .tls?: return DownloadError(.tlsFailed, "TLS failed\(detail)")
+        case .tooManyRedirects?: return DownloadError(.tooManyRedirects, "more than 10 redirects\(detail)")
+        case .blockedAddress?:
+            return DownloadError(.blockedAddress, "\(result.message); this server denies private networks")
+        case .badResponse?: return DownloadError(.badResponse, "the server's response is not usable HTTP\(detail)")
+        case .unsupportedScheme?:
+            return DownloadError(.unsupportedScheme, "only http and https are fetched, also after redirects\(detail)")
+        case .cutOff?:
+            return DownloadError(.connectionCut, "the server closed the connection early\(detail)", retryable: true)
+        case .network?, .other?: return DownloadError(.networkError, "transfer failed\(detail)", retryable: true)
+        case .aborted?, nil: return DownloadError(.internalError, "transfer stopped\(detail)")
+        }
+    }
+}

@@ -1,0 +1,205 @@
+import HaulLoop
+
+/// The end of a download (verification, the final name, failure), what clients ask for (pause, resume, changes,
+/// removal), and the periodic work (speed, stalls, checkpoints).
+extension DownloadMachine {
+    // MARK: completion
+
+    /// Every byte is in the part file: make it durable, check it, then give it its name.
+    mutating func transferred() {
+        transition(.transferred)
+        phase = .verifying
+        emit(.verify(download.checksum.flatMap(Checksum.init)?.algorithm))
+    }
+
+    mutating func verified(_ digest: String?) {
+        guard phase == .verifying else { return }
+        if let expected = download.checksum.flatMap(Checksum.init), let digest, digest != expected.hex {
+            return checksumMismatch(expected: expected, actual: digest)
+        }
+        // Every byte is on disk: the journal says so before the file gets a name, so a crash between the link and
+        // the unlink is recognised as finished at the next start.
+        download.journal = download.segments
+        emit(.saveJournal(download.journal))
+        phase = .publishing
+        emit(.publish(base: download.filename ?? "download"))
+    }
+
+    /// The bytes are wrong: nothing gets the final name, and the part file is discarded so a retry starts over.
+    mutating func checksumMismatch(expected: Checksum, actual: String) {
+        emit(.deletePartFile)
+        generation += 1
+        setSegments([])
+        log(.warning, "checksum mismatch")
+        end(.fail) {
+            $0.error = DownloadError(.checksumMismatch, "\(expected.algorithm.rawValue) of the file is \(actual), "
+                + "expected \(expected.hex)")
+        }
+    }
+
+    mutating func published(_ name: String) {
+        guard phase == .publishing else { return }
+        end(.verified) {
+            $0.filename = name
+            $0.journal = $0.segments
+            $0.error = nil
+        }
+    }
+
+    /// Leaves the running phases for good with `event`'s transition: the slot is given back.
+    private mutating func end(_ event: DownloadEvent, _ change: (inout Download) -> Void) {
+        phase = .idle
+        connections.removeAll()
+        checkpointInFlight = false
+        meter.reset()
+        transition(event, change)
+        emit(.finished)
+    }
+
+    // MARK: failure
+
+    /// The download fails and keeps what it received (a retry continues from there), but not the blocks reserved
+    /// for the rest.
+    mutating func fail(_ error: DownloadError) {
+        guard phase != .idle else { return }
+        cancelEverything()
+        emit(.release(unwritten))
+        emit(.closeFile(sync: download.segments, generation: generation))
+        end(.fail) { $0.error = error }
+    }
+
+    mutating func fileFailed(_ error: FileError) {
+        guard phase != .idle else { return }
+        fail(DownloadError.file(error))
+    }
+
+    /// The ranges reserved and never written.
+    var unwritten: [ByteRange] {
+        if download.segments.isEmpty, let total = download.totalBytes, total > 0 { return [ByteRange(0, total - 1)] }
+        return download.segments.compactMap { segment in
+            segment.end.flatMap { segment.cursor <= $0 ? ByteRange(segment.cursor, $0) : nil }
+        }
+    }
+
+    /// Cancels every transfer and timer the download has going.
+    mutating func cancelEverything() {
+        switch phase {
+        case .probing(let id, _, _): emit(.cancel(id))
+        case .probeBackoff(let timer): emit(.cancelTimer(timer))
+        default: break
+        }
+        for connection in connections { drop(connection) }
+        connections.removeAll()
+    }
+
+    // MARK: clients
+
+    mutating func pause() {
+        if phase != .idle {
+            stopEverything(sync: true)
+            transition(.pause)
+            emit(.finished)
+        } else {
+            transition(.pause)
+        }
+    }
+
+    mutating func resume() {
+        transition(.resume) {
+            $0.error = nil
+            $0.attempts = 0
+        }
+    }
+
+    mutating func change(_ changes: DownloadChanges) {
+        if let priority = changes.priority { download.priority = priority }
+        if let maxSpeed = changes.maxSpeed { download.maxSpeed = maxSpeed }
+        if let connections = changes.connections { download.connections = connections }
+        if changes.connections != nil { limitsChanged() }
+    }
+
+    /// Ends every transfer and closes the part file (synced and journaled when `sync`); the state stays.
+    mutating func stopEverything(sync: Bool) {
+        guard phase != .idle else { return }
+        cancelEverything()
+        emit(.closeFile(sync: sync ? download.segments : nil, generation: generation))
+        phase = .idle
+        checkpointInFlight = false
+        meter.reset()
+    }
+
+    // MARK: time
+
+    mutating func timerFired(_ timer: TimerID) {
+        if phase == .probeBackoff(timer) { return probe(head: true) }
+        guard let index = connections.firstIndex(where: { $0.state == .backoff(timer) }) else { return }
+        launch(index)
+    }
+
+    /// Every tick: samples the speed, cuts a probe or a connection that stalled (or stayed below `lowestSpeed`)
+    /// for `stallTimeout`, and checkpoints.
+    mutating func tick(now: Double) {
+        switch phase {
+        case .probing(let id, let head, let since):
+            guard let since else { return phase = .probing(id, head: head, since: now) }
+            guard now - since >= settings.stallTimeout else { return }
+            emit(.cancel(id))
+            failProbe(DownloadError(.timeout, "no answer to the probe for \(Int(settings.stallTimeout)) s",
+                                    retryable: true))
+        case .transferring:
+            guard activeConnections > 0 else { return meter.reset() }
+            meter.sample(bytes: download.receivedBytes, at: now)
+            watchStalls(now: now)
+            checkpoint()
+        default:
+            break
+        }
+    }
+
+    private mutating func watchStalls(now: Double) {
+        for index in connections.indices.reversed() where index < connections.count {
+            guard case .fetching(let id) = connections[index].state,
+                  download.segments.indices.contains(connections[index].segment) else { continue }
+            let received = download.segments[connections[index].segment].received
+            let last = connections[index].lastTickBytes
+            connections[index].lastTickBytes = received
+            guard last >= 0 else { continue }
+            let rate = Double(received - last) / max(settings.tickInterval, 0.001)
+            guard received == last || rate < Double(settings.lowestSpeed) else {
+                connections[index].slowSince = nil
+                continue
+            }
+            let since = connections[index].slowSince ?? now
+            connections[index].slowSince = since
+            guard now - since >= settings.stallTimeout else { continue }
+            let what = received == last
+                ? "nothing received for \(Int(settings.stallTimeout)) s"
+                : "slower than \(settings.lowestSpeed) bytes/s for \(Int(settings.stallTimeout)) s"
+            emit(.cancel(id))
+            connectionFailed(index, DownloadError(.timeout, what, retryable: true))
+        }
+    }
+
+    /// Syncs the part file off the loop and then journals the segments as they were when the sync began: the
+    /// journal never claims a byte that is not on disk.
+    mutating func checkpoint() {
+        guard !checkpointInFlight, phase == .transferring,
+              download.receivedBytes > download.durableBytes else { return }
+        checkpointInFlight = true
+        bytesSinceCheckpoint = 0
+        emit(.checkpoint(download.segments, generation: generation))
+    }
+
+    mutating func synced(_ segments: [Segment], generation: Int, final: Bool) {
+        if !final { checkpointInFlight = false }
+        // A checkpoint that finishes after the download stopped, or after its segments were thrown away, is stale.
+        guard generation == self.generation, final || phase != .idle else { return }
+        download.journal = SegmentPlanner.journal(synced: segments, live: download.segments)
+        emit(.saveJournal(download.journal))
+    }
+
+    mutating func syncFailed(_ error: FileError) {
+        checkpointInFlight = false
+        log(.warning, "checkpoint failed: \(error)")
+    }
+}

@@ -1,0 +1,338 @@
+import HaulLoop
+
+/// Fetching the segments: the plan, connections, the check of each reply before its first byte is written, the
+/// writes, retries, restarts and work stealing.
+extension DownloadMachine {
+    /// Decides the segments: the journaled ones when the file can be resumed, else one plan from zero; then makes
+    /// sure the file fits and reserves its blocks.
+    mutating func plan(partSize: Int64, allocated: Int64, free: Int64) {
+        let segments = ResumePlan.segments(journal: download.segments, partFileSize: partSize,
+                                           total: download.totalBytes, resumable: download.resumable,
+                                           connections: download.connections, minSplit: settings.minSplitSize)
+        if segments != download.segments {
+            generation += 1
+            setSegments(segments)
+        }
+        var allocated = allocated, free = free
+        if segments.allSatisfy({ $0.received == 0 }), partSize > 0 {
+            emit(.truncate(to: 0))
+            free += allocated
+            allocated = 0
+        }
+        reserved = false
+        unreservedSinceCheck = 0
+        guard let total = download.totalBytes else { return startTransferring() }
+        // What the file still needs (a resumed one holds its blocks already) must leave the reserve free; then its
+        // blocks are taken at once, so a full disk fails here, not hours into the transfer.
+        if let refusal = settings.space.refusal(total: total, needed: total - allocated, free: free) {
+            return fail(refusal)
+        }
+        phase = .reserving
+        emit(.reserve(total))
+    }
+
+    mutating func reservedSpace(_ ok: Bool) {
+        guard phase == .reserving else { return }
+        reserved = ok
+        startTransferring()
+    }
+
+    mutating func startTransferring() {
+        let resumed = download.segments.reduce(0) { $0 + $1.received }
+        if resumed > 0 {
+            log(.info, "resuming", ["bytes": String(resumed), "segments": String(download.segments.count)])
+        }
+        plannedConnections = download.resumable ? download.connections : 1
+        phase = .transferring
+        fill()
+    }
+
+    /// Opens connections while there is work and the download's limit allows: idle segments first, then halves of
+    /// the largest ranges still being fetched (work stealing). With nothing left to fetch, the file is complete.
+    mutating func fill() {
+        guard phase == .transferring, download.state == .downloading else { return }
+        while !hostBusy, connections.count < plannedConnections {
+            var segments = download.segments
+            let busy = Set(connections.map(\.segment))
+            guard let index = SegmentPlanner.nextWork(&segments, busy: busy, minSplit: settings.minSplitSize)
+            else { break }
+            if segments != download.segments { setSegments(segments) }
+            connections.append(Connection(segment: index, state: .backoff(TimerID(0))))
+            launch(connections.count - 1)
+        }
+        if connections.isEmpty, download.segments.allSatisfy(\.isDone) { transferred() }
+    }
+
+    /// Starts (or restarts) connection `index`'s request from its segment's cursor.
+    mutating func launch(_ index: Int) {
+        let segmentIndex = connections[index].segment
+        guard download.segments.indices.contains(segmentIndex) else {
+            connections.remove(at: index)
+            return
+        }
+        if !download.resumable, download.segments[segmentIndex].received > 0 {
+            // Nothing can prove the bytes so far belong to the version a new request gets: start over.
+            generation += 1
+            updateSegments { $0[segmentIndex].received = 0 }
+            emit(.truncate(to: 0))
+        }
+        let segment = download.segments[segmentIndex]
+        let kind: FetchKind
+        if download.resumable, let total = download.totalBytes, segment.cursor > 0 || segment.end != total - 1 {
+            // The last segment asks for "the rest"; the others for their exact range.
+            let end = segment.end == total - 1 ? nil : segment.end
+            kind = .range(start: segment.cursor, end: end, ifRange: download.validator)
+            connections[index].requested = (segment.cursor, end)
+        } else {
+            kind = .whole
+            connections[index].requested = nil
+        }
+        let id = newTransfer()
+        connections[index].state = .fetching(id)
+        connections[index].lastTickBytes = -1
+        connections[index].slowSince = nil
+        emit(.fetch(id, kind))
+    }
+
+    func connection(with id: TransferID) -> Int? { connections.firstIndex { $0.transfer == id } }
+
+    // MARK: replies
+
+    mutating func responded(_ id: TransferID, _ response: TransferResponse) {
+        if case .probing(let probe, let head, _) = phase, probe == id { return probeResponded(id, head: head, response) }
+        guard let index = connection(with: id), case .fetching = connections[index].state else {
+            return emit(.abort(id))
+        }
+        guard let requested = connections[index].requested else {
+            switch response.status {
+            case 200..<300 where response.status != 206:
+                takeWholeBody(index, response)
+            case 200..<400:
+                stop(index, .failed(DownloadError(.rangeMismatch, "unexpected status \(response.status) to a plain "
+                    + "GET", retryable: true)))
+            default:
+                stop(index, .failed(DownloadError.http(response.status, response: response)))
+            }
+            return
+        }
+        switch RangeReply.check(response, start: requested.start, end: requested.end, total: download.totalBytes,
+                                etag: download.etag) {
+        case .accept:
+            break
+        case .restartWithBody:
+            // Range ignored, or If-Range found a new version: this body is the whole file, from byte 0.
+            takeWholeBody(index, response)
+        case .changed:
+            restart(because: "the remote file changed")
+        case .mismatch:
+            stop(index, .failed(DownloadError(.rangeMismatch, "the server answered a different byte range "
+                + "(Content-Range: \(response.header("content-range") ?? "none"))", retryable: true)))
+        case .httpError(416):
+            restart(because: "the server cannot serve the range any more (416)")
+        case .httpError(let status):
+            stop(index, .failed(DownloadError.http(status, response: response)))
+        }
+    }
+
+    /// Stops connection `index`'s transfer from inside its callback; its end then counts as `outcome`.
+    mutating func stop(_ index: Int, _ outcome: Connection.Outcome) {
+        guard let id = connections[index].transfer else { return }
+        connections[index].state = .stopping(id, outcome)
+        emit(.abort(id))
+    }
+
+    /// This connection's 200 carries the whole file: it alone writes from now on, from byte 0. When the file is
+    /// unchanged the server ignores Range, and the download stays on one connection.
+    mutating func takeWholeBody(_ index: Int, _ response: TransferResponse) {
+        let requested = connections[index].requested
+        let length = response.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
+            ?? (requested == nil ? download.totalBytes : nil)
+        let etag = Probe.strongETag(response.header("etag"))
+        let lastModified = Probe.lastModified(response.header("last-modified"))
+        let ignoresRange = requested != nil && etag == download.etag && lastModified == download.lastModified
+        if requested != nil {
+            log(.info, ignoresRange ? "the server ignores Range: one connection from byte 0"
+                                    : "the remote file changed: starting over from byte 0")
+        }
+        // Every other connection goes: this body is the file.
+        var kept = connections[index]
+        for (other, connection) in connections.enumerated() where other != index { drop(connection) }
+        if requested != nil { plannedConnections = 1 }
+        generation += 1
+        kept.segment = 0
+        kept.requested = nil
+        connections = [kept]
+        // The blocks reserved were for the ranged plan; this body is written as it comes, and checked as it grows.
+        reserved = false
+        unreservedSinceCheck = 0
+        setSegments([Segment(start: 0, end: length.map { $0 - 1 })])
+        download.totalBytes = length
+        download.etag = etag
+        download.lastModified = lastModified
+        if ignoresRange { download.acceptsRanges = false }
+        emit(.truncate(to: 0))
+        if length != nil { emit(.measureFreeSpace) }
+    }
+
+    /// Ends a connection that is not the one calling back: its transfer is cancelled, its timer too.
+    mutating func drop(_ connection: Connection) {
+        switch connection.state {
+        case .fetching(let id), .stopping(let id, _): emit(.cancel(id))
+        case .backoff(let timer): emit(.cancelTimer(timer))
+        }
+    }
+
+    // MARK: body
+
+    /// Body bytes arrived: how many belong to the segment and where they go.
+    mutating func received(_ id: TransferID, count: Int) {
+        guard let index = connection(with: id), case .fetching = connections[index].state,
+              download.segments.indices.contains(connections[index].segment) else { return emit(.abort(id)) }
+        let segment = download.segments[connections[index].segment]
+        let take = Int(min(Int64(count), segment.remaining ?? Int64.max))
+        if take > 0 {
+            if !reserved, let refusal = unreservedRefusal(endingAt: segment.cursor + Int64(take), count: take) {
+                return stop(index, .failed(refusal))
+            }
+            emit(.write(id, offset: segment.cursor, count: take))
+        }
+        guard take < count else { return }
+        // The last byte this connection's request covers: its range's end, else the end of the file.
+        let wantedEnd = connections[index].requested?.end ?? download.totalBytes.map { $0 - 1 }
+        if let end = segment.end, let wantedEnd, end < wantedEnd {
+            // The range was split while this connection fetched it: its part is done.
+            stop(index, .reachedEnd)
+        } else {
+            // Not a split: the body goes on past the size the file is known to have.
+            stop(index, .failed(DownloadError(.sizeMismatch, "the server sent more than the "
+                + "\((segment.end ?? 0) + 1) bytes the file has")))
+        }
+    }
+
+    /// A file whose blocks were not reserved grows into free space as it comes: the largest-file limit is checked
+    /// on every chunk, free space every few MiB (`measureFreeSpace`, answered by `freeSpace`).
+    mutating func unreservedRefusal(endingAt end: Int64, count: Int) -> DownloadError? {
+        if let maxFileSize = settings.space.maxFileSize, end > maxFileSize {
+            return settings.space.refusalWhileWriting(written: end, free: .max)
+        }
+        unreservedSinceCheck += Int64(count)
+        if unreservedSinceCheck >= settings.spaceCheckBytes {
+            unreservedSinceCheck = 0
+            emit(.measureFreeSpace)
+        }
+        return nil
+    }
+
+    mutating func freeSpace(_ free: Int64) {
+        guard phase == .transferring, !reserved else { return }
+        let written = download.segments.map(\.cursor).max() ?? 0
+        let refusal = download.totalBytes.map {
+            settings.space.refusal(total: $0, needed: $0 - written, free: free)
+        } ?? settings.space.refusalWhileWriting(written: written, free: free)
+        if let refusal { fail(refusal) }
+    }
+
+    mutating func wrote(_ id: TransferID, count: Int) {
+        guard let index = connection(with: id) else { return }
+        let segment = connections[index].segment
+        guard download.segments.indices.contains(segment) else { return }
+        download.segments[segment].received += Int64(count)
+        bytesSinceCheckpoint += Int64(count)
+        if bytesSinceCheckpoint >= settings.checkpointBytes { checkpoint() }
+    }
+
+    mutating func writeFailed(_ id: TransferID, _ error: FileError) {
+        guard let index = connection(with: id) else { return }
+        connections[index].state = .stopping(id, .failed(DownloadError.file(error)))
+        emit(.abort(id))
+    }
+
+    // MARK: ends
+
+    mutating func ended(_ id: TransferID, _ result: TransferResult) {
+        if case .probing(let probe, let head, _) = phase, probe == id { return probeEnded(result, head: head) }
+        guard let index = connection(with: id) else { return }
+        var reachedEnd = false
+        if case .stopping(_, let outcome) = connections[index].state {
+            switch outcome {
+            case .failed(let error): return connectionFailed(index, error)
+            case .reachedEnd: reachedEnd = true
+            }
+        }
+        if result.failure != nil, !(result.failure == .aborted && reachedEnd) {
+            return connectionFailed(index, DownloadError.transfer(result))
+        }
+        let segmentIndex = connections[index].segment
+        guard download.segments.indices.contains(segmentIndex) else {
+            connections.remove(at: index)
+            return fill()
+        }
+        let segment = download.segments[segmentIndex]
+        if segment.end == nil {
+            // The size was unknown: the end of the body is the end of the file.
+            updateSegments { $0[segmentIndex].end = segment.cursor - 1 }
+            download.totalBytes = segment.cursor
+        } else if !segment.isDone {
+            return connectionFailed(index, DownloadError(.sizeMismatch, "the server ended a range "
+                + "\(segment.remaining ?? 0) bytes early", retryable: true))
+        }
+        connections.remove(at: index)
+        fill()
+    }
+
+    /// A connection failed: its segment is tried again after a backoff while attempts remain, else the download
+    /// fails.
+    mutating func connectionFailed(_ index: Int, _ error: DownloadError) {
+        guard error.retryable, download.attempts < settings.maxAttempts else { return fail(error) }
+        download.attempts += 1
+        let delay = backoff(attempt: download.attempts - 1, error: error)
+        log(.warning, "connection failed, retrying in \(Self.seconds(delay)) s: \(error.message)",
+            ["error.code": error.code.rawValue, "segment.index": String(connections[index].segment)])
+        let timer = newTimer()
+        connections[index].state = .backoff(timer)
+        emit(.schedule(timer, after: delay))
+    }
+
+    mutating func couldNotStart(_ id: TransferID, _ message: String) {
+        let error = DownloadError(.internalError, "cannot start a transfer: \(message)")
+        if case .probing(let probe, _, _) = phase, probe == id { return fail(error) }
+        guard let index = connection(with: id) else { return }
+        connectionFailed(index, error)
+    }
+
+    /// The host has no connection to spare: the segment waits for a connection to be freed.
+    mutating func noHostConnection(_ id: TransferID) {
+        guard let index = connection(with: id) else { return }
+        connections.remove(at: index)
+        hostBusy = true
+        if connections.isEmpty, download.segments.allSatisfy(\.isDone) { transferred() }
+    }
+
+    mutating func hostConnectionFreed() {
+        hostBusy = false
+        fill()
+    }
+
+    /// The remote file is not the one the segments hold: drop every connection and probe again, at most three
+    /// times.
+    mutating func restart(because reason: String) {
+        for connection in connections { drop(connection) }
+        connections.removeAll()
+        restarts += 1
+        guard restarts <= 3 else { return fail(DownloadError(.remoteChanged, "\(reason), again after 3 restarts")) }
+        log(.info, "starting over: \(reason)")
+        generation += 1
+        setSegments([])
+        emit(.closeFile(sync: nil, generation: generation))
+        transition(.restart)
+        probe(head: true)
+    }
+
+    /// A new limit: fewer connections close the extra ones (their segments wait), more are opened at once.
+    mutating func limitsChanged() {
+        guard phase == .transferring, download.state == .downloading else { return }
+        plannedConnections = download.resumable ? download.connections : 1
+        while connections.count > plannedConnections { drop(connections.removeLast()) }
+        fill()
+    }
+}

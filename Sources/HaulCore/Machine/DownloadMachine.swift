@@ -1,0 +1,234 @@
+import Foundation
+import HaulLoop
+
+/// What a download machine decides by.
+public struct MachineSettings: Sendable {
+    /// Attempts per download before it fails (the first one included).
+    public var maxAttempts = 5
+    /// First retry delay in seconds; doubles with each attempt up to `retryMaxDelay`.
+    public var retryBaseDelay: Double = 1
+    public var retryMaxDelay: Double = 60
+    /// A transfer that receives nothing (or less than `lowestSpeed`) this long is cut and retried.
+    public var stallTimeout: Double = 60
+    /// Bytes per second below which a connection counts as stalled; 0 watches for silence only.
+    public var lowestSpeed: Int64 = 0
+    /// The tick's period, which stall rates are measured over.
+    public var tickInterval: Double = 1
+    /// No segment is split below this size.
+    public var minSplitSize: Int64 = 4 << 20
+    /// A checkpoint at the latest after this many bytes (and at every tick).
+    public var checkpointBytes: Int64 = 16 << 20
+    /// The unreserved bytes after which free space is looked at again.
+    public var spaceCheckBytes: Int64 = 4 << 20
+    public var space = SpacePolicy()
+
+    public init() {}
+}
+
+/// One download's logic as a value: events in (`handle`), actions out. No I/O, no clock, no curl: the runner that
+/// owns the part file, the transfers and the timers carries the actions out and reports back. Every change of
+/// `download.state` goes through `transition`, which follows `DownloadState.next(after:)` and stops the process on a
+/// transition the table lacks (a programming error, never a client's or an origin's doing).
+///
+/// Phases while running: probing (HEAD, else a one-byte GET) -> opening the part file -> reserving its space ->
+/// transferring (connections, each an enum of its states) -> verifying (sync, checksum) -> publishing (the name).
+public struct DownloadMachine {
+    public internal(set) var download: Download
+    public var settings: MachineSettings
+
+    enum Phase: Equatable {
+        /// Not running: queued, paused, failed, completed, or stopped.
+        case idle
+        case probing(TransferID, head: Bool, since: Double?)
+        /// Waiting to probe again after a failed attempt.
+        case probeBackoff(TimerID)
+        case opening(contentDisposition: String?)
+        case reserving
+        case transferring
+        case verifying
+        case publishing
+    }
+
+    /// One connection fetching one segment.
+    struct Connection: Equatable {
+        enum State: Equatable {
+            /// Its transfer runs.
+            case fetching(TransferID)
+            /// The machine stopped its transfer (answering a callback) and waits for it to end with `outcome`.
+            case stopping(TransferID, Outcome)
+            /// Waiting to try its segment again.
+            case backoff(TimerID)
+        }
+
+        enum Outcome: Equatable {
+            case failed(DownloadError)
+            /// The segment was split under it and its part is complete: the abort is a success.
+            case reachedEnd
+        }
+
+        var segment: Int
+        var state: State
+        /// The range asked for (`end` nil: to the end of the file), nil for a plain GET of the whole file.
+        var requested: (start: Int64, end: Int64?)?
+        /// Stall watch: bytes at the previous tick (-1 before the first), and since when it has been too slow.
+        var lastTickBytes: Int64 = -1
+        var slowSince: Double?
+
+        var transfer: TransferID? {
+            switch state {
+            case .fetching(let id), .stopping(let id, _): return id
+            case .backoff: return nil
+            }
+        }
+
+        static func == (a: Connection, b: Connection) -> Bool {
+            a.segment == b.segment && a.state == b.state && a.requested?.start == b.requested?.start
+                && a.requested?.end == b.requested?.end && a.lastTickBytes == b.lastTickBytes
+                && a.slowSince == b.slowSince
+        }
+    }
+
+    var phase = Phase.idle
+    var connections: [Connection] = []
+    /// How many connections this download runs at most now.
+    var plannedConnections = 0
+    /// Bumped whenever the segments are thrown away, so a sync begun before cannot journal stale bytes.
+    var generation = 0
+    var restarts = 0
+    /// The part file's blocks are reserved for the whole known size: writes take no new space.
+    var reserved = false
+    var unreservedSinceCheck: Int64 = 0
+    var bytesSinceCheckpoint: Int64 = 0
+    var checkpointInFlight = false
+    /// The host refused a connection: none is asked for until one is freed.
+    var hostBusy = false
+    /// The Content-Length of a HEAD that did not settle the probe: the size when the ranged GET tells none.
+    var headLength: Int64?
+    var meter = RateMeter()
+    private var counter = 0
+    private var random: SplitMix64
+    private var pending: [MachineAction] = []
+
+    public init(download: Download, settings: MachineSettings) {
+        self.download = download
+        self.settings = settings
+        random = SplitMix64(seed: UInt64(bitPattern: download.sequence))
+    }
+
+    /// Bytes per second, smoothed; 0 while nothing runs.
+    public var speed: Double { activeConnections == 0 ? 0 : meter.bytesPerSecond }
+    /// Connections with a transfer running.
+    public var activeConnections: Int { connections.filter { $0.transfer != nil }.count }
+    /// Whether the machine holds a running download (it has a slot).
+    public var isRunning: Bool { phase != .idle }
+
+    /// Applies `event` and returns what the runner must do, in order.
+    public mutating func handle(_ event: MachineEvent) -> [MachineAction] {
+        switch event {
+        case .start(let now): start(now: now)
+        case .foundFinished(let name): foundFinished(name)
+        case .responded(let id, let response): responded(id, response)
+        case .received(let id, let count): received(id, count: count)
+        case .wrote(let id, let count): wrote(id, count: count)
+        case .writeFailed(let id, let error): writeFailed(id, error)
+        case .ended(let id, let result): ended(id, result)
+        case .couldNotStart(let id, let message): couldNotStart(id, message)
+        case .noHostConnection(let id): noHostConnection(id)
+        case .hostConnectionFreed: hostConnectionFreed()
+        case .fileOpened(let info): fileOpened(info)
+        case .fileFailed(let error): fileFailed(error)
+        case .reserved(let ok): reservedSpace(ok)
+        case .freeSpace(let free): freeSpace(free)
+        case .synced(let segments, let generation, let final): synced(segments, generation: generation, final: final)
+        case .syncFailed(let error): syncFailed(error)
+        case .verified(let digest): verified(digest)
+        case .published(let name): published(name)
+        case .publishFailed(let error): fail(error)
+        case .timer(let id): timerFired(id)
+        case .tick(let now): tick(now: now)
+        case .pause: pause()
+        case .resume: resume()
+        case .change(let changes): change(changes)
+        case .stop(let keepFile): stopEverything(sync: keepFile)
+        case .interrupted: transition(.interrupt)
+        }
+        defer { pending.removeAll(keepingCapacity: true) }
+        return pending
+    }
+
+    /// Sets the download's timestamps, which the engine keeps from its clock (the machine reads none).
+    public mutating func stamp(updatedAt: Date, startedAt: Date?, completedAt: Date?) {
+        download.updatedAt = updatedAt
+        download.startedAt = startedAt
+        download.completedAt = completedAt
+    }
+
+    // MARK: helpers for the extensions
+
+    mutating func emit(_ action: MachineAction) { pending.append(action) }
+
+    mutating func log(_ level: Logger.Level, _ message: String, _ meta: [String: String] = [:]) {
+        emit(.log(level, message, meta))
+    }
+
+    /// Moves to the state the table gives for `event`, then applies `change`.
+    mutating func transition(_ event: DownloadEvent, _ change: (inout Download) -> Void = { _ in }) {
+        guard let next = download.state.next(after: event) else {
+            preconditionFailure("no transition from \(download.state.rawValue) on \(event.rawValue)")
+        }
+        download.state = next
+        change(&download)
+    }
+
+    /// Replaces the segments; the journal follows and never claims more than they hold.
+    mutating func setSegments(_ segments: [Segment]) {
+        download.segments = segments
+        download.journal = SegmentPlanner.journal(synced: download.journal, live: segments)
+    }
+
+    mutating func updateSegments(_ change: (inout [Segment]) -> Void) {
+        var segments = download.segments
+        change(&segments)
+        setSegments(segments)
+    }
+
+    /// A transfer id unique in the process: the download's sequence number above, a counter below.
+    mutating func newTransfer() -> TransferID {
+        counter += 1
+        return TransferID(Int(truncatingIfNeeded: download.sequence) << 32 | (counter & 0xFFFF_FFFF))
+    }
+
+    mutating func newTimer() -> TimerID {
+        counter += 1
+        return TimerID(counter)
+    }
+
+    /// Exponential backoff with ±25% jitter, never sooner than the server's Retry-After (at most 10 minutes).
+    mutating func backoff(attempt: Int, error: DownloadError) -> Double {
+        let base = min(settings.retryMaxDelay, settings.retryBaseDelay * pow2(max(0, attempt - 1)))
+        let jittered = base * (0.75 + 0.5 * random.nextUnit())
+        return max(jittered, min(error.retryAfter ?? 0, 600))
+    }
+
+    private func pow2(_ exponent: Int) -> Double {
+        exponent >= 62 ? .infinity : Double(Int64(1) << Int64(exponent))
+    }
+}
+
+/// A small seeded generator (SplitMix64): backoff jitter that tests can repeat.
+struct SplitMix64 {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}

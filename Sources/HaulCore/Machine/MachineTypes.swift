@@ -1,0 +1,158 @@
+import HaulLoop
+
+/// Names one timer a download machine asked for; unique within its download.
+public struct TimerID: Hashable, Sendable, CustomStringConvertible {
+    public let value: Int
+    public init(_ value: Int) { self.value = value }
+    public var description: String { "timer\(value)" }
+}
+
+/// An inclusive byte range of the part file.
+public struct ByteRange: Equatable, Sendable {
+    public var first: Int64
+    public var last: Int64
+
+    public init(_ first: Int64, _ last: Int64) {
+        self.first = first
+        self.last = last
+    }
+}
+
+/// What a transfer the machine asks for fetches.
+public enum FetchKind: Equatable, Sendable {
+    /// The probe: HEAD.
+    case head
+    /// The probe's fallback: GET with `Range: bytes=0-0`.
+    case firstByte
+    /// A segment: bytes from `start` to `end` (inclusive), or to the end of the file when `end` is nil, sent with
+    /// `If-Range: ifRange`.
+    case range(start: Int64, end: Int64?, ifRange: String?)
+    /// The whole file with a plain GET.
+    case whole
+
+    /// Segment fetches hold one of the host's connections; probes do not.
+    public var holdsHostConnection: Bool { self != .head && self != .firstByte }
+}
+
+/// How the part file is to be opened: under its current name, or under a free one derived from `base`.
+public struct PartFileRequest: Equatable, Sendable {
+    /// The name the download has already (its part file is `name.part`), if any.
+    public var current: String?
+    /// The name to start from when a new one is needed: the client's, or one derived from the origin's answer.
+    public var base: String
+
+    public init(current: String?, base: String) {
+        self.current = current
+        self.base = base
+    }
+}
+
+/// What opening the part file found.
+public struct PartFileInfo: Equatable, Sendable {
+    /// The name chosen (the part file is `name.part`).
+    public var name: String
+    /// Bytes the part file holds (its size).
+    public var size: Int64
+    /// Bytes of disk it holds (blocks).
+    public var allocated: Int64
+    /// Bytes free on its file system.
+    public var free: Int64
+    /// A part file nobody journals (another tool's, or ours with the database lost) was taken over, with this size.
+    public var adopted: Int64?
+    /// The part file under the current name was someone else's (another link, another owner), and why: the name was
+    /// passed over for a free one.
+    public var passedOver: String?
+
+    public init(name: String, size: Int64, allocated: Int64, free: Int64, adopted: Int64? = nil,
+                passedOver: String? = nil) {
+        self.name = name
+        self.size = size
+        self.allocated = allocated
+        self.free = free
+        self.adopted = adopted
+        self.passedOver = passedOver
+    }
+}
+
+/// What happens to a download, as the machine hears it. Times are the clock's (monotonic seconds).
+public enum MachineEvent: Sendable {
+    /// A slot is free: probe and fetch it.
+    case start(now: Double)
+    /// Found at start finished already (a crash after its file got the name `name`).
+    case foundFinished(name: String)
+    /// The final response of transfer `id`, before its body.
+    case responded(TransferID, TransferResponse)
+    /// `count` body bytes arrived on transfer `id` (not yet written).
+    case received(TransferID, count: Int)
+    /// The `write` the machine asked for succeeded.
+    case wrote(TransferID, count: Int)
+    /// The `write` failed; `count` bytes were not written.
+    case writeFailed(TransferID, FileError)
+    /// Transfer `id` ended (after `abort` too, with `.aborted`; never after `cancel`).
+    case ended(TransferID, TransferResult)
+    /// The fetch could not be started at all.
+    case couldNotStart(TransferID, String)
+    /// The fetch was not started: the host has no connection to spare.
+    case noHostConnection(TransferID)
+    /// A host connection was given back somewhere: try again.
+    case hostConnectionFreed
+    case fileOpened(PartFileInfo)
+    /// Opening, truncating, reserving, syncing or hashing the part file failed.
+    case fileFailed(FileError)
+    /// The `reserve` was done; false when the file system cannot reserve (bytes then take space as they come).
+    case reserved(Bool)
+    /// Free bytes on the part file's file system, as asked by `measureFreeSpace`.
+    case freeSpace(Int64)
+    /// The part file was synced with `segments` (of `generation`) on disk; `final` for the sync of `closeFile`.
+    case synced([Segment], generation: Int, final: Bool)
+    /// A checkpoint's sync failed.
+    case syncFailed(FileError)
+    /// The part file is synced and hashed: the hex digest when a checksum was asked for.
+    case verified(String?)
+    case published(name: String)
+    case publishFailed(DownloadError)
+    case timer(TimerID)
+    /// The periodic tick: speed samples, stall watch, checkpoints.
+    case tick(now: Double)
+    case pause
+    case resume
+    case change(DownloadChanges)
+    /// Removal (`keepFile` false) or server shutdown: end everything, keep the state.
+    case stop(keepFile: Bool)
+    /// At start-up: the download was running when the server stopped.
+    case interrupted
+}
+
+/// What the machine asks its runner to do, in order.
+public enum MachineAction: Equatable, Sendable {
+    case fetch(TransferID, FetchKind)
+    /// Stop this transfer and forget it: nothing more is heard of it.
+    case cancel(TransferID)
+    /// The answer to the callback of transfer `id` in progress: stop it (it still ends, with `.aborted`).
+    case abort(TransferID)
+    /// Write the first `count` bytes of the chunk being received on `id` at `offset`.
+    case write(TransferID, offset: Int64, count: Int)
+    case openPartFile(PartFileRequest)
+    case truncate(to: Int64)
+    case reserve(Int64)
+    /// Give back the disk blocks of ranges never written.
+    case release([ByteRange])
+    case measureFreeSpace
+    /// Sync the part file off the loop; then `synced` with these segments.
+    case checkpoint([Segment], generation: Int)
+    /// Close the part file, syncing it first (then `synced`, final) when `sync` holds the segments to journal.
+    case closeFile(sync: [Segment]?, generation: Int)
+    /// Sync and (with an algorithm) hash the part file off the loop; then `verified`.
+    case verify(DigestAlgorithm?)
+    /// Give the part file its final name, derived from `base`; then `published` or `publishFailed`.
+    case publish(base: String)
+    /// Close the part file and remove it.
+    case deletePartFile
+    case schedule(TimerID, after: Double)
+    case cancelTimer(TimerID)
+    /// Store the journal (what a sync vouched for).
+    case saveJournal([Segment])
+    case log(Logger.Level, String, [String: String])
+    /// The download no longer needs its slot (completed, failed, paused or stopped).
+    case finished
+}

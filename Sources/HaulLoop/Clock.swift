@@ -1,0 +1,52 @@
+import Foundation
+
+/// Monotonic time and one-shot timers: the loop's in the server, a manual clock in tests.
+public protocol Clock: AnyObject {
+    /// Seconds since an arbitrary start, never going back.
+    var now: Double { get }
+    /// Runs `action` once, `seconds` from now, unless the returned timer is cancelled first.
+    func after(_ seconds: Double, _ action: @escaping () -> Void) -> ClockTimer
+}
+
+/// A pending `Clock.after`.
+public protocol ClockTimer: AnyObject {
+    func cancel()
+}
+
+/// The loop's clock: uptime, and timers on the loop's event base (at the transfer priority, like the work they
+/// drive).
+public final class LoopClock: Clock {
+    private let loop: EventLoop
+
+    public init(loop: EventLoop) { self.loop = loop }
+
+    public var now: Double { ProcessInfo.processInfo.systemUptime }
+
+    public func after(_ seconds: Double, _ action: @escaping () -> Void) -> ClockTimer {
+        let timer = OneShot(action: action)
+        timer.timer = LoopTimer(loop: loop, delay: seconds, priority: .transfer) { [unowned timer] in timer.fire() }
+        timer.timer?.start()
+        return timer
+    }
+
+    /// Owns its LoopTimer until it fires or is cancelled.
+    private final class OneShot: ClockTimer {
+        var timer: LoopTimer?
+        private var action: (() -> Void)?
+
+        init(action: @escaping () -> Void) { self.action = action }
+
+        func fire() {
+            let action = self.action
+            self.action = nil
+            timer = nil
+            action?()
+        }
+
+        func cancel() {
+            timer?.cancel()
+            timer = nil
+            action = nil
+        }
+    }
+}

@@ -1,0 +1,29 @@
+/// Names one transfer a download asked for; unique within the process.
+public struct TransferID: Hashable, Sendable, CustomStringConvertible {
+    public let value: Int
+    public init(_ value: Int) { self.value = value }
+    public var description: String { "t\(value)" }
+}
+
+/// Hears what happens to the transfers it started, on the loop thread.
+public protocol FetchDelegate: AnyObject {
+    /// The final response's status and headers, before any body byte. Return false to stop the transfer (it then
+    /// ends with `.aborted`).
+    func transfer(_ id: TransferID, responded response: TransferResponse) -> Bool
+    /// A piece of the body, in order; valid only during this call.
+    func transfer(_ id: TransferID, received chunk: TransferChunk) -> ChunkDecision
+    /// The end: success, failure, or `.aborted` after the delegate asked to stop. Not after `cancel`.
+    func transfer(_ id: TransferID, ended result: TransferResult)
+}
+
+/// Runs HTTP transfers: libcurl's multi handle in the server, a script in tests. The first two delegate calls come
+/// from inside the fetcher's own callbacks, where none of these methods may be called back.
+public protocol Fetcher: AnyObject {
+    /// Starts `request`; throws when it cannot start (a header that breaks the field grammar, curl refusing the
+    /// handle). The delegate is held weakly.
+    func start(_ id: TransferID, _ request: TransferRequest, delegate: FetchDelegate) throws
+    /// Stops the transfer at once; its delegate hears nothing more. Unknown ids are ignored.
+    func cancel(_ id: TransferID)
+    /// Continues a transfer held by `ChunkDecision.pause`; the held bytes may be delivered before this returns.
+    func resume(_ id: TransferID)
+}

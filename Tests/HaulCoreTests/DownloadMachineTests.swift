@@ -1,0 +1,600 @@
+import Foundation
+import HaulCore
+import HaulLoop
+import XCTest
+
+/// The download machine driven by a scripted origin and a manual clock (`MachineHarness`): no sockets, no files, no
+/// sleeps. Each test checks what a user would see in the end (the state, the error code, the part file's bytes) and
+/// the requests the origin got.
+final class DownloadMachineTests: XCTestCase {
+    private func completed(_ harness: MachineHarness, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(harness.state, .completed, "error: \(harness.download.error?.message ?? "none")",
+                       file: file, line: line)
+        XCTAssertTrue(harness.partIsTheFile, "the part file differs from the origin's", file: file, line: line)
+        XCTAssertTrue(harness.finished, "the slot was not given back", file: file, line: line)
+        XCTAssertEqual(harness.download.journal, harness.download.segments, file: file, line: line)
+    }
+
+    // MARK: probe outcomes
+
+    func testAHeadWithLengthAndRangesSplitsTheFileOverConnections() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        harness.start()
+        completed(harness)
+        XCTAssertEqual(harness.fetches.first, .head)
+        // Four connections at once, each on its quarter (more follow, stealing work); the last asks for "the rest".
+        XCTAssertEqual(Array(harness.fetches.dropFirst().prefix(4)), [
+            .range(start: 0, end: 16383, ifRange: "\"v1\""), .range(start: 16384, end: 32767, ifRange: "\"v1\""),
+            .range(start: 32768, end: 49151, ifRange: "\"v1\""), .range(start: 49152, end: nil, ifRange: "\"v1\""),
+        ])
+        XCTAssertEqual(harness.download.totalBytes, 64 * 1024)
+        XCTAssertTrue(harness.download.resumable)
+    }
+
+    func testProbeOutcomes() {
+        struct Case {
+            let name: String
+            let head: MachineHarness.Reply
+            let firstByte: MachineHarness.Reply?
+            let state: DownloadState
+            let error: String?
+            let resumable: Bool?
+        }
+        let size = 20_000
+        let cases: [Case] = [
+            Case(name: "HEAD refused, ranged GET tells the size", head: .init(status: 405), firstByte: nil,
+                 state: .completed, error: nil, resumable: true),
+            Case(name: "HEAD cut", head: .failure(.cutOff), firstByte: nil, state: .completed, error: nil,
+                 resumable: true),
+            Case(name: "HEAD without Accept-Ranges, GET answers 200",
+                 head: .init(status: 200, headers: [("Content-Length", String(size))]),
+                 firstByte: .init(status: 200, headers: [("Content-Length", String(size))]),
+                 state: .completed, error: nil, resumable: false),
+            Case(name: "404", head: .init(status: 404), firstByte: .init(status: 404), state: .failed,
+                 error: "http_404", resumable: nil),
+            Case(name: "410 on GET", head: .init(status: 405), firstByte: .init(status: 410), state: .failed,
+                 error: "http_410", resumable: nil),
+            Case(name: "TLS failure", head: .failure(.tls), firstByte: nil, state: .failed, error: "tls_failed",
+                 resumable: nil),
+            Case(name: "blocked address", head: .failure(.blockedAddress), firstByte: nil, state: .failed,
+                 error: "blocked_address", resumable: nil),
+            Case(name: "too many redirects", head: .failure(.tooManyRedirects), firstByte: nil, state: .failed,
+                 error: "too_many_redirects", resumable: nil),
+        ]
+        for c in cases {
+            let harness = MachineHarness(size: size, connections: 2)
+            harness.head = c.head
+            if let firstByte = c.firstByte { harness.script[1] = firstByte }
+            if c.firstByte?.status == 200 { harness.ranges = false }
+            harness.runToEnd()
+            XCTAssertEqual(harness.state, c.state, c.name)
+            XCTAssertEqual(harness.errorCode, c.error, c.name)
+            if let resumable = c.resumable { XCTAssertEqual(harness.download.resumable, resumable, c.name) }
+            if c.state == .completed { XCTAssertTrue(harness.partIsTheFile, c.name) }
+            if c.error != nil { XCTAssertEqual(harness.download.attempts, 1, "\(c.name): not retried") }
+        }
+    }
+
+    func testAProbeThatFailsForNowIsRetriedWithBackoffThenFails() {
+        let harness = MachineHarness()
+        harness.head = .failure(.dns)
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "dns_failed")
+        XCTAssertEqual(harness.download.attempts, 4)
+        XCTAssertEqual(harness.fetches.filter { $0 == .head }.count, 4)
+        let delays = harness.scheduledDelays
+        XCTAssertEqual(delays.count, 3)
+        // 1, 2, 4 seconds, each within ±25%.
+        for (delay, base) in zip(delays, [1.0, 2.0, 4.0]) {
+            XCTAssertGreaterThanOrEqual(delay, base * 0.75)
+            XCTAssertLessThanOrEqual(delay, base * 1.25)
+        }
+    }
+
+    func testRetryAfterIsHonouredOnAProbe() {
+        let harness = MachineHarness()
+        // HEAD's 503 sends the probe on to GET, whose 503 asks for 30 s.
+        harness.script[0] = .init(status: 503, headers: [("Retry-After", "30")])
+        harness.script[1] = .init(status: 503, headers: [("Retry-After", "30")])
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertGreaterThanOrEqual(harness.scheduledDelays.first ?? 0, 30)
+    }
+
+    func testAnEmptyFileCompletesWithoutABody() {
+        let harness = MachineHarness(size: 0)
+        harness.head = .init(status: 405)
+        harness.script[1] = .init(status: 416, headers: [("Content-Range", "bytes */0")])
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .completed)
+        XCTAssertEqual(harness.download.totalBytes, 0)
+    }
+
+    func testAChunkedGetTakesTheSizeHEADAnnounced() {
+        let harness = MachineHarness(size: 10_000)
+        harness.head = .init(status: 200, headers: [("Content-Length", "10000")])
+        harness.ranges = false
+        harness.script[1] = .init(status: 200)
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.download.totalBytes, 10_000)
+    }
+
+    func testASizeTheOriginContradictsFails() {
+        let harness = MachineHarness(size: 10_000) { $0.expectedBytes = 9_999 }
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "size_mismatch")
+    }
+
+    func testAProbeNobodyAnswersIsCutAfterTheStallTimeout() {
+        let harness = MachineHarness()
+        harness.script[0] = .init(status: 200, ending: .stall)
+        harness.head = nil
+        harness.start()
+        XCTAssertEqual(harness.state, .probing)
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.fetches.filter { $0 == .head }.count, 2, "the silent probe was retried")
+    }
+
+    // MARK: the seeds' local-file rule
+
+    func testAnUnjournaledPartFileIsContinuedCompletedOrRestarted() {
+        for (existing, firstRangeStart, fetched) in [(Int64(5_000), Int64?(5_000), true), (20_000, nil, false),
+                                                      (25_000, nil, true)] {
+            let harness = MachineHarness(size: 20_000, connections: 1)
+            harness.existingPart = existing
+            harness.runToEnd()
+            completed(harness)
+            XCTAssertEqual(harness.rangeFetches.first?.start, firstRangeStart, "existing \(existing)")
+            let bodies = harness.fetches.filter { $0 != .head && $0 != .firstByte }
+            XCTAssertEqual(!bodies.isEmpty, fetched, "existing \(existing)")
+        }
+    }
+
+    // MARK: pause, resume and a changed file
+
+    func testPauseKeepsTheJournalAndResumeContinuesWithIfRange() {
+        let harness = MachineHarness(size: 40_000, connections: 1)
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+                                  body: Array(harness.content.prefix(12_288)), ending: .stall)
+        harness.start()
+        XCTAssertEqual(harness.state, .downloading)
+        harness.send(.pause)
+        XCTAssertEqual(harness.state, .paused)
+        XCTAssertTrue(harness.finished)
+        XCTAssertEqual(harness.savedJournal?.first?.received, 12_288, "what was written is journaled")
+        XCTAssertEqual(harness.runningCount, 0)
+
+        harness.send(.resume)
+        XCTAssertEqual(harness.state, .queued)
+        harness.runToEnd()
+        completed(harness)
+        let resumed = harness.rangeFetches.last
+        XCTAssertEqual(resumed?.start, 12_288)
+        XCTAssertEqual(resumed?.ifRange, "\"v1\"")
+    }
+
+    func testAFileChangedWhilePausedIsFetchedAgainFromZero() {
+        let harness = MachineHarness(size: 40_000, connections: 1)
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+                                  body: Array(harness.content.prefix(8_192)), ending: .stall)
+        harness.start()
+        harness.send(.pause)
+        harness.send(.resume)
+        // The new version has another validator and other bytes.
+        harness.etag = "\"v2\""
+        harness.content = harness.content.reversed()
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.download.etag, "\"v2\"")
+        XCTAssertNil(harness.rangeFetches.last(where: { $0.start > 0 }), "nothing spliced from the old version")
+    }
+
+    func testAnIfRangeAnsweredWithTheWholeNewFileStartsOverOnThatConnection() {
+        let harness = MachineHarness(size: 40_000, connections: 1)
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+                                  body: Array(harness.content.prefix(8_192)), ending: .stall)
+        harness.start()
+        harness.send(.pause)
+        harness.send(.resume)
+        // The probe still says v1; the ranged request finds v2 and gets the whole new file.
+        harness.etag = "\"v2\""
+        harness.content = harness.content.reversed()
+        harness.head = .init(status: 200, headers: [("Content-Length", "40000"), ("Accept-Ranges", "bytes"),
+                                                    ("ETag", "\"v1\"")])
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.download.etag, "\"v2\"")
+    }
+
+    func testAServerThatIgnoresRangeGetsOneConnectionFromZero() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        // Advertises ranges, answers every ranged GET with the whole file.
+        harness.script[2] = .init(status: 200, headers: [("Content-Length", "65536"), ("ETag", "\"v1\"")],
+                                  body: harness.content)
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertFalse(harness.download.acceptsRanges)
+        XCTAssertEqual(harness.download.segments.count, 1)
+    }
+
+    func testAWrongContentRangeIsRetried() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        harness.script[2] = .init(status: 206, headers: [("Content-Range", "bytes 1-100/65536"), ("ETag", "\"v1\"")],
+                                  body: [UInt8](repeating: 0, count: 100))
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.download.attempts, 2, "one retry")
+        XCTAssertEqual(harness.actions.filter {
+            if case .log(_, let message, let meta) = $0 { return message.contains("retrying") && meta["error.code"] == "range_mismatch" }
+            return false
+        }.count, 1)
+    }
+
+    func testATotalThatChangedMidTransferRestartsAtMostThreeTimes() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        // Every ranged reply says the file has another size now.
+        harness.rangeReply = { start, _ in
+            .init(status: 206, headers: [("Content-Range", "bytes \(start)-65535/99999"), ("ETag", "\"v1\"")])
+        }
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "remote_changed")
+        XCTAssertEqual(harness.fetches.filter { $0 == .head }.count, 4, "the first probe and three restarts")
+    }
+
+    func testA416OnARangeProbesAgain() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        harness.script[3] = .init(status: 416)
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.fetches.filter { $0 == .head }.count, 2)
+    }
+
+    // MARK: connections failing
+
+    func testACutConnectionResumesFromWhereItStopped() {
+        let harness = MachineHarness(size: 40_000, connections: 1)
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+                                  body: Array(harness.content.prefix(10_000)), ending: .cut)
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.rangeFetches.first?.start, 10_000)
+    }
+
+    func testRetryAfterIsHonouredOnASegment() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        harness.script[2] = .init(status: 503, headers: [("Retry-After", "20")])
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertGreaterThanOrEqual(harness.scheduledDelays.max() ?? 0, 20)
+    }
+
+    func testRetriesRunOutAndTheDownloadFailsKeepingWhatItReceived() {
+        let harness = MachineHarness(size: 40_000, connections: 1)
+        for n in 1..<20 {
+            harness.script[n] = .init(status: n == 1 ? 200 : 206,
+                                      headers: n == 1 ? [("Content-Length", "40000"), ("ETag", "\"v1\"")]
+                                          : [("Content-Range", "bytes \(n * 1000 - 1000)-39999/40000"), ("ETag", "\"v1\"")],
+                                      body: Array(harness.content.prefix(1000)), ending: .cut)
+        }
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.download.attempts, 4)
+        XCTAssertGreaterThan(harness.download.receivedBytes, 0, "what was received is kept")
+        XCTAssertTrue(harness.actions.contains { if case .release = $0 { return true } else { return false } },
+                      "the blocks reserved for the rest are given back")
+        XCTAssertTrue(harness.finished)
+    }
+
+    func testANotFoundOnASegmentFailsAtOnce() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        harness.script[3] = .init(status: 404)
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "http_404")
+        XCTAssertEqual(harness.runningCount, 0, "the other connections were stopped")
+        XCTAssertEqual(harness.pendingTimers, 0)
+    }
+
+    func testAStalledConnectionIsCutAndItsSegmentRetried() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        harness.script[2] = .init(status: 206, headers: [("Content-Range", "bytes 16384-32767/65536"),
+                                                         ("ETag", "\"v1\"")],
+                                  body: Array(harness.content[16384..<20480]), ending: .stall)
+        harness.start()
+        XCTAssertEqual(harness.state, .downloading)
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertTrue(harness.actions.contains {
+            if case .log(_, let message, _) = $0 { return message.contains("nothing received for 5 s") }
+            return false
+        })
+    }
+
+    func testAConnectionSlowerThanTheLowestSpeedIsReplaced() {
+        var settings = MachineHarness.settings
+        settings.lowestSpeed = 1000
+        settings.minSplitSize = 1 << 20
+        let harness = MachineHarness(size: 40_000, connections: 1, settings: settings)
+        // 100 bytes a second, under the 1000 asked for: cut after the stall timeout, then fetched at full speed.
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+                                  body: harness.content, ending: .trickle(100))
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertTrue(harness.actions.contains {
+            if case .log(_, let message, _) = $0 { return message.contains("slower than 1000 bytes/s for 5 s") }
+            return false
+        })
+        XCTAssertGreaterThan(harness.rangeFetches.first?.start ?? 0, 0, "resumed where the slow one stopped")
+    }
+
+    func testWorkIsStolenFromASlowConnection() {
+        let harness = MachineHarness(size: 256 * 1024, connections: 4)
+        // The last segment's connection stalls after one chunk; the free connections split its range.
+        harness.script[4] = .init(status: 206, headers: [("Content-Range", "bytes 196608-262143/262144"),
+                                                         ("ETag", "\"v1\"")],
+                                  body: Array(harness.content[196608..<200704]), ending: .stall)
+        harness.start()
+        XCTAssertGreaterThan(harness.download.segments.count, 4, "a free connection took half of the slow range")
+        harness.runToEnd()
+        completed(harness)
+    }
+
+    func testABodyRunningPastItsRangeFails() {
+        let harness = MachineHarness(size: 40_000, connections: 1)
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+                                  body: harness.content + [1, 2, 3])
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "size_mismatch")
+    }
+
+    func testARangeEndedEarlyIsRetried() {
+        let harness = MachineHarness(size: 40_000, connections: 1)
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+                                  body: Array(harness.content.prefix(30_000)))
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.rangeFetches.first?.start, 30_000)
+    }
+
+    func testAnUnknownLengthEndsWhereTheBodyEnds() {
+        let harness = MachineHarness(size: 30_000, connections: 4)
+        harness.head = .init(status: 405)
+        harness.ranges = false
+        harness.script[1] = .init(status: 200)
+        harness.script[2] = .init(status: 200, body: harness.content)
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.download.totalBytes, 30_000)
+        XCTAssertFalse(harness.download.resumable)
+    }
+
+    func testAThreeHundredToAPlainGetIsARangeMismatch() {
+        let harness = MachineHarness(size: 10_000, connections: 1)
+        harness.ranges = false
+        harness.head = .init(status: 200, headers: [("Content-Length", "10000")])
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "10000")])
+        for n in 2..<10 { harness.script[n] = .init(status: 304) }
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "range_mismatch")
+    }
+
+    func testAFetchThatCannotStartFailsTheDownload() {
+        let harness = MachineHarness()
+        harness.send(.start(now: 0))
+        guard case .fetch(let id, _)? = harness.actions.first(where: {
+            if case .fetch = $0 { return true } else { return false }
+        }) else { return XCTFail("no fetch") }
+        harness.send(.couldNotStart(id, "the request header 'X' is not a valid HTTP field"))
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "internal_error")
+    }
+
+    // MARK: verification, disk and the journal
+
+    func testAChecksumMismatchDiscardsThePartFile() {
+        let harness = MachineHarness(size: 10_000, connections: 1) {
+            $0.checksum = "sha256:" + String(repeating: "0", count: 64)
+        }
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "checksum_mismatch")
+        XCTAssertTrue(harness.actions.contains(.deletePartFile))
+        XCTAssertEqual(harness.download.segments, [])
+        XCTAssertFalse(harness.actions.contains { if case .publish = $0 { return true } else { return false } })
+    }
+
+    func testAMatchingChecksumCompletes() {
+        let content = MachineHarness(size: 10_000).content
+        let digest = Digest.sha256(content).map { String(format: "%02x", $0) }.joined()
+        let harness = MachineHarness(size: 10_000, connections: 1) { $0.checksum = "sha256:" + digest }
+        harness.runToEnd()
+        completed(harness)
+    }
+
+    func testAFullDiskFailsTheDownloadAndGivesBackTheReservation() {
+        let harness = MachineHarness()
+        harness.diskFullOnReserve = true
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "disk_full")
+        let released = harness.actions.compactMap { if case .release(let ranges) = $0 { return ranges } else { return nil } }
+        XCTAssertEqual(released.joined().reduce(0) { $0 + $1.last - $1.first + 1 }, 64 * 1024, "all of it")
+    }
+
+    func testAFileThatCannotFitIsRefusedBeforeReserving() {
+        var settings = MachineHarness.settings
+        settings.space = SpacePolicy(minFreeSpace: 1 << 20)
+        let harness = MachineHarness(settings: settings)
+        harness.free = (1 << 20) + 1000
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "insufficient_space")
+        XCTAssertFalse(harness.actions.contains { if case .reserve = $0 { return true } else { return false } })
+    }
+
+    func testAnEndlessBodyStopsAtTheLargestFileAccepted() {
+        var settings = MachineHarness.settings
+        settings.space = SpacePolicy(minFreeSpace: 0, maxFileSize: 20_000)
+        let harness = MachineHarness(size: 50_000, settings: settings)
+        harness.head = .init(status: 405)
+        harness.ranges = false
+        harness.script[1] = .init(status: 200)
+        harness.script[2] = .init(status: 200, body: harness.content)
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "file_too_large")
+        XCTAssertLessThanOrEqual(harness.download.receivedBytes, 20_000)
+    }
+
+    func testAWriteThatFailsFailsTheDownload() {
+        let harness = MachineHarness(size: 10_000, connections: 1)
+        harness.failNextWrite = true
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "write_failed")
+        XCTAssertEqual(harness.download.receivedBytes, 0, "the bytes not written are not counted")
+    }
+
+    func testCheckpointsJournalOnlyWhatASyncCovered() {
+        var settings = MachineHarness.settings
+        settings.checkpointBytes = 8192
+        let harness = MachineHarness(size: 40_000, connections: 1, settings: settings)
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+                                  body: Array(harness.content.prefix(20_480)), ending: .stall)
+        harness.start()
+        let journal = harness.savedJournal?.first?.received ?? 0
+        XCTAssertGreaterThanOrEqual(journal, 8192)
+        XCTAssertLessThanOrEqual(journal, harness.download.receivedBytes)
+        // A checkpoint of segments since thrown away is not journaled.
+        let before = harness.savedJournal
+        harness.send(.synced([Segment(start: 0, end: 39_999, received: 40_000)], generation: -1, final: false))
+        XCTAssertEqual(harness.savedJournal, before)
+    }
+
+    func testRestartAfterACrashContinuesEverySegmentFromItsJournal() {
+        let journal = [Segment(start: 0, end: 16383, received: 10_000), Segment(start: 16384, end: 32767, received: 0),
+                       Segment(start: 32768, end: 49151, received: 16384), Segment(start: 49152, end: 65535,
+                                                                                    received: 100)]
+        let harness = MachineHarness(size: 64 * 1024, connections: 4) {
+            $0.state = .downloading
+            $0.filename = "file.bin"
+            $0.totalBytes = 65536
+            $0.acceptsRanges = true
+            $0.etag = "\"v1\""
+            $0.segments = journal
+            $0.journal = journal
+        }
+        // What the crashed server had written, as the part file holds it.
+        harness.send(.interrupted)
+        XCTAssertEqual(harness.state, .queued)
+        harness.prefill(journal)
+        harness.runToEnd()
+        completed(harness)
+        // The first three requests continue the three unfinished segments from their journaled cursors.
+        XCTAssertEqual(Set(harness.rangeFetches.prefix(3).map(\.start)), [10_000, 16384, 49252])
+        XCTAssertTrue(harness.rangeFetches.allSatisfy { $0.ifRange == "\"v1\"" })
+    }
+
+    func testAFinishedFileFoundAtStartCompletesWithoutFetching() {
+        let harness = MachineHarness()
+        harness.send(.foundFinished(name: "file (1).bin"))
+        XCTAssertEqual(harness.state, .completed)
+        XCTAssertEqual(harness.download.filename, "file (1).bin")
+        XCTAssertTrue(harness.fetches.isEmpty)
+        XCTAssertTrue(harness.finished)
+    }
+
+    func testStoppingForShutdownKeepsTheStateAndSyncsTheFile() {
+        let harness = MachineHarness(size: 40_000, connections: 1)
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+                                  body: Array(harness.content.prefix(4096)), ending: .stall)
+        harness.start()
+        harness.send(.stop(keepFile: true))
+        XCTAssertEqual(harness.state, .downloading, "the next start resumes it")
+        XCTAssertEqual(harness.savedJournal?.first?.received, 4096)
+        XCTAssertFalse(harness.machine.isRunning)
+        XCTAssertEqual(harness.runningCount, 0)
+    }
+
+    // MARK: limits
+
+    func testAHostWithoutConnectionsToSpareMakesSegmentsWait() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        harness.hostRefusals = 2
+        harness.start()
+        XCTAssertEqual(harness.state, .downloading)
+        harness.send(.hostConnectionFreed)
+        harness.runToEnd()
+        completed(harness)
+    }
+
+    func testFewerConnectionsCloseTheExtraOnesAndMoreOpenAtOnce() {
+        let harness = MachineHarness(size: 256 * 1024, connections: 4)
+        harness.stallRequests = [1, 2, 3, 4]
+        harness.send(.start(now: 0))
+        harness.settle()
+        XCTAssertEqual(harness.machine.activeConnections, 4)
+        harness.send(.change(DownloadChanges(connections: 2)))
+        XCTAssertEqual(harness.machine.activeConnections, 2)
+        XCTAssertEqual(harness.download.connections, 2)
+        harness.send(.change(DownloadChanges(connections: 6)))
+        XCTAssertEqual(harness.machine.activeConnections, 6)
+    }
+
+    // MARK: the transition table
+
+    func testEveryStateChangeGoesThroughTheTable() {
+        // A whole life: queued -> probing -> downloading -> verifying -> completed, each step a table entry.
+        let harness = MachineHarness(size: 10_000, connections: 1)
+        var seen: [DownloadState] = [harness.state]
+        harness.send(.start(now: 0))
+        seen.append(harness.state)
+        harness.runToEnd()
+        seen.append(harness.state)
+        XCTAssertEqual(seen, [.queued, .probing, .completed])
+        for (from, to) in [(DownloadState.queued, DownloadState.probing), (.probing, .downloading),
+                           (.downloading, .verifying), (.verifying, .completed)] {
+            XCTAssertTrue(DownloadState.transitions.contains { $0.from == from && $0.to == to }, "\(from) -> \(to)")
+        }
+    }
+
+    func testPausingAQueuedDownloadAndResumingIt() {
+        let harness = MachineHarness()
+        harness.send(.pause)
+        XCTAssertEqual(harness.state, .paused)
+        XCTAssertTrue(harness.actions.isEmpty, "a download that is not running needs nothing done")
+        harness.send(.resume)
+        XCTAssertEqual(harness.state, .queued)
+    }
+
+    func testRetryingAFailedDownloadStartsItsAttemptsAgain() {
+        let harness = MachineHarness()
+        harness.head = .failure(.connect)
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        harness.head = nil
+        harness.send(.resume)
+        XCTAssertEqual(harness.state, .queued, "a retried download waits for a slot")
+        XCTAssertEqual(harness.download.attempts, 0)
+        XCTAssertNil(harness.download.error)
+        harness.runToEnd()
+        completed(harness)
+    }
+}
+
+extension MachineHarness {
+    /// Writes the bytes `journal` vouches for into the part file, as a crashed server would have left them.
+    func prefill(_ journal: [Segment]) {
+        for segment in journal where segment.received > 0 {
+            let start = Int(segment.start)
+            write(Array(content[start..<start + Int(segment.received)]), at: start)
+        }
+    }
+}
