@@ -24,8 +24,10 @@ let package = Package(
         // libFuzzer target with `make fuzz`; otherwise a replayer of its corpus.
         .executableTarget(name: "HaulFuzz", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"], path: "Tests/Fuzz",
                           exclude: ["corpus"], swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
-        .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "HaulLoop"]),
-        .testTarget(name: "HaulAPITests", dependencies: ["HaulAPI", "HaulCore"]),
+        // Seams for tests: a manual clock and a fetcher that never answers.
+        .target(name: "HaulTestSupport", dependencies: ["HaulLoop"], path: "Tests/Support"),
+        .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "HaulLoop", "HaulTestSupport"]),
+        .testTarget(name: "HaulAPITests", dependencies: ["HaulAPI", "HaulCore", "HaulLoop", "HaulTestSupport"]),
         .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulLoop"]),
     ],
     swiftLanguageModes: [.v6]

@@ -21,45 +21,51 @@ public final class API {
         self.limits = limits
         self.log = log
         gate = AccessGate(policy: access)
-        self.events = EventHub(loop: loop, engine: engine, config: events)
+        self.events = EventHub(engine: engine, config: events)
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
-                "GET": { [unowned self] c throws(Problem) in .response(try self.listDownloads(c)) },
-                "POST": { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },
+                "GET": .read { [unowned self] c throws(Problem) in .response(try self.listDownloads(c)) },
+                "POST": .write { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },
             ]),
             Route(pattern: "/downloads/{id}", handlers: [
-                "GET": { [unowned self] c throws(Problem) in .response(try self.getDownload(c)) },
-                "PATCH": { [unowned self] c throws(Problem) in .response(try self.patchDownload(c)) },
-                "DELETE": { [unowned self] c throws(Problem) in .response(try self.deleteDownload(c)) },
+                "GET": .read { [unowned self] c throws(Problem) in .response(try self.getDownload(c)) },
+                "PATCH": .write { [unowned self] c throws(Problem) in .response(try self.patchDownload(c)) },
+                "DELETE": .write { [unowned self] c throws(Problem) in .response(try self.deleteDownload(c)) },
             ]),
-            Route(pattern: "/downloads/{id}/events", handlers: [
-                "GET": { [unowned self] c throws(Problem) in try self.eventStream(c, downloadID: c.parameters["id"]) },
+            Route(pattern: "/downloads/{id}/events", access: .streamToken, handlers: [
+                "GET": .read { [unowned self] c throws(Problem) in
+                    try self.eventStream(c, downloadID: c.parameters["id"])
+                },
             ]),
-            Route(pattern: "/events", handlers: [
-                "GET": { [unowned self] c throws(Problem) in try self.eventStream(c, downloadID: nil) },
+            Route(pattern: "/events", access: .streamToken, handlers: [
+                "GET": .read { [unowned self] c throws(Problem) in try self.eventStream(c, downloadID: nil) },
             ]),
             Route(pattern: "/stats", handlers: [
-                "GET": { [unowned self] _ in .response(self.stats()) },
+                "GET": .read { [unowned self] _ in .response(self.stats()) },
             ]),
-            Route(pattern: "/", handlers: [
-                "GET": { c in .response(Dashboard.asset(DashboardAssets.indexHTML, type: "text/html", for: c.request)) },
+            Route(pattern: "/", access: .open, handlers: [
+                "GET": .read { c in
+                    .response(Dashboard.asset(DashboardAssets.indexHTML, type: "text/html", for: c.request))
+                },
             ]),
-            Route(pattern: "/ui/app.js", handlers: [
-                "GET": { c in
+            Route(pattern: "/ui/app.js", access: .open, handlers: [
+                "GET": .read { c in
                     .response(Dashboard.asset(DashboardAssets.appJS, type: "text/javascript", for: c.request))
                 },
             ]),
-            Route(pattern: "/ui/app.css", handlers: [
-                "GET": { c in .response(Dashboard.asset(DashboardAssets.appCSS, type: "text/css", for: c.request)) },
+            Route(pattern: "/ui/app.css", access: .open, handlers: [
+                "GET": .read { c in
+                    .response(Dashboard.asset(DashboardAssets.appCSS, type: "text/css", for: c.request))
+                },
             ]),
             Route(pattern: "/metrics", handlers: [
-                "GET": { [unowned self] _ in .response(self.prometheusMetrics()) },
+                "GET": .read { [unowned self] _ in .response(self.prometheusMetrics()) },
             ]),
-            Route(pattern: "/healthz", handlers: [
-                "GET": { _ in .response(API.json(200, .object([("status", .string("ok"))]))) },
+            Route(pattern: "/healthz", access: .open, handlers: [
+                "GET": .read { _ in .response(API.json(200, .object([("status", .string("ok"))]))) },
             ]),
             Route(pattern: "/openapi.yaml", handlers: [
-                "GET": { _ in
+                "GET": .read { _ in
                     .response(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")],
                                            body: Array(OpenAPIDocument.yaml.utf8)))
                 },
@@ -102,7 +108,8 @@ public final class API {
                                      detail: "the request target must be at most \(limits.maxTargetBytes) bytes")
                 .response(instance: "/").adding(cors))
         }
-        if let refused = gate.check(request, path: path, now: ProcessInfo.processInfo.systemUptime) {
+        if let refused = gate.check(request, path: path, route: matched?.route,
+                                    now: ProcessInfo.processInfo.systemUptime) {
             // A preflight's answer carries its CORS headers already; a second copy makes browsers refuse it.
             return .response(gate.preflight(request) != nil ? refused : refused.adding(cors))
         }

@@ -50,7 +50,7 @@ final class AccessGate {
     }
 
     /// The response that ends `request` here, or nil to let it through.
-    func check(_ request: HTTPRequest, path: String, now: Double) -> HTTPResponse? {
+    func check(_ request: HTTPRequest, path: String, route: Route?, now: Double) -> HTTPResponse? {
         if let problem = HostHeader.problem(in: request) {
             return Problem.badRequest(problem).response(instance: path)
         }
@@ -63,14 +63,16 @@ final class AccessGate {
         let origin = request.header("Origin")
         // A page from an origin not configured must not change anything, token or not (a form post needs no
         // preflight, and on loopback without a token nothing else would stop it).
-        if let origin, !policy.corsOrigins.contains(origin), !AccessGate.isSameOrigin(origin, request),
-           request.method != "GET", request.method != "HEAD" {
+        // A path or method no route serves counts as a change unless it is a plain read.
+        let changesState = route?.handler(for: request.method)?.changesState
+            ?? (request.method != "GET" && request.method != "HEAD")
+        if let origin, !policy.corsOrigins.contains(origin), !AccessGate.isSameOrigin(origin, request), changesState {
             return Problem(status: 403, slug: "origin-not-allowed", title: "Origin not allowed",
                            detail: "requests from \(origin) are not allowed; see --cors-origin").response(instance: path)
         }
-        guard let tokenDigest, path != "/healthz", !Dashboard.isPublic(path) else { return nil }
+        guard let tokenDigest, route?.access != .open else { return nil }
         let presented = AccessGate.bearer(request.header("Authorization"))
-            ?? (AccessGate.isEventStream(path) ? request.query["access_token"] : nil)
+            ?? (route?.access == .streamToken ? request.query["access_token"] : nil)
         guard let presented else {
             return unauthorized(path, "this server needs 'Authorization: Bearer <token>'")
         }
@@ -147,10 +149,6 @@ final class AccessGate {
     static func isSameOrigin(_ origin: String, _ request: HTTPRequest) -> Bool {
         guard let host = request.header("Host") else { return false }
         return ASCII.equalsIgnoringCase(origin, "http://" + host) || ASCII.equalsIgnoringCase(origin, "https://" + host)
-    }
-
-    static func isEventStream(_ path: String) -> Bool {
-        path == "/events" || (path.hasPrefix("/downloads/") && path.hasSuffix("/events"))
     }
 
     /// Compares two digests without stopping at the first difference, so timing tells nothing about the token.

@@ -1,11 +1,8 @@
 import HaulLoop
 
-/// The web dashboard: `dashboard/` compiled in (DashboardAssets), served at `/` and `/ui/*` without a token (the
-/// page asks for one and sends it with each API call).
+/// The web dashboard: `dashboard/` compiled in (DashboardAssets), served at `/` and `/ui/*` without a token (their
+/// routes are open: the page holds no data, asks for the token and sends it with each API call).
 enum Dashboard {
-    /// Paths the access gate lets through without a token: they hold no data, only the page.
-    static func isPublic(_ path: String) -> Bool { path == "/" || path == "/ui/app.js" || path == "/ui/app.css" }
-
     /// The page only loads its own script and style and talks only to this server; no other site may frame it.
     static let securityHeaders: [(name: String, value: String)] = [
         ("Content-Security-Policy",

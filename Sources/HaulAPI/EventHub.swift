@@ -23,23 +23,22 @@ public final class EventHub {
     /// Downloads changed (not in state) since their last event.
     private var dirty: Set<String> = []
     private var subscribers: [ObjectIdentifier: EventSubscriber] = [:]
-    private var progressTimer: LoopTimer?
-    private var heartbeatTimer: LoopTimer?
+    private let clock: Clock
+    private var progressTimer: ClockTimer?
+    private var heartbeatTimer: ClockTimer?
 
-    public init(loop: EventLoop, engine: Engine, config: EventStreamConfig) {
+    /// A hub for `engine`'s changes, keeping time (progress coalescing, heartbeats, slow clients) by its clock.
+    public init(engine: Engine, config: EventStreamConfig) {
         self.engine = engine
         self.config = config
         sequence = Int64(Date().timeIntervalSince1970 * 1_000_000)
         forgottenBefore = sequence
-        progressTimer = LoopTimer(loop: loop, delay: config.progressInterval, repeating: true) { [unowned self] in
+        clock = engine.clock
+        progressTimer = clock.every(config.progressInterval) { [unowned self] in
             self.emitProgress()
             self.closeSlowClients()
         }
-        heartbeatTimer = LoopTimer(loop: loop, delay: config.heartbeat, repeating: true) { [unowned self] in
-            self.heartbeat()
-        }
-        progressTimer?.start()
-        heartbeatTimer?.start()
+        heartbeatTimer = clock.every(config.heartbeat) { [unowned self] in self.heartbeat() }
         engine.onChange = { [unowned self] change in self.engineChanged(change) }
     }
 
@@ -109,7 +108,7 @@ public final class EventHub {
             replay[replayStart] = event
             replayStart = (replayStart + 1) % replay.count
         }
-        let now = ProcessInfo.processInfo.systemUptime
+        let now = self.clock.now
         for subscriber in subscribers.values { subscriber.offer(event, now: now) }
     }
 
@@ -122,12 +121,12 @@ public final class EventHub {
     /// Starts streaming to `sink`: first what a reconnecting client missed since `lastEventID` (or one snapshot
     /// when that is no longer in the buffer), then every new event.
     func subscribe(_ sink: EventSink, downloadID: String?, lastEventID: Int64?) {
-        let now = ProcessInfo.processInfo.systemUptime
+        let now = self.clock.now
         let subscriber = EventSubscriber(sink: sink, downloadID: downloadID, queueLimit: config.slowClientQueue,
                                          now: now)
         let key = ObjectIdentifier(sink)
         sink.onClose = { [unowned self] in self.subscribers.removeValue(forKey: key) }
-        sink.onDrained = { [weak subscriber] in subscriber?.drained(now: ProcessInfo.processInfo.systemUptime) }
+        sink.onDrained = { [unowned self, weak subscriber] in subscriber?.drained(now: self.clock.now) }
         subscribers[key] = subscriber
         sink.write("retry: 2000\n\n")
         guard let lastEventID, lastEventID < sequence else { return }
@@ -142,7 +141,7 @@ public final class EventHub {
     }
 
     private func heartbeat() {
-        let now = ProcessInfo.processInfo.systemUptime
+        let now = self.clock.now
         for subscriber in subscribers.values where now - subscriber.lastWriteAt >= config.heartbeat / 2 {
             subscriber.heartbeat(now: now)
         }
@@ -150,7 +149,7 @@ public final class EventHub {
 
     /// A client that has not taken its queue for `slowClientTimeout` is cut off; its memory is freed with it.
     private func closeSlowClients() {
-        let now = ProcessInfo.processInfo.systemUptime
+        let now = self.clock.now
         for subscriber in subscribers.values {
             if let since = subscriber.slowSince, now - since > config.slowClientTimeout { subscriber.sink.close() }
         }

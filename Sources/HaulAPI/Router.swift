@@ -1,16 +1,48 @@
 import HaulLoop
 
-/// A route: a path pattern whose `{name}` segments capture values, and a handler per method.
+/// A route: a path pattern whose `{name}` segments capture values, who may call it, and a handler per method that
+/// says whether it changes anything. All the access gate and the router know of a route is here.
 struct Route {
+    /// Who may call the route when the server has a token.
+    enum Access {
+        /// `Authorization: Bearer <token>`.
+        case token
+        /// The token as a header or as `?access_token=`: event streams, which a browser's EventSource opens without
+        /// headers.
+        case streamToken
+        /// Anyone: the dashboard's page and assets (no data in them) and `/healthz`.
+        case open
+    }
+
+    /// What a method does on the route.
+    struct Handler {
+        /// A state change (POST, PATCH, DELETE): refused to browsers from origins not allowed, token or not.
+        let changesState: Bool
+        let run: (RequestContext) throws(Problem) -> APIResult
+
+        static func read(_ run: @escaping (RequestContext) throws(Problem) -> APIResult) -> Handler {
+            Handler(changesState: false, run: run)
+        }
+
+        static func write(_ run: @escaping (RequestContext) throws(Problem) -> APIResult) -> Handler {
+            Handler(changesState: true, run: run)
+        }
+    }
+
     let pattern: String
-    let handlers: [String: (RequestContext) throws(Problem) -> APIResult]
+    let access: Access
+    let handlers: [String: Handler]
     private let segments: [Substring]
 
-    init(pattern: String, handlers: [String: (RequestContext) throws(Problem) -> APIResult]) {
+    init(pattern: String, access: Access = .token, handlers: [String: Handler]) {
         self.pattern = pattern
+        self.access = access
         self.handlers = handlers
         segments = pattern.split(separator: "/", omittingEmptySubsequences: false)
     }
+
+    /// The handler for `method` (HEAD is answered like GET).
+    func handler(for method: String) -> Handler? { handlers[method == "HEAD" ? "GET" : method] }
 
     /// The captured parameters if the path (split at "/") matches, nil otherwise.
     func match(_ path: [Substring]) -> [String: String]? {
@@ -84,14 +116,13 @@ struct Router {
             return .response(Problem.notFound("no route for \(path)").response(instance: path))
         }
         // HEAD is answered like GET; evhttp drops the body.
-        let method = request.method == "HEAD" ? "GET" : request.method
-        guard let handler = route.handlers[method] else {
+        guard let handler = route.handler(for: request.method) else {
             var allowed = route.handlers.keys.sorted()
             if allowed.contains("GET") { allowed.append("HEAD") }
             return .response(Problem.methodNotAllowed(request.method, allowed: allowed).response(instance: path))
         }
         do {
-            return try handler(RequestContext(request: request, parameters: parameters, query: request.query))
+            return try handler.run(RequestContext(request: request, parameters: parameters, query: request.query))
         } catch {
             return .response(error.response(instance: path))
         }

@@ -108,13 +108,6 @@ public final class DownloadStore {
         }
     }
 
-    private static let columns = """
-        id, seq, url, headers, requested_filename, directory, filename, state, final_url, total_bytes,
-        received_bytes, accepts_ranges, etag, last_modified, content_type, connections, priority, max_speed,
-        error_code, error_message, attempts, created_at, updated_at, started_at, completed_at, checksum, insecure,
-        expected_bytes
-        """
-
     /// Runs `body` in one transaction (one commit for many saves).
     public func transaction(_ body: () throws -> Void) throws {
         try db.transaction(body)
@@ -123,22 +116,14 @@ public final class DownloadStore {
     /// Inserts or replaces the whole download with its journal.
     public func save(_ d: Download) throws {
         try db.transactionIfNeeded {
-            try db.run(Self.insertDownload, [
-            .text(d.id), .integer(d.sequence), .text(d.url), .text(Self.encode(d.headers)),
-            text(d.requestedFilename), .text(d.directory), text(d.filename), .text(d.state.rawValue),
-            text(d.finalURL), integer(d.totalBytes), .integer(d.durableBytes), .integer(d.acceptsRanges ? 1 : 0),
-            text(d.etag), text(d.lastModified), text(d.contentType), .integer(Int64(d.connections)),
-            .integer(Int64(d.priority)), integer(d.maxSpeed), text(d.error?.code.rawValue), text(d.error?.message),
-            .integer(Int64(d.attempts)), .real(d.createdAt.timeIntervalSince1970),
-            .real(d.updatedAt.timeIntervalSince1970), real(d.startedAt), real(d.completedAt), text(d.checksum),
-            .integer(d.insecure ? 1 : 0), integer(d.expectedBytes),
-            ])
+            try db.run(Self.insertDownload, DownloadColumn.all.map { $0.write(d) })
             try writeSegments(d.id, d.journal)
         }
     }
 
-    private static let insertDownload = "INSERT OR REPLACE INTO downloads (\(columns)) VALUES ("
-        + Array(repeating: "?", count: columns.split(separator: ",").count).joined(separator: ", ") + ")"
+    private static let columnList = DownloadColumn.all.map(\.name).joined(separator: ", ")
+    private static let insertDownload = "INSERT OR REPLACE INTO downloads (\(columnList)) VALUES ("
+        + Array(repeating: "?", count: DownloadColumn.all.count).joined(separator: ", ") + ")"
 
     private func writeSegments(_ id: String, _ journal: [Segment]) throws {
         try db.run("DELETE FROM segments WHERE download_id = ?", [.text(id)])
@@ -183,9 +168,10 @@ public final class DownloadStore {
             guard let id = row[0].string, let start = row[1].int, let received = row[3].int else { continue }
             segments[id, default: []].append(Segment(start: start, end: row[2].int, received: received))
         }
-        return try db.query("SELECT \(Self.columns) FROM downloads ORDER BY seq").map { row in
-            var download = try Self.decode(row)
-            download.journal = segments[download.id] ?? Self.legacyJournal(download, received: row[10].int ?? 0)
+        let received = DownloadColumn.all.firstIndex { $0.name == "received_bytes" }!
+        return try db.query("SELECT \(Self.columnList) FROM downloads ORDER BY seq").map { row in
+            var download = try DownloadColumn.decode(row)
+            download.journal = segments[download.id] ?? Self.legacyJournal(download, received: row[received].int ?? 0)
             download.segments = download.journal
             return download
         }
@@ -195,37 +181,6 @@ public final class DownloadStore {
     private static func legacyJournal(_ d: Download, received: Int64) -> [Segment] {
         guard received > 0 else { return [] }
         return [Segment(start: 0, end: d.totalBytes.map { $0 - 1 }, received: received)]
-    }
-
-    private static func decode(_ row: [SQLValue]) throws -> Download {
-        func date(_ v: SQLValue) -> Date? { v.double.map(Date.init(timeIntervalSince1970:)) }
-        guard let id = row[0].string, let seq = row[1].int, let url = row[2].string,
-              let state = row[7].string.flatMap(DownloadState.init(rawValue:)),
-              let created = date(row[21]) else {
-            throw SQLiteError(code: 0, message: "malformed download row")
-        }
-        var d = Download(id: id, sequence: seq, url: url, headers: decodeHeaders(row[3].string ?? "[]"),
-                         requestedFilename: row[4].string, directory: row[5].string ?? "", state: state,
-                         connections: Int(row[15].int ?? 1), priority: Int(row[16].int ?? 0),
-                         maxSpeed: row[17].int, createdAt: created)
-        d.filename = row[6].string
-        d.finalURL = row[8].string
-        d.totalBytes = row[9].int
-        d.acceptsRanges = (row[11].int ?? 0) != 0
-        d.etag = row[12].string
-        d.lastModified = row[13].string
-        d.contentType = row[14].string
-        if let code = row[18].string {
-            d.error = DownloadError(ErrorCode(rawValue: code), row[19].string ?? "")
-        }
-        d.attempts = Int(row[20].int ?? 0)
-        d.updatedAt = date(row[22]) ?? created
-        d.startedAt = date(row[23])
-        d.completedAt = date(row[24])
-        d.checksum = row[25].string
-        d.insecure = (row[26].int ?? 0) != 0
-        d.expectedBytes = row[27].int
-        return d
     }
 
     static func encode(_ headers: [HeaderField]) -> String {
@@ -242,6 +197,6 @@ public final class DownloadStore {
     }
 }
 
-private func text(_ s: String?) -> SQLValue { s.map { .text($0) } ?? .null }
-private func integer(_ i: Int64?) -> SQLValue { i.map { .integer($0) } ?? .null }
-private func real(_ d: Date?) -> SQLValue { d.map { .real($0.timeIntervalSince1970) } ?? .null }
+func text(_ s: String?) -> SQLValue { s.map { .text($0) } ?? .null }
+func integer(_ i: Int64?) -> SQLValue { i.map { .integer($0) } ?? .null }
+func real(_ d: Date?) -> SQLValue { d.map { .real($0.timeIntervalSince1970) } ?? .null }

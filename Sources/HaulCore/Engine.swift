@@ -7,7 +7,8 @@ import HaulLoop
 public final class Engine {
     let loop: EventLoop
     let fetcher: Fetcher
-    let clock: Clock
+    /// The engine's time: the loop's, or a test's manual clock. The event hub keeps time by it too.
+    public let clock: Clock
     let store: DownloadStore
     public let config: EngineConfig
     let log: Logger

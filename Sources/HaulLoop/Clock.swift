@@ -13,6 +13,46 @@ public protocol ClockTimer: AnyObject {
     func cancel()
 }
 
+extension Clock {
+    /// Runs `action` every `seconds` until the returned timer is cancelled (or released).
+    public func every(_ seconds: Double, _ action: @escaping () -> Void) -> ClockTimer {
+        let repeating = Repeating(clock: self, interval: seconds, action: action)
+        repeating.arm()
+        return repeating
+    }
+}
+
+/// `Clock.every`: one `after` at a time, armed again each time it fires.
+private final class Repeating: ClockTimer {
+    private weak var clock: Clock?
+    private let interval: Double
+    private let action: () -> Void
+    private var pending: ClockTimer?
+    private var cancelled = false
+
+    init(clock: Clock, interval: Double, action: @escaping () -> Void) {
+        self.clock = clock
+        self.interval = interval
+        self.action = action
+    }
+
+    deinit { pending?.cancel() }
+
+    func arm() {
+        pending = clock?.after(interval) { [weak self] in
+            guard let self, !self.cancelled else { return }
+            self.arm()
+            self.action()
+        }
+    }
+
+    func cancel() {
+        cancelled = true
+        pending?.cancel()
+        pending = nil
+    }
+}
+
 /// The loop's clock: uptime, and timers on the loop's event base (at the transfer priority, like the work they
 /// drive).
 public final class LoopClock: Clock {

@@ -115,6 +115,9 @@ public struct TransferChunk {
     let bytes: UnsafeRawBufferPointer
     public var count: Int { bytes.count }
 
+    /// A view of `bytes`, valid as long as they are.
+    public init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
     /// The first `count` bytes.
     public func prefix(_ count: Int) -> TransferChunk {
         TransferChunk(bytes: UnsafeRawBufferPointer(rebasing: bytes.prefix(count)))

@@ -37,6 +37,8 @@ final class DownloadStoreTests: XCTestCase {
         download.startedAt = created.addingTimeInterval(1)
         download.completedAt = nil
         download.updatedAt = created.addingTimeInterval(2)
+        download.insecure = true
+        download.expectedBytes = 1 << 40
         do {
             let store = try DownloadStore(path: directory + "/haul.sqlite")
             try store.save(download)
@@ -86,5 +88,12 @@ final class DownloadStoreTests: XCTestCase {
             try db.execute("PRAGMA user_version = 999")
         }
         XCTAssertThrowsError(try DownloadStore(path: path))
+    }
+
+    func testEachColumnIsWrittenAndReadByTheSameEntry() {
+        // Every column of the table has one entry, and names are unique: the list drives both directions.
+        let names = DownloadColumn.all.map(\.name)
+        XCTAssertEqual(Set(names).count, names.count)
+        for name in ["id", "seq", "url", "state", "insecure", "expected_bytes"] { XCTAssertTrue(names.contains(name)) }
     }
 }

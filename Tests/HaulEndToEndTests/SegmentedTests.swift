@@ -186,25 +186,18 @@ final class LimitTests: HaulTestCase {
         XCTAssertEqual(peak, 4, "the cap is used and never exceeded")
     }
 
-    func testAPerDownloadSpeedLimitHoldsWithinTenPercent() throws {
-        try sandbox.makeRandomFile("www/limited.bin", size: 16 << 20)
-        let limit = 1_000_000.0
-        let id = try add(["url": originURL("limited.bin"), "connections": 4, "max_speed": Int(limit)])
-        try waitFor("the transfer to settle") { int(try download(id)["received_bytes"]) > 1_000_000 }
-        let t0 = Date()
-        let b0 = int(try download(id)["received_bytes"])
-        usleep(6_000_000)
-        let rate = Double(int(try download(id)["received_bytes"]) - b0) / Date().timeIntervalSince(t0)
-        print("speed limit \(Int(limit)) B/s: measured \(Int(rate)) B/s over 6 s")
-        XCTAssertEqual(rate, limit, accuracy: limit * 0.1)
-        // Raised while running: it speeds up.
-        XCTAssertEqual(try patch(id, ["max_speed": 3_000_000]).status, 200)
-        usleep(500_000)
-        let t1 = Date()
-        let b1 = int(try download(id)["received_bytes"])
-        usleep(2_000_000)
-        let faster = Double(int(try download(id)["received_bytes"]) - b1) / Date().timeIntervalSince(t1)
-        XCTAssertGreaterThan(faster, limit * 1.5)
-        XCTAssertEqual(try api.request("DELETE", "/downloads/\(id)").status, 204)
+    /// The limit's accuracy is measured on the engine's own clock in RunnerTests; here, over real HTTP, that it
+    /// applies to a running download and can be lifted.
+    func testAPerDownloadSpeedLimitAppliesAndCanBeLifted() throws {
+        let hash = try sandbox.makeRandomFile("www/limited.bin", size: 16 << 20)
+        let id = try add(["url": originURL("limited.bin"), "connections": 4, "max_speed": 500_000])
+        try waitFor("the transfer to start") { int(try download(id)["received_bytes"]) > 500_000 }
+        let limited = try download(id)
+        XCTAssertEqual(limited["state"] as? String, "downloading", "16 MiB at 500 kB/s is not done in a second")
+        XCTAssertEqual(int(limited["max_speed"]), 500_000)
+        XCTAssertEqual(try patch(id, ["max_speed": NSNull()]).status, 200)
+        let done = try waitForState(id, "completed")
+        XCTAssertTrue(done["max_speed"] is NSNull)
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
     }
 }

@@ -1,0 +1,96 @@
+import Foundation
+import HaulLoop
+
+/// One column of the `downloads` table: its name, and how a download is written to it and read back from it. The
+/// list below is the only place a field meets its column, for writing and for reading alike, so a column cannot be
+/// written at one position and read from another.
+struct DownloadColumn: Sendable {
+    let name: String
+    /// A row without a value here is malformed.
+    var required = false
+    let write: @Sendable (Download) -> SQLValue
+    let read: @Sendable (inout Download, SQLValue) -> Void
+
+    static let all: [DownloadColumn] = [
+        DownloadColumn(name: "id", required: true, write: { .text($0.id) }) { d, v in
+            d = Download(id: v.string ?? "", sequence: d.sequence, url: d.url, headers: d.headers,
+                         requestedFilename: d.requestedFilename, directory: d.directory, state: d.state,
+                         connections: d.connections, priority: d.priority, maxSpeed: d.maxSpeed,
+                         createdAt: d.createdAt)
+        },
+        DownloadColumn(name: "seq", required: true, write: { .integer($0.sequence) }) { d, v in
+            d.sequence = v.int ?? 0
+        },
+        DownloadColumn(name: "url", required: true, write: { .text($0.url) }) { d, v in d.url = v.string ?? "" },
+        DownloadColumn(name: "headers", write: { .text(DownloadStore.encode($0.headers)) }) { d, v in
+            d.headers = DownloadStore.decodeHeaders(v.string ?? "[]")
+        },
+        DownloadColumn(name: "requested_filename", write: { text($0.requestedFilename) }) { d, v in
+            d.requestedFilename = v.string
+        },
+        DownloadColumn(name: "directory", write: { .text($0.directory) }) { d, v in d.directory = v.string ?? "" },
+        DownloadColumn(name: "filename", write: { text($0.filename) }) { d, v in d.filename = v.string },
+        DownloadColumn(name: "state", required: true, write: { .text($0.state.rawValue) }) { d, v in
+            d.state = v.string.flatMap(DownloadState.init(rawValue:)) ?? .failed
+        },
+        DownloadColumn(name: "final_url", write: { text($0.finalURL) }) { d, v in d.finalURL = v.string },
+        DownloadColumn(name: "total_bytes", write: { integer($0.totalBytes) }) { d, v in d.totalBytes = v.int },
+        // What the journal vouches for; read back through the segments (or, from before them, `legacyJournal`).
+        DownloadColumn(name: "received_bytes", write: { .integer($0.durableBytes) }) { _, _ in },
+        DownloadColumn(name: "accepts_ranges", write: { .integer($0.acceptsRanges ? 1 : 0) }) { d, v in
+            d.acceptsRanges = (v.int ?? 0) != 0
+        },
+        DownloadColumn(name: "etag", write: { text($0.etag) }) { d, v in d.etag = v.string },
+        DownloadColumn(name: "last_modified", write: { text($0.lastModified) }) { d, v in d.lastModified = v.string },
+        DownloadColumn(name: "content_type", write: { text($0.contentType) }) { d, v in d.contentType = v.string },
+        DownloadColumn(name: "connections", write: { .integer(Int64($0.connections)) }) { d, v in
+            d.connections = Int(v.int ?? 1)
+        },
+        DownloadColumn(name: "priority", write: { .integer(Int64($0.priority)) }) { d, v in
+            d.priority = Int(v.int ?? 0)
+        },
+        DownloadColumn(name: "max_speed", write: { integer($0.maxSpeed) }) { d, v in d.maxSpeed = v.int },
+        DownloadColumn(name: "error_code", write: { text($0.error?.code.rawValue) }) { d, v in
+            d.error = v.string.map { DownloadError(ErrorCode(rawValue: $0), d.error?.message ?? "") }
+        },
+        DownloadColumn(name: "error_message", write: { text($0.error?.message) }) { d, v in
+            if d.error != nil { d.error?.message = v.string ?? "" }
+        },
+        DownloadColumn(name: "attempts", write: { .integer(Int64($0.attempts)) }) { d, v in
+            d.attempts = Int(v.int ?? 0)
+        },
+        DownloadColumn(name: "created_at", required: true, write: { .real($0.createdAt.timeIntervalSince1970) }) {
+            d, v in
+            d.createdAt = date(v) ?? Date(timeIntervalSince1970: 0)
+        },
+        DownloadColumn(name: "updated_at", write: { .real($0.updatedAt.timeIntervalSince1970) }) { d, v in
+            d.updatedAt = date(v) ?? d.createdAt
+        },
+        DownloadColumn(name: "started_at", write: { real($0.startedAt) }) { d, v in d.startedAt = date(v) },
+        DownloadColumn(name: "completed_at", write: { real($0.completedAt) }) { d, v in d.completedAt = date(v) },
+        DownloadColumn(name: "checksum", write: { text($0.checksum) }) { d, v in d.checksum = v.string },
+        DownloadColumn(name: "insecure", write: { .integer($0.insecure ? 1 : 0) }) { d, v in
+            d.insecure = (v.int ?? 0) != 0
+        },
+        DownloadColumn(name: "expected_bytes", write: { integer($0.expectedBytes) }) { d, v in
+            d.expectedBytes = v.int
+        },
+    ]
+
+    /// A download from a row selected with `all`'s names, in that order.
+    static func decode(_ row: [SQLValue]) throws -> Download {
+        guard row.count == all.count else { throw SQLiteError(code: 0, message: "malformed download row") }
+        var download = Download(id: "", sequence: 0, url: "", headers: [], requestedFilename: nil, directory: "",
+                                state: .failed, connections: 1, priority: 0, maxSpeed: nil,
+                                createdAt: Date(timeIntervalSince1970: 0))
+        for (column, value) in zip(all, row) {
+            if column.required, value == .null {
+                throw SQLiteError(code: 0, message: "malformed download row: no \(column.name)")
+            }
+            column.read(&download, value)
+        }
+        return download
+    }
+
+    private static func date(_ value: SQLValue) -> Date? { value.double.map(Date.init(timeIntervalSince1970:)) }
+}
