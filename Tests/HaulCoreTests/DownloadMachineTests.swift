@@ -156,6 +156,17 @@ final class DownloadMachineTests: XCTestCase {
 
     // MARK: pause, resume and a changed file
 
+    /// A 40,000-byte download on one connection, paused after `bytes` and resumed (queued again).
+    private func pausedAndResumed(after bytes: Int) -> MachineHarness {
+        let harness = MachineHarness(size: 40_000, connections: 1)
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+                                  body: Array(harness.content.prefix(bytes)), ending: .stall)
+        harness.start()
+        harness.send(.pause)
+        harness.send(.resume)
+        return harness
+    }
+
     func testPauseKeepsTheJournalAndResumeContinuesWithIfRange() {
         let harness = MachineHarness(size: 40_000, connections: 1)
         harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
@@ -178,12 +189,7 @@ final class DownloadMachineTests: XCTestCase {
     }
 
     func testAFileChangedWhilePausedIsFetchedAgainFromZero() {
-        let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
-                                  body: Array(harness.content.prefix(8_192)), ending: .stall)
-        harness.start()
-        harness.send(.pause)
-        harness.send(.resume)
+        let harness = pausedAndResumed(after: 8_192)
         // The new version has another validator and other bytes.
         harness.etag = "\"v2\""
         harness.content = harness.content.reversed()
@@ -194,12 +200,7 @@ final class DownloadMachineTests: XCTestCase {
     }
 
     func testAnIfRangeAnsweredWithTheWholeNewFileStartsOverOnThatConnection() {
-        let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
-                                  body: Array(harness.content.prefix(8_192)), ending: .stall)
-        harness.start()
-        harness.send(.pause)
-        harness.send(.resume)
+        let harness = pausedAndResumed(after: 8_192)
         // The probe still says v1; the ranged request finds v2 and gets the whole new file.
         harness.etag = "\"v2\""
         harness.content = harness.content.reversed()

@@ -82,7 +82,7 @@ final class MachineHarness {
 
     init(size: Int = 64 * 1024, connections: Int = 4, settings: MachineSettings = MachineHarness.settings,
          configure: (inout Download) -> Void = { _ in }) {
-        var generator = SplitMix(seed: UInt64(size))
+        var generator = SplitMix64(seed: UInt64(size))
         content = (0..<size).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
         var download = Download(id: "d1", sequence: 1, url: "http://origin.test/file.bin", headers: [],
                                 requestedFilename: nil, directory: "", state: .queued, connections: connections,
@@ -376,17 +376,4 @@ final class MachineHarness {
     var pendingTimers: Int { timers.count }
 
     func count(where predicate: (MachineAction) -> Bool) -> Int { actions.filter(predicate).count }
-}
-
-/// A seeded generator for test content.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

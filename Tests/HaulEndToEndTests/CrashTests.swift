@@ -1,4 +1,5 @@
 import Foundation
+import HaulLoop
 import XCTest
 
 /// Kill the server at any moment, start it again: every download finishes with the right bytes.
@@ -25,7 +26,7 @@ final class CrashTests: HaulTestCase {
         // Seeded (and printed), so a failing run can be repeated with HAUL_CRASH_SEED.
         let seed = ProcessInfo.processInfo.environment["HAUL_CRASH_SEED"].flatMap(UInt64.init) ?? 20261201
         print("SIGKILL x20: seed \(seed)")
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         var activeAtKill = 0
         for _ in 0..<20 {
             usleep(UInt32.random(in: 150_000...600_000, using: &generator))
@@ -210,20 +211,5 @@ final class DiskFullTests: HaulTestCase {
         XCTAssertEqual(try patch(id, ["state": "queued"]).status, 200)
         let done = try waitForState(id, "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
-    }
-}
-
-/// SplitMix64: the crash moments of a run, repeatable from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
