@@ -29,8 +29,6 @@ final class DownloadRunner: FetchDelegate {
     private var inCallback: TransferID?
     private var chunk: TransferChunk?
     private var stopRequested = false
-    private var deferred: [() -> Void] = []
-    private var deferTimer: ClockTimer?
     private(set) var done = false
 
     init(engine: Engine, id: String, url: String, maxSpeed: Int64?) {
@@ -103,9 +101,10 @@ final class DownloadRunner: FetchDelegate {
                 self.file = nil
             }
         case .schedule(let timer, let delay):
-            timers[timer] = engine.clock.after(delay) { [weak self] in
-                self?.timers.removeValue(forKey: timer)
-                self?.deliver(.timer(timer))
+            // The runner owns its timers (a released runner's never fire): no weak reference needed.
+            timers[timer] = engine.clock.after(delay) { [unowned self] in
+                self.timers.removeValue(forKey: timer)
+                self.deliver(.timer(timer))
             }
         case .cancelTimer(let timer): timers.removeValue(forKey: timer)?.cancel()
         case .saveJournal(let journal): engine.saveJournal(id, journal)
@@ -114,20 +113,11 @@ final class DownloadRunner: FetchDelegate {
         }
     }
 
-    /// Runs `work` now, or after the current callback when inside one (the fetcher may not be called from there).
+    /// Runs `work` now, or after the current callback when inside one (the fetcher may not be called from there);
+    /// while earlier work waits, it waits behind it, so starts and cancels keep their order.
     private func outsideCallbacks(_ work: @escaping () -> Void) {
-        guard inCallback != nil || !deferred.isEmpty else { return work() }
-        deferred.append(work)
-        if deferTimer == nil {
-            // Holds the runner until then: what was deferred (cancelling transfers) must happen even after it
-            // finished.
-            deferTimer = engine.clock.after(0) {
-                self.deferTimer = nil
-                let work = self.deferred
-                self.deferred.removeAll()
-                for item in work { item() }
-            }
-        }
+        guard inCallback != nil || engine.hasDeferredWork else { return work() }
+        engine.later(work)
     }
 
     private func fetch(_ transfer: TransferID, _ kind: FetchKind) {
@@ -166,9 +156,9 @@ final class DownloadRunner: FetchDelegate {
             stopRequested = true
             cancelled.insert(transfer)
         }
-        outsideCallbacks { [weak self] in
-            self?.cancelled.remove(transfer)
-            self?.engine.fetcher.cancel(transfer)
+        outsideCallbacks {
+            self.cancelled.remove(transfer)
+            self.engine.fetcher.cancel(transfer)
         }
     }
 
@@ -245,8 +235,8 @@ final class DownloadRunner: FetchDelegate {
         } catch {
             return queue.append(.syncFailed(error))
         }
-        engine.loop.offload({ handle.syncAndClose() }, then: { [weak self] error in
-            self?.deliver(error.map { .syncFailed($0) } ?? .synced(segments, generation: generation, final: false))
+        engine.loop.offload({ handle.syncAndClose() }, then: { error in
+            self.deliver(error.map { .syncFailed($0) } ?? .synced(segments, generation: generation, final: false))
         })
     }
 
@@ -273,10 +263,10 @@ final class DownloadRunner: FetchDelegate {
         engine.loop.offload({ () -> Result<String?, FileError> in
             guard let algorithm else { return handle.syncAndClose().map { .failure($0) } ?? .success(nil) }
             return handle.syncHashAndClose(algorithm).map { $0 }
-        }, then: { [weak self] result in
+        }, then: { result in
             switch result {
-            case .success(let digest): self?.deliver(.verified(digest))
-            case .failure(let error): self?.deliver(.fileFailed(error))
+            case .success(let digest): self.deliver(.verified(digest))
+            case .failure(let error): self.deliver(.fileFailed(error))
             }
         })
     }
@@ -364,8 +354,8 @@ final class DownloadRunner: FetchDelegate {
         guard transfers.contains(transfer), !cancelled.contains(transfer), !done else { return .abort }
         if let wait = limitDelay(chunk.count), wait > 0 {
             // curl stops reading, so TCP slows the sender down; the same bytes come again after the wait.
-            holds[transfer] = engine.clock.after(wait) { [weak self] in
-                guard let self, self.holds.removeValue(forKey: transfer) != nil else { return }
+            holds[transfer] = engine.clock.after(wait) { [unowned self] in
+                guard self.holds.removeValue(forKey: transfer) != nil else { return }
                 self.engine.fetcher.resume(transfer)
             }
             return .pause

@@ -34,6 +34,9 @@ public final class Engine {
     private var flush: LoopTimer?
     /// The speed limit over all downloads.
     var globalBucket: TokenBucket?
+    /// Fetcher calls that runners made from inside a transfer's callback, run on the loop's next turn in order.
+    private var deferred: [() -> Void] = []
+    private var deferTimer: ClockTimer?
     /// Told of every change, on the loop thread, after it is stored.
     public var onChange: ((EngineChange) -> Void)?
 
@@ -103,6 +106,12 @@ public final class Engine {
         tick?.cancel()
         for runner in Array(runners.values) { runner.deliver(.stop(keepFile: true)) }
         runners.removeAll()
+        // Closing the multi ends every transfer; what was deferred has nothing left to do.
+        deferTimer?.cancel()
+        deferTimer = nil
+        deferred.removeAll()
+        refill?.cancel()
+        refill = nil
         saveUnsaved()
         multi?.close()
     }
@@ -416,6 +425,22 @@ public final class Engine {
                 && $0.download.state != .completed
         }
     }
+
+    /// Runs `work` on the loop's next turn, after the work deferred before it. The queue is the engine's, not a
+    /// runner's: a runner that finished meanwhile still gets its transfers cancelled, and nothing is left holding it
+    /// at shutdown.
+    func later(_ work: @escaping () -> Void) {
+        deferred.append(work)
+        guard deferTimer == nil else { return }
+        deferTimer = clock.after(0) { [unowned self] in
+            self.deferTimer = nil
+            let work = self.deferred
+            self.deferred.removeAll()
+            for item in work { item() }
+        }
+    }
+
+    var hasDeferredWork: Bool { !deferred.isEmpty }
 
     /// A runner's download no longer needs its slot.
     func runnerFinished(_ id: String) {

@@ -22,9 +22,10 @@ extension Clock {
     }
 }
 
-/// `Clock.every`: one `after` at a time, armed again each time it fires.
+/// `Clock.every`: one `after` at a time, armed again each time it fires. It holds no weak reference: the clock
+/// outlives its timers, and a timer that goes cancels what it armed.
 private final class Repeating: ClockTimer {
-    private weak var clock: Clock?
+    private unowned let clock: Clock
     private let interval: Double
     private let action: () -> Void
     private var pending: ClockTimer?
@@ -39,8 +40,8 @@ private final class Repeating: ClockTimer {
     deinit { pending?.cancel() }
 
     func arm() {
-        pending = clock?.after(interval) { [weak self] in
-            guard let self, !self.cancelled else { return }
+        pending = clock.after(interval) { [unowned self] in
+            guard !self.cancelled else { return }
             self.arm()
             self.action()
         }

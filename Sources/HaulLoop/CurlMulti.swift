@@ -48,6 +48,7 @@ public final class CurlMulti {
         guard let multi else { return }
         for transfer in running.values { curl_multi_remove_handle(multi, transfer.easy) }
         running.removeAll()
+        byID.removeAll()
         curl_multi_cleanup(multi)
         self.multi = nil
         watches.removeAll()
@@ -162,12 +163,14 @@ public final class CurlMulti {
 
 extension CurlMulti: Fetcher {
     public func start(_ id: TransferID, _ request: TransferRequest, delegate: FetchDelegate) throws {
+        // The delegate is held until the transfer ends or is cancelled (then `byID` lets go of the transfer and its
+        // closures): no weak reference, which would outlive a delegate that a shutdown leaves behind.
         let transfer = try Transfer(request)
-        transfer.onResponse = { [weak delegate] response in delegate?.transfer(id, responded: response) ?? false }
-        transfer.onData = { [weak delegate] chunk in delegate?.transfer(id, received: chunk) ?? .abort }
-        transfer.onComplete = { [weak self, weak delegate] result in
-            self?.byID.removeValue(forKey: id)
-            delegate?.transfer(id, ended: result)
+        transfer.onResponse = { response in delegate.transfer(id, responded: response) }
+        transfer.onData = { chunk in delegate.transfer(id, received: chunk) }
+        transfer.onComplete = { [unowned self] result in
+            self.byID.removeValue(forKey: id)
+            delegate.transfer(id, ended: result)
         }
         try add(transfer)
         byID[id] = transfer

@@ -20,7 +20,7 @@ public protocol FetchDelegate: AnyObject {
 /// from inside the fetcher's own callbacks, where none of these methods may be called back.
 public protocol Fetcher: AnyObject {
     /// Starts `request`; throws when it cannot start (a header that breaks the field grammar, curl refusing the
-    /// handle). The delegate is held weakly.
+    /// handle). The delegate is held until the transfer ends or is cancelled.
     func start(_ id: TransferID, _ request: TransferRequest, delegate: FetchDelegate) throws
     /// Stops the transfer at once; its delegate hears nothing more. Unknown ids are ignored.
     func cancel(_ id: TransferID)
