@@ -122,18 +122,16 @@ final class DownloadRunner: FetchDelegate {
 
     private func fetch(_ transfer: TransferID, _ kind: FetchKind) {
         guard !done, let download = engine.download(id) else { return }
-        if kind.holdsHostConnection {
-            guard engine.acquireConnection(to: host) else { return deliver(.noHostConnection(transfer)) }
-            hostConnections.insert(transfer)
-        }
+        guard engine.acquireConnection(to: host) else { return deliver(.noHostConnection(transfer)) }
+        hostConnections.insert(transfer)
         var request = TransferRequest(url: download.url)
         request.headers = download.headers.map { ($0.name, $0.value) }
         request.connectTimeout = engine.config.connectTimeout
         request.addressPolicy = engine.config.addressPolicy
         request.verifyTLS = !download.insecure
         switch kind {
+        case .probe: request.range = (0, nil)
         case .head: request.method = .head
-        case .firstByte: request.range = (0, 0)
         case .range(let start, let end, let ifRange):
             request.range = (start, end)
             request.ifRange = ifRange

@@ -31,45 +31,37 @@ public struct ProbeResult: Equatable, Sendable {
     public var validator: String? { etag ?? lastModified }
 }
 
-/// The decision after one probe request.
+/// The decision after the first request's headers.
 public enum ProbeOutcome: Equatable, Sendable {
     case result(ProbeResult)
-    /// HEAD was refused or told too little: ask again with `GET` and `Range: bytes=0-0`.
-    case tryRangedGet
     /// The server answered with an error status.
     case httpError(Int)
+    /// A 206 for a range other than the one asked for (from byte 0): its body is not the start of the file.
+    case wrongRange
 }
 
-/// Interpreting probe replies: pure functions of the response, tested as tables.
+/// Interpreting the first reply: a pure function of the response, tested as a table.
 public enum Probe {
-    /// The reply to `HEAD`.
-    public static func interpretHead(_ response: TransferResponse) -> ProbeOutcome {
-        guard (200..<300).contains(response.status) else {
-            // Some servers refuse HEAD (405, 501) and presigned URLs are signed for GET only (403): try GET.
-            return .tryRangedGet
-        }
-        guard let length = response.header("content-length").flatMap({ Int64($0) }), length >= 0,
-              response.header("accept-ranges")?.lowercased().contains("bytes") == true else {
-            return .tryRangedGet
-        }
-        return .result(result(from: response, total: length, ranges: true))
-    }
-
-    /// The reply to `GET` with `Range: bytes=0-0`.
-    public static func interpretRangedGet(_ response: TransferResponse) -> ProbeOutcome {
+    /// The headers of the download's first request, a GET with `Range: bytes=0-` (the whole file, asked as a
+    /// range): they settle size, validators, name and range support before a body byte is written, and the body
+    /// that follows is the start of the file either way.
+    public static func interpretFirstResponse(_ response: TransferResponse) -> ProbeOutcome {
         switch response.status {
         case 206:
-            let range = response.header("content-range").flatMap(ContentRange.init)
-            guard let range, range.first == 0 else {
-                // A 206 we cannot read: treat the server as not supporting ranges.
-                return .result(result(from: response, total: nil, ranges: false))
+            // Its body is written from byte 0 at once: only a Content-Range that says so will do.
+            guard let range = response.header("content-range").flatMap(ContentRange.init), range.first == 0 else {
+                return .wrongRange
             }
             return .result(result(from: response, total: range.complete, ranges: true))
         case 200..<300:
-            let length = response.header("content-length").flatMap { Int64($0) }
-            return .result(result(from: response, total: length.flatMap { $0 >= 0 ? $0 : nil }, ranges: false))
+            // The whole file as a plain answer. A server may answer `bytes=0-` so and still serve ranges, as long as
+            // it says it does.
+            let length = response.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
+            let ranges = response.status == 200 && length != nil
+                && response.header("accept-ranges")?.lowercased().contains("bytes") == true
+            return .result(result(from: response, total: length, ranges: ranges))
         case 416:
-            // `bytes=0-0` is unsatisfiable only for an empty file.
+            // `bytes=0-` is unsatisfiable only for an empty file.
             if let range = response.header("content-range").flatMap(ContentRange.init), range.complete == 0 {
                 return .result(result(from: response, total: 0, ranges: false))
             }

@@ -317,8 +317,11 @@ public final class Transfer {
     }
 
     func finish(code: CURLcode) {
-        // A body-less reply (HEAD, an empty file) still gets its headers looked at.
-        if code == CURLE_OK, !responseDelivered { _ = deliverResponse() }
+        // A reply whose body never came (HEAD, an empty file, a connection cut right after the headers) still gets
+        // its headers looked at, before its end; not a redirect that could not be followed (that failure is the
+        // answer).
+        let unfollowed = response.map { (300..<400).contains($0.status) } ?? true
+        if !responseDelivered, code == CURLE_OK || !unfollowed { _ = deliverResponse() }
         var failure: TransferFailure? = aborted ? .aborted : Transfer.classify(code)
         var message = String(cString: errorBuffer)
         if message.isEmpty, code != CURLE_OK { message = String(cString: curl_easy_strerror(code)) }

@@ -22,8 +22,7 @@ func exercise(_ data: [UInt8]) {
             if bytes.withUnsafeBytes({ parser.feed($0) }) {
                 let response = TransferResponse(status: parser.status, headers: parser.headers,
                                                 effectiveURL: "http://origin.test/files/a%20b.iso")
-                _ = Probe.interpretHead(response)
-                _ = Probe.interpretRangedGet(response)
+                _ = Probe.interpretFirstResponse(response)
             }
         }
     case 1:

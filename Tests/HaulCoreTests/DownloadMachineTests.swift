@@ -17,72 +17,113 @@ final class DownloadMachineTests: XCTestCase {
 
     // MARK: probe outcomes
 
-    func testAHeadWithLengthAndRangesSplitsTheFileOverConnections() {
+    func testTheFirstRequestBecomesTheFirstSegmentAndTheOthersStartFromTheRest() {
         let harness = MachineHarness(size: 64 * 1024, connections: 4)
         harness.start()
         completed(harness)
-        XCTAssertEqual(harness.fetches.first, .head)
-        // Four connections at once, each on its quarter (more follow, stealing work); the last asks for "the rest".
-        XCTAssertEqual(Array(harness.fetches.dropFirst().prefix(4)), [
-            .range(start: 0, end: 16383, ifRange: "\"v1\""), .range(start: 16384, end: 32767, ifRange: "\"v1\""),
+        // One GET from byte 0 whose headers settle the plan; it goes on as the first quarter, three ranges start
+        // beside it (more follow, stealing work), and byte 0 is never asked for again.
+        XCTAssertEqual(Array(harness.fetches.prefix(4)), [
+            .probe, .range(start: 16384, end: 32767, ifRange: "\"v1\""),
             .range(start: 32768, end: 49151, ifRange: "\"v1\""), .range(start: 49152, end: nil, ifRange: "\"v1\""),
         ])
+        XCTAssertFalse(harness.rangeFetches.contains { $0.start == 0 })
         XCTAssertEqual(harness.download.totalBytes, 64 * 1024)
         XCTAssertTrue(harness.download.resumable)
     }
 
-    func testProbeOutcomes() {
+    func testASmallFileCostsOneRequest() {
+        let harness = MachineHarness(size: 3000, connections: 4)
+        harness.start()
+        completed(harness)
+        XCTAssertEqual(harness.fetches, [.probe])
+    }
+
+    func testAServerThatIgnoresRangeOnTheFirstRequestIsFetchedOnceOnOneConnection() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        harness.ranges = false
+        harness.start()
+        completed(harness)
+        XCTAssertEqual(harness.fetches, [.probe], "the whole file once, never twice")
+        XCTAssertFalse(harness.download.resumable)
+    }
+
+    func testFirstResponseOutcomes() {
         struct Case {
             let name: String
-            let head: MachineHarness.Reply
-            let firstByte: MachineHarness.Reply?
+            let first: MachineHarness.Reply
             let state: DownloadState
             let error: String?
             let resumable: Bool?
+            let requests: Int?
         }
         let size = 20_000
+        let body = MachineHarness(size: size).content
         let cases: [Case] = [
-            Case(name: "HEAD refused, ranged GET tells the size", head: .init(status: 405), firstByte: nil,
-                 state: .completed, error: nil, resumable: true),
-            Case(name: "HEAD cut", head: .failure(.cutOff), firstByte: nil, state: .completed, error: nil,
-                 resumable: true),
-            Case(name: "HEAD without Accept-Ranges, GET answers 200",
-                 head: .init(status: 200, headers: [("Content-Length", String(size))]),
-                 firstByte: .init(status: 200, headers: [("Content-Length", String(size))]),
-                 state: .completed, error: nil, resumable: false),
-            Case(name: "404", head: .init(status: 404), firstByte: .init(status: 404), state: .failed,
-                 error: "http_404", resumable: nil),
-            Case(name: "410 on GET", head: .init(status: 405), firstByte: .init(status: 410), state: .failed,
-                 error: "http_410", resumable: nil),
-            Case(name: "TLS failure", head: .failure(.tls), firstByte: nil, state: .failed, error: "tls_failed",
-                 resumable: nil),
-            Case(name: "blocked address", head: .failure(.blockedAddress), firstByte: nil, state: .failed,
-                 error: "blocked_address", resumable: nil),
-            Case(name: "too many redirects", head: .failure(.tooManyRedirects), firstByte: nil, state: .failed,
-                 error: "too_many_redirects", resumable: nil),
+            Case(name: "Range ignored, no Accept-Ranges",
+                 first: .init(status: 200, headers: [("Content-Length", String(size)), ("ETag", "\"v1\"")], body: body),
+                 state: .completed, error: nil, resumable: false, requests: 1),
+            Case(name: "200 that says it serves ranges",
+                 first: .init(status: 200, headers: [("Content-Length", String(size)), ("Accept-Ranges", "bytes"),
+                                                     ("ETag", "\"v1\"")], body: body),
+                 state: .completed, error: nil, resumable: true, requests: nil),
+            // No size: HEAD tells it (the first body is stopped at its headers), and the body comes again.
+            Case(name: "chunked, no length", first: .init(status: 200, body: body), state: .completed, error: nil,
+                 resumable: false, requests: 3),
+            Case(name: "404", first: .init(status: 404), state: .failed, error: "http_404", resumable: nil,
+                 requests: 1),
+            Case(name: "410", first: .init(status: 410), state: .failed, error: "http_410", resumable: nil,
+                 requests: 1),
+            Case(name: "304 to a GET", first: .init(status: 304), state: .failed, error: "http_304", resumable: nil,
+                 requests: 1),
+            Case(name: "TLS failure", first: .failure(.tls), state: .failed, error: "tls_failed", resumable: nil,
+                 requests: 1),
+            Case(name: "blocked address", first: .failure(.blockedAddress), state: .failed, error: "blocked_address",
+                 resumable: nil, requests: 1),
+            Case(name: "too many redirects", first: .failure(.tooManyRedirects), state: .failed,
+                 error: "too_many_redirects", resumable: nil, requests: 1),
         ]
         for c in cases {
             let harness = MachineHarness(size: size, connections: 2)
-            harness.head = c.head
-            if let firstByte = c.firstByte { harness.script[1] = firstByte }
-            if c.firstByte?.status == 200 { harness.ranges = false }
+            harness.first = c.first
             harness.runToEnd()
             XCTAssertEqual(harness.state, c.state, c.name)
             XCTAssertEqual(harness.errorCode, c.error, c.name)
             if let resumable = c.resumable { XCTAssertEqual(harness.download.resumable, resumable, c.name) }
             if c.state == .completed { XCTAssertTrue(harness.partIsTheFile, c.name) }
             if c.error != nil { XCTAssertEqual(harness.download.attempts, 1, "\(c.name): not retried") }
+            if let requests = c.requests { XCTAssertEqual(harness.fetches.count, requests, c.name) }
         }
+    }
+
+    func testAFirstAnswerForAnotherRangeIsNeverWrittenAndIsAskedAgain() {
+        let harness = MachineHarness(size: 20_000, connections: 1)
+        harness.script[0] = .init(status: 206, headers: [("Content-Range", "bytes 1-19999/20000"), ("ETag", "\"v1\"")],
+                                  body: Array(harness.content.dropFirst()))
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.fetches, [.probe, .probe])
+        XCTAssertEqual(harness.download.attempts, 2)
+    }
+
+    func testAChunkedBodyRunningPastTheSizeHEADToldFails() {
+        let harness = MachineHarness(size: 10_000, connections: 1)
+        // Both GETs are chunked and endless-ish (more than the file); HEAD says 10,000 bytes.
+        harness.first = .init(status: 200, body: harness.content + [UInt8](repeating: 1, count: 8192))
+        harness.runToEnd()
+        XCTAssertEqual(harness.state, .failed)
+        XCTAssertEqual(harness.errorCode, "size_mismatch")
+        XCTAssertEqual(harness.fetches, [.probe, .head, .probe])
     }
 
     func testAProbeThatFailsForNowIsRetriedWithBackoffThenFails() {
         let harness = MachineHarness()
-        harness.head = .failure(.dns)
+        harness.first = .failure(.dns)
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
         XCTAssertEqual(harness.errorCode, "dns_failed")
         XCTAssertEqual(harness.download.attempts, 4)
-        XCTAssertEqual(harness.fetches.filter { $0 == .head }.count, 4)
+        XCTAssertEqual(harness.fetches.filter { $0 == .probe }.count, 4)
         let delays = harness.scheduledDelays
         XCTAssertEqual(delays.count, 3)
         // 1, 2, 4 seconds, each within ±25%.
@@ -94,9 +135,7 @@ final class DownloadMachineTests: XCTestCase {
 
     func testRetryAfterIsHonouredOnAProbe() {
         let harness = MachineHarness()
-        // HEAD's 503 sends the probe on to GET, whose 503 asks for 30 s.
         harness.script[0] = .init(status: 503, headers: [("Retry-After", "30")])
-        harness.script[1] = .init(status: 503, headers: [("Retry-After", "30")])
         harness.runToEnd()
         completed(harness)
         XCTAssertGreaterThanOrEqual(harness.scheduledDelays.first ?? 0, 30)
@@ -104,21 +143,9 @@ final class DownloadMachineTests: XCTestCase {
 
     func testAnEmptyFileCompletesWithoutABody() {
         let harness = MachineHarness(size: 0)
-        harness.head = .init(status: 405)
-        harness.script[1] = .init(status: 416, headers: [("Content-Range", "bytes */0")])
         harness.runToEnd()
         XCTAssertEqual(harness.state, .completed)
         XCTAssertEqual(harness.download.totalBytes, 0)
-    }
-
-    func testAChunkedGetTakesTheSizeHEADAnnounced() {
-        let harness = MachineHarness(size: 10_000)
-        harness.head = .init(status: 200, headers: [("Content-Length", "10000")])
-        harness.ranges = false
-        harness.script[1] = .init(status: 200)
-        harness.runToEnd()
-        completed(harness)
-        XCTAssertEqual(harness.download.totalBytes, 10_000)
     }
 
     func testASizeTheOriginContradictsFails() {
@@ -130,27 +157,26 @@ final class DownloadMachineTests: XCTestCase {
 
     func testAProbeNobodyAnswersIsCutAfterTheStallTimeout() {
         let harness = MachineHarness()
-        harness.script[0] = .init(status: 200, ending: .stall)
-        harness.head = nil
+        harness.script[0] = .init(status: 0, ending: .silent)
         harness.start()
         XCTAssertEqual(harness.state, .probing)
         harness.runToEnd()
         completed(harness)
-        XCTAssertEqual(harness.fetches.filter { $0 == .head }.count, 2, "the silent probe was retried")
+        XCTAssertEqual(harness.fetches.filter { $0 == .probe }.count, 2, "the silent first request was retried")
     }
 
     // MARK: the seeds' local-file rule
 
     func testAnUnjournaledPartFileIsContinuedCompletedOrRestarted() {
-        for (existing, firstRangeStart, fetched) in [(Int64(5_000), Int64?(5_000), true), (20_000, nil, false),
-                                                      (25_000, nil, true)] {
+        // Smaller: the first request stops at its headers and a range continues; equal: nothing more is fetched;
+        // larger: it starts over, on the first request's body.
+        for (existing, requests) in [(Int64(5_000), [FetchKind.probe, .range(start: 5_000, end: nil, ifRange: "\"v1\"")]),
+                                     (20_000, [.probe]), (25_000, [.probe])] {
             let harness = MachineHarness(size: 20_000, connections: 1)
             harness.existingPart = existing
             harness.runToEnd()
             completed(harness)
-            XCTAssertEqual(harness.rangeFetches.first?.start, firstRangeStart, "existing \(existing)")
-            let bodies = harness.fetches.filter { $0 != .head && $0 != .firstByte }
-            XCTAssertEqual(!bodies.isEmpty, fetched, "existing \(existing)")
+            XCTAssertEqual(harness.fetches, requests, "existing \(existing)")
         }
     }
 
@@ -159,7 +185,7 @@ final class DownloadMachineTests: XCTestCase {
     /// A 40,000-byte download on one connection, paused after `bytes` and resumed (queued again).
     private func pausedAndResumed(after bytes: Int) -> MachineHarness {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
                                   body: Array(harness.content.prefix(bytes)), ending: .stall)
         harness.start()
         harness.send(.pause)
@@ -169,7 +195,7 @@ final class DownloadMachineTests: XCTestCase {
 
     func testPauseKeepsTheJournalAndResumeContinuesWithIfRange() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
                                   body: Array(harness.content.prefix(12_288)), ending: .stall)
         harness.start()
         XCTAssertEqual(harness.state, .downloading)
@@ -183,9 +209,8 @@ final class DownloadMachineTests: XCTestCase {
         XCTAssertEqual(harness.state, .queued)
         harness.runToEnd()
         completed(harness)
-        let resumed = harness.rangeFetches.last
-        XCTAssertEqual(resumed?.start, 12_288)
-        XCTAssertEqual(resumed?.ifRange, "\"v1\"")
+        // No probe on resume: the range itself carries If-Range.
+        XCTAssertEqual(harness.fetches, [.probe, .range(start: 12_288, end: nil, ifRange: "\"v1\"")])
     }
 
     func testAFileChangedWhilePausedIsFetchedAgainFromZero() {
@@ -196,25 +221,14 @@ final class DownloadMachineTests: XCTestCase {
         harness.runToEnd()
         completed(harness)
         XCTAssertEqual(harness.download.etag, "\"v2\"")
-        XCTAssertNil(harness.rangeFetches.last(where: { $0.start > 0 }), "nothing spliced from the old version")
-    }
-
-    func testAnIfRangeAnsweredWithTheWholeNewFileStartsOverOnThatConnection() {
-        let harness = pausedAndResumed(after: 8_192)
-        // The probe still says v1; the ranged request finds v2 and gets the whole new file.
-        harness.etag = "\"v2\""
-        harness.content = harness.content.reversed()
-        harness.head = .init(status: 200, headers: [("Content-Length", "40000"), ("Accept-Ranges", "bytes"),
-                                                    ("ETag", "\"v1\"")])
-        harness.runToEnd()
-        completed(harness)
-        XCTAssertEqual(harness.download.etag, "\"v2\"")
+        // The resumed range, sent with If-Range: "v1", got the whole new file instead; nothing was spliced.
+        XCTAssertEqual(harness.fetches, [.probe, .range(start: 8_192, end: nil, ifRange: "\"v1\"")])
     }
 
     func testAServerThatIgnoresRangeGetsOneConnectionFromZero() {
         let harness = MachineHarness(size: 64 * 1024, connections: 4)
         // Advertises ranges, answers every ranged GET with the whole file.
-        harness.script[2] = .init(status: 200, headers: [("Content-Length", "65536"), ("ETag", "\"v1\"")],
+        harness.script[1] = .init(status: 200, headers: [("Content-Length", "65536"), ("ETag", "\"v1\"")],
                                   body: harness.content)
         harness.runToEnd()
         completed(harness)
@@ -224,7 +238,7 @@ final class DownloadMachineTests: XCTestCase {
 
     func testAWrongContentRangeIsRetried() {
         let harness = MachineHarness(size: 64 * 1024, connections: 4)
-        harness.script[2] = .init(status: 206, headers: [("Content-Range", "bytes 1-100/65536"), ("ETag", "\"v1\"")],
+        harness.script[1] = .init(status: 206, headers: [("Content-Range", "bytes 1-100/65536"), ("ETag", "\"v1\"")],
                                   body: [UInt8](repeating: 0, count: 100))
         harness.runToEnd()
         completed(harness)
@@ -244,7 +258,7 @@ final class DownloadMachineTests: XCTestCase {
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
         XCTAssertEqual(harness.errorCode, "remote_changed")
-        XCTAssertEqual(harness.fetches.filter { $0 == .head }.count, 4, "the first probe and three restarts")
+        XCTAssertEqual(harness.fetches.filter { $0 == .probe }.count, 4, "the first request and three restarts")
     }
 
     func testA416OnARangeProbesAgain() {
@@ -252,14 +266,14 @@ final class DownloadMachineTests: XCTestCase {
         harness.script[3] = .init(status: 416)
         harness.runToEnd()
         completed(harness)
-        XCTAssertEqual(harness.fetches.filter { $0 == .head }.count, 2)
+        XCTAssertEqual(harness.fetches.filter { $0 == .probe }.count, 2)
     }
 
     // MARK: connections failing
 
     func testACutConnectionResumesFromWhereItStopped() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
                                   body: Array(harness.content.prefix(10_000)), ending: .cut)
         harness.runToEnd()
         completed(harness)
@@ -276,10 +290,10 @@ final class DownloadMachineTests: XCTestCase {
 
     func testRetriesRunOutAndTheDownloadFailsKeepingWhatItReceived() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        for n in 1..<20 {
-            harness.script[n] = .init(status: n == 1 ? 200 : 206,
-                                      headers: n == 1 ? [("Content-Length", "40000"), ("ETag", "\"v1\"")]
-                                          : [("Content-Range", "bytes \(n * 1000 - 1000)-39999/40000"), ("ETag", "\"v1\"")],
+        for n in 0..<20 {
+            harness.script[n] = .init(status: n == 0 ? 200 : 206,
+                                      headers: n == 0 ? MachineHarness.plain(40_000)
+                                          : [("Content-Range", "bytes \(n * 1000)-39999/40000"), ("ETag", "\"v1\"")],
                                       body: Array(harness.content.prefix(1000)), ending: .cut)
         }
         harness.runToEnd()
@@ -303,7 +317,7 @@ final class DownloadMachineTests: XCTestCase {
 
     func testAStalledConnectionIsCutAndItsSegmentRetried() {
         let harness = MachineHarness(size: 64 * 1024, connections: 4)
-        harness.script[2] = .init(status: 206, headers: [("Content-Range", "bytes 16384-32767/65536"),
+        harness.script[1] = .init(status: 206, headers: [("Content-Range", "bytes 16384-32767/65536"),
                                                          ("ETag", "\"v1\"")],
                                   body: Array(harness.content[16384..<20480]), ending: .stall)
         harness.start()
@@ -322,8 +336,8 @@ final class DownloadMachineTests: XCTestCase {
         settings.minSplitSize = 1 << 20
         let harness = MachineHarness(size: 40_000, connections: 1, settings: settings)
         // 100 bytes a second, under the 1000 asked for: cut after the stall timeout, then fetched at full speed.
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
-                                  body: harness.content, ending: .trickle(100))
+        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000), body: harness.content,
+                                  ending: .trickle(100))
         harness.runToEnd()
         completed(harness)
         XCTAssertTrue(harness.actions.contains {
@@ -336,7 +350,7 @@ final class DownloadMachineTests: XCTestCase {
     func testWorkIsStolenFromASlowConnection() {
         let harness = MachineHarness(size: 256 * 1024, connections: 4)
         // The last segment's connection stalls after one chunk; the free connections split its range.
-        harness.script[4] = .init(status: 206, headers: [("Content-Range", "bytes 196608-262143/262144"),
+        harness.script[3] = .init(status: 206, headers: [("Content-Range", "bytes 196608-262143/262144"),
                                                          ("ETag", "\"v1\"")],
                                   body: Array(harness.content[196608..<200704]), ending: .stall)
         harness.start()
@@ -347,8 +361,7 @@ final class DownloadMachineTests: XCTestCase {
 
     func testABodyRunningPastItsRangeFails() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
-                                  body: harness.content + [1, 2, 3])
+        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000), body: harness.content + [1, 2, 3])
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
         XCTAssertEqual(harness.errorCode, "size_mismatch")
@@ -356,7 +369,7 @@ final class DownloadMachineTests: XCTestCase {
 
     func testARangeEndedEarlyIsRetried() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
                                   body: Array(harness.content.prefix(30_000)))
         harness.runToEnd()
         completed(harness)
@@ -365,25 +378,26 @@ final class DownloadMachineTests: XCTestCase {
 
     func testAnUnknownLengthEndsWhereTheBodyEnds() {
         let harness = MachineHarness(size: 30_000, connections: 4)
+        harness.script[0] = .init(status: 200, body: harness.content)
         harness.head = .init(status: 405)
-        harness.ranges = false
-        harness.script[1] = .init(status: 200)
         harness.script[2] = .init(status: 200, body: harness.content)
         harness.runToEnd()
         completed(harness)
         XCTAssertEqual(harness.download.totalBytes, 30_000)
         XCTAssertFalse(harness.download.resumable)
+        XCTAssertEqual(harness.fetches, [.probe, .head, .probe])
     }
 
     func testAThreeHundredToAPlainGetIsARangeMismatch() {
+        // Not resumable (no ranges): after a cut the file is asked for again from 0, and a 304 is no answer.
         let harness = MachineHarness(size: 10_000, connections: 1)
-        harness.ranges = false
-        harness.head = .init(status: 200, headers: [("Content-Length", "10000")])
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "10000")])
-        for n in 2..<10 { harness.script[n] = .init(status: 304) }
+        harness.script[0] = .init(status: 200, headers: [("Content-Length", "10000")],
+                                  body: Array(harness.content.prefix(4096)), ending: .cut)
+        for n in 1..<10 { harness.script[n] = .init(status: 304) }
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
         XCTAssertEqual(harness.errorCode, "range_mismatch")
+        XCTAssertEqual(harness.fetches.dropFirst().first, .whole)
     }
 
     func testAFetchThatCannotStartFailsTheDownload() {
@@ -444,10 +458,7 @@ final class DownloadMachineTests: XCTestCase {
         var settings = MachineHarness.settings
         settings.space = SpacePolicy(minFreeSpace: 0, maxFileSize: 20_000)
         let harness = MachineHarness(size: 50_000, settings: settings)
-        harness.head = .init(status: 405)
-        harness.ranges = false
-        harness.script[1] = .init(status: 200)
-        harness.script[2] = .init(status: 200, body: harness.content)
+        harness.script[0] = .init(status: 200, body: harness.content)
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
         XCTAssertEqual(harness.errorCode, "file_too_large")
@@ -467,7 +478,7 @@ final class DownloadMachineTests: XCTestCase {
         var settings = MachineHarness.settings
         settings.checkpointBytes = 8192
         let harness = MachineHarness(size: 40_000, connections: 1, settings: settings)
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
                                   body: Array(harness.content.prefix(20_480)), ending: .stall)
         harness.start()
         let journal = harness.savedJournal?.first?.received ?? 0
@@ -514,7 +525,7 @@ final class DownloadMachineTests: XCTestCase {
 
     func testStoppingForShutdownKeepsTheStateAndSyncsTheFile() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "40000"), ("ETag", "\"v1\"")],
+        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
                                   body: Array(harness.content.prefix(4096)), ending: .stall)
         harness.start()
         harness.send(.stop(keepFile: true))
@@ -538,7 +549,7 @@ final class DownloadMachineTests: XCTestCase {
 
     func testFewerConnectionsCloseTheExtraOnesAndMoreOpenAtOnce() {
         let harness = MachineHarness(size: 256 * 1024, connections: 4)
-        harness.stallRequests = [1, 2, 3, 4]
+        harness.stallRequests = [0, 1, 2, 3]
         harness.send(.start(now: 0))
         harness.settle()
         XCTAssertEqual(harness.machine.activeConnections, 4)
@@ -577,10 +588,10 @@ final class DownloadMachineTests: XCTestCase {
 
     func testRetryingAFailedDownloadStartsItsAttemptsAgain() {
         let harness = MachineHarness()
-        harness.head = .failure(.connect)
+        harness.first = .failure(.connect)
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
-        harness.head = nil
+        harness.first = nil
         harness.send(.resume)
         XCTAssertEqual(harness.state, .queued, "a retried download waits for a slot")
         XCTAssertEqual(harness.download.attempts, 0)
@@ -597,5 +608,12 @@ extension MachineHarness {
             let start = Int(segment.start)
             write(Array(content[start..<start + Int(segment.received)]), at: start)
         }
+    }
+}
+
+extension MachineHarness {
+    /// The headers of a plain 200 for a file of `size` bytes that also serves ranges.
+    static func plain(_ size: Int) -> [(String, String)] {
+        [("Content-Length", String(size)), ("Accept-Ranges", "bytes"), ("ETag", "\"v1\"")]
     }
 }

@@ -19,6 +19,8 @@ final class MachineHarness {
             case fail(TransferFailure)
             /// The body comes this many bytes a second (delivered at each tick), never faster.
             case trickle(Int)
+            /// Not even headers come, and the transfer never ends by itself.
+            case silent
         }
 
         var status = 200
@@ -43,7 +45,8 @@ final class MachineHarness {
     var ranges = true
     /// Overrides the origin for chosen requests (by their number, from 0).
     var script: [Int: Reply] = [:]
-    /// Overrides how the origin answers a HEAD (nil: the usual 200).
+    /// Overrides how the origin answers every first request (`probe`), and every HEAD, when set.
+    var first: Reply?
     var head: Reply?
     /// Overrides how the origin answers ranged requests, when it returns a reply.
     var rangeReply: ((_ start: Int64, _ end: Int64?) -> Reply?)?
@@ -58,7 +61,7 @@ final class MachineHarness {
     var free: Int64 = 1 << 40
     var diskFullOnReserve = false
     var failNextWrite = false
-    /// A host with no connection to spare refuses this many segment fetches.
+    /// A host with no connection to spare refuses this many range fetches.
     var hostRefusals = 0
 
     private(set) var actions: [MachineAction] = []
@@ -183,13 +186,13 @@ final class MachineHarness {
         var common: [(String, String)] = [("Content-Type", "application/octet-stream")]
         if let etag { common.append(("ETag", etag)) }
         switch kind {
+        case .probe:
+            if let first { return first }
+            return ranged(start: 0, end: total - 1, common: common)
         case .head:
             if let head { return head }
-            var headers = common + [("Content-Length", String(total))]
-            if ranges { headers.append(("Accept-Ranges", "bytes")) }
-            return Reply(status: 200, headers: headers)
-        case .firstByte:
-            return ranged(start: 0, end: 0, common: common)
+            return Reply(status: 200, headers: common + [("Content-Length", String(total))]
+                + (ranges ? [("Accept-Ranges", "bytes")] : []))
         case .range(let start, let end, let ifRange):
             if let override = rangeReply?(start, end) { return override }
             if let ifRange, ifRange != etag {
@@ -203,6 +206,7 @@ final class MachineHarness {
 
     private func ranged(start: Int64, end: Int64, common: [(String, String)]) -> Reply {
         let total = Int64(content.count)
+        if total == 0 { return Reply(status: 416, headers: common + [("Content-Range", "bytes */0")]) }
         guard ranges else {
             return Reply(status: 200, headers: common + [("Content-Length", String(total))], body: content)
         }
@@ -223,6 +227,10 @@ final class MachineHarness {
         if case .fail(let failure) = reply.ending {
             end(id)
             return send(.ended(id, TransferResult(failure: failure, message: "scripted", response: nil)))
+        }
+        if case .silent = reply.ending {
+            stalled.insert(id)
+            return
         }
         let response = TransferResponse(status: reply.status, headers: reply.headers.map { ($0.0.lowercased(), $0.1) },
                                         effectiveURL: download.url)
@@ -299,7 +307,7 @@ final class MachineHarness {
     private func perform(_ action: MachineAction) {
         switch action {
         case .fetch(let id, let kind):
-            if kind.holdsHostConnection, hostRefusals > 0 {
+            if case .range = kind, hostRefusals > 0 {
                 hostRefusals -= 1
                 return queue.append(.noHostConnection(id))
             }

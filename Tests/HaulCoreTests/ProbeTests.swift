@@ -7,49 +7,39 @@ private func response(_ status: Int, _ headers: [(String, String)], url: String 
 }
 
 final class ProbeTests: XCTestCase {
-    func testHeadTable() {
-        let full = ProbeResult(finalURL: "http://h/f", totalBytes: 100, acceptsRanges: true, etag: "\"v1\"",
+    func testFirstResponseTable() {
+        let full = ProbeResult(finalURL: "http://h/final", totalBytes: 5000, acceptsRanges: true, etag: "\"e\"",
                                lastModified: "Sun, 29 Nov 2026 10:00:00 GMT", contentType: "application/zip")
         let table: [(TransferResponse, ProbeOutcome)] = [
-            (response(200, [("Content-Length", "100"), ("Accept-Ranges", "bytes"), ("ETag", "\"v1\""),
-                            ("Last-Modified", "Sun, 29 Nov 2026 10:00:00 GMT"), ("Content-Type", "application/zip")]),
-             .result(full)),
-            (response(200, [("Content-Length", "100"), ("Accept-Ranges", "bytes"), ("ETag", "W/\"weak\"")]),
-             .result(ProbeResult(finalURL: "http://h/f", totalBytes: 100, acceptsRanges: true))),
-            // Useless answers: no length, or no word on ranges.
-            (response(200, [("Accept-Ranges", "bytes")]), .tryRangedGet),
-            (response(200, [("Content-Length", "100")]), .tryRangedGet),
-            (response(200, [("Content-Length", "100"), ("Accept-Ranges", "none")]), .tryRangedGet),
-            // Refused.
-            (response(405, []), .tryRangedGet),
-            (response(403, []), .tryRangedGet),
-            (response(501, []), .tryRangedGet),
-            (response(404, []), .tryRangedGet),
-        ]
-        for (index, (reply, expected)) in table.enumerated() {
-            XCTAssertEqual(Probe.interpretHead(reply), expected, "row \(index)")
-        }
-    }
-
-    func testRangedGetTable() {
-        let table: [(TransferResponse, ProbeOutcome)] = [
-            (response(206, [("Content-Range", "bytes 0-0/5000"), ("ETag", "\"e\"")], url: "http://h/final"),
-             .result(ProbeResult(finalURL: "http://h/final", totalBytes: 5000, acceptsRanges: true, etag: "\"e\""))),
-            (response(206, [("Content-Range", "bytes 0-0/*")]),
+            (response(206, [("Content-Range", "bytes 0-4999/5000"), ("ETag", "\"e\""),
+                            ("Last-Modified", "Sun, 29 Nov 2026 10:00:00 GMT"), ("Content-Type", "application/zip")],
+                      url: "http://h/final"), .result(full)),
+            (response(206, [("Content-Range", "bytes 0-99/*")]),
              .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: true))),
-            (response(206, [("Content-Range", "garbage")]),
-             .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: false))),
+            (response(206, [("Content-Range", "bytes 0-99/100"), ("ETag", "W/\"weak\"")]),
+             .result(ProbeResult(finalURL: "http://h/f", totalBytes: 100, acceptsRanges: true))),
+            // A 206 whose body would not start at byte 0 is never written there.
+            (response(206, [("Content-Range", "garbage")]), .wrongRange),
+            (response(206, [("Content-Range", "bytes 10-99/100")]), .wrongRange),
+            (response(206, []), .wrongRange),
+            // Range ignored: ranges only if the server says so and tells the length.
             (response(200, [("Content-Length", "777")]),
              .result(ProbeResult(finalURL: "http://h/f", totalBytes: 777, acceptsRanges: false))),
-            (response(200, []), .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: false))),
+            (response(200, [("Content-Length", "777"), ("Accept-Ranges", "bytes")]),
+             .result(ProbeResult(finalURL: "http://h/f", totalBytes: 777, acceptsRanges: true))),
+            (response(200, [("Accept-Ranges", "bytes")]),
+             .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: false))),
+            (response(200, [("Content-Length", "-5")]),
+             .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: false))),
             (response(416, [("Content-Range", "bytes */0")]),
              .result(ProbeResult(finalURL: "http://h/f", totalBytes: 0, acceptsRanges: false))),
             (response(416, [("Content-Range", "bytes */10")]), .httpError(416)),
             (response(404, []), .httpError(404)),
             (response(503, []), .httpError(503)),
+            (response(304, []), .httpError(304)),
         ]
         for (index, (reply, expected)) in table.enumerated() {
-            XCTAssertEqual(Probe.interpretRangedGet(reply), expected, "row \(index)")
+            XCTAssertEqual(Probe.interpretFirstResponse(reply), expected, "row \(index)")
         }
     }
 

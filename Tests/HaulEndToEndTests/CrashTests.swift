@@ -128,10 +128,12 @@ final class CrashTests: HaulTestCase {
         let hash = try sandbox.makeRandomFile("www/adopt.bin", size: size)
         let source = try Data(contentsOf: URL(fileURLWithPath: sandbox.file("www/adopt.bin")))
         try FileManager.default.createDirectory(atPath: sandbox.file("downloads"), withIntermediateDirectories: true)
-        let cases: [(dir: String, part: Data, firstGetRange: String??)] = [
-            ("smaller", source.prefix(250_000), .some("bytes=250000-")),
-            ("equal", source, .none),
-            ("larger", source + Data(count: 1000), .some(nil)),
+        // The first GET's headers tell the size before a byte is written: smaller goes on from its end (the first
+        // GET stops at its headers), equal needs nothing more, larger starts over on the first GET's body.
+        let cases: [(dir: String, part: Data, gets: [String])] = [
+            ("smaller", source.prefix(250_000), ["bytes=0-", "bytes=250000-"]),
+            ("equal", source, ["bytes=0-"]),
+            ("larger", source + Data(count: 1000), ["bytes=0-"]),
         ]
         for (dir, part, expected) in cases {
             try FileManager.default.createDirectory(atPath: sandbox.file("downloads/\(dir)"),
@@ -142,11 +144,8 @@ final class CrashTests: HaulTestCase {
             let done = try waitForState(id, "completed")
             XCTAssertEqual(done["filename"] as? String, "adopt.bin", dir)
             XCTAssertEqual(try sha256(try downloadedPath(done)), hash, dir)
-            let gets = try originRequests().filter { $0["method"] as? String == "GET" && $0["range"] as? String != "bytes=0-0" }
-            switch expected {
-            case .none: XCTAssertEqual(gets.count, 0, "\(dir): nothing left to fetch")
-            case .some(let range): XCTAssertEqual(gets.first?["range"] as? String, range, dir)
-            }
+            let gets = try originRequests().filter { $0["method"] as? String == "GET" }.map { $0["range"] as? String }
+            XCTAssertEqual(gets, expected, dir)
         }
     }
 }

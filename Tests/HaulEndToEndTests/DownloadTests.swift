@@ -20,9 +20,9 @@ final class DownloadTests: HaulTestCase {
         XCTAssertEqual(segments.count, 1)
         XCTAssertEqual(int(segments.first?["end"]), 3_000_016)
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads/data.bin.part")))
-        // The probe was a HEAD, then one GET of the whole file.
-        let methods = try originRequests().map { $0["method"] as? String ?? "" }
-        XCTAssertEqual(methods, ["HEAD", "GET"])
+        // One request: a GET from byte 0, whose headers were the probe and whose body is the file.
+        let requests = try originRequests().map { "\($0["method"] as? String ?? "") \($0["range"] as? String ?? "-")" }
+        XCTAssertEqual(requests, ["GET bytes=0-"])
     }
 
     func testDownloadFromNginx() throws {
@@ -76,14 +76,14 @@ final class DownloadTests: HaulTestCase {
         XCTAssertEqual(done["filename"] as? String, "moved.bin")
     }
 
-    func testHeadRefusedFallsBackToRangedGet() throws {
+    func testAServerThatRefusesHeadIsNeverAskedOne() throws {
+        // Presigned URLs are signed for GET only, and some servers refuse HEAD: the probe is the GET itself.
         let hash = try sandbox.makeRandomFile("www/nohead.bin", size: 200_000)
         let id = try add(["url": originURL("nohead.bin", "nohead=1")])
         let done = try waitForState(id, "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         XCTAssertEqual(done["resumable"] as? Bool, true)
-        let probes = try originRequests().prefix(2).map { "\($0["method"]!) \($0["range"]!)" }
-        XCTAssertEqual(probes, ["HEAD <null>", "GET bytes=0-0"])
+        XCTAssertEqual(try originRequests().map { $0["method"] as? String }, ["GET"])
     }
 
     func testUnknownLengthWithoutRangesDownloadsAndIsNotResumable() throws {

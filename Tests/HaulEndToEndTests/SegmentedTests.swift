@@ -28,12 +28,15 @@ final class SegmentedTests: HaulTestCase {
         let done = try waitForState(id, "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         XCTAssertLessThanOrEqual(int(try originClient.get("/_stats").json["max_active_streams"]), 8)
-        // The first eight requests split the file into eight disjoint ranges that cover it exactly.
-        let first = try servedRanges("eight.bin", size: size).prefix(8).sorted { $0.lowerBound < $1.lowerBound }
-        XCTAssertEqual(first.count, 8)
-        XCTAssertEqual(first.first?.lowerBound, 0)
-        XCTAssertEqual(first.last?.upperBound, Int64(size - 1))
-        for (a, b) in zip(first, first.dropFirst()) { XCTAssertEqual(a.upperBound + 1, b.lowerBound) }
+        // The first request asks from byte 0 (its body is the first eighth); the next seven split the rest into
+        // disjoint ranges that cover it exactly.
+        let served = try servedRanges("eight.bin", size: size)
+        XCTAssertEqual(served.first, 0...Int64(size - 1))
+        let rest = served.dropFirst().prefix(7).sorted { $0.lowerBound < $1.lowerBound }
+        XCTAssertEqual(rest.count, 7)
+        XCTAssertEqual(rest.first?.lowerBound, Int64(size / 8))
+        XCTAssertEqual(rest.last?.upperBound, Int64(size - 1))
+        for (a, b) in zip(rest, rest.dropFirst()) { XCTAssertEqual(a.upperBound + 1, b.lowerBound) }
         let segments = try XCTUnwrap(done["segments"] as? [[String: Any]])
         XCTAssertEqual(segments.reduce(Int64(0)) { $0 + int($1["received"]) }, Int64(size))
     }

@@ -84,9 +84,13 @@ extension DownloadMachine {
     /// Cancels every transfer and timer the download has going.
     mutating func cancelEverything() {
         switch phase {
-        case .probing(let id, _, _): emit(.cancel(id))
+        case .probing(let id, _), .probingHead(let id, _): emit(.cancel(id))
         case .probeBackoff(let timer): emit(.cancelTimer(timer))
         default: break
+        }
+        if let stream = probeStream {
+            probeStream = nil
+            emit(.cancel(stream.id))
         }
         for connection in connections { drop(connection) }
         connections.removeAll()
@@ -131,7 +135,7 @@ extension DownloadMachine {
     // MARK: time
 
     mutating func timerFired(_ timer: TimerID) {
-        if phase == .probeBackoff(timer) { return probe(head: true) }
+        if phase == .probeBackoff(timer) { return probe() }
         guard let index = connections.firstIndex(where: { $0.state == .backoff(timer) }) else { return }
         launch(index)
     }
@@ -140,12 +144,18 @@ extension DownloadMachine {
     /// for `stallTimeout`, and checkpoints.
     mutating func tick(now: Double) {
         switch phase {
-        case .probing(let id, let head, let since):
-            guard let since else { return phase = .probing(id, head: head, since: now) }
+        case .probing(let id, let since):
+            guard let since else { return phase = .probing(id, since: now) }
             guard now - since >= settings.stallTimeout else { return }
             emit(.cancel(id))
-            failProbe(DownloadError(.timeout, "no answer to the probe for \(Int(settings.stallTimeout)) s",
+            failProbe(DownloadError(.timeout, "no answer to the first request for \(Int(settings.stallTimeout)) s",
                                     retryable: true))
+        case .probingHead(let id, let since):
+            guard let since else { return phase = .probingHead(id, since: now) }
+            guard now - since >= settings.stallTimeout else { return }
+            // A silent HEAD tells nothing: on with the body.
+            emit(.cancel(id))
+            probe()
         case .transferring:
             guard activeConnections > 0 else { return meter.reset() }
             meter.sample(bytes: download.receivedBytes, at: now)

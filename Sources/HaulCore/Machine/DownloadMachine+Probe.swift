@@ -1,6 +1,7 @@
 import HaulLoop
 
-/// Starting: the probe (HEAD, else a one-byte ranged GET), its retries, and the part file it leads to.
+/// Starting: the first request (a GET whose headers are the probe and whose body is the start of the file), its
+/// retries, and the part file it leads to.
 extension DownloadMachine {
     mutating func start(now: Double) {
         transition(.start) {
@@ -8,7 +9,16 @@ extension DownloadMachine {
             $0.attempts += 1
         }
         restarts = 0
-        probe(head: true)
+        headTried = false
+        headLength = nil
+        // A download with a journal to resume needs no probe: each segment's request carries If-Range, and a changed
+        // file answers it with its new whole body.
+        if let name = download.filename, download.resumable,
+           ResumePlan.covers(download.segments, download.totalBytes) {
+            phase = .opening(contentDisposition: nil)
+            return emit(.openPartFile(PartFileRequest(current: name, base: name)))
+        }
+        probe()
     }
 
     /// A crash after the file got its name and before `completed` was stored: the runner found it finished.
@@ -21,37 +31,51 @@ extension DownloadMachine {
         emit(.finished)
     }
 
-    mutating func probe(head: Bool) {
+    mutating func probe() {
         let id = newTransfer()
-        phase = .probing(id, head: head, since: nil)
-        emit(.fetch(id, head ? .head : .firstByte))
+        phase = .probing(id, since: nil)
+        emit(.fetch(id, .probe))
     }
 
-    /// The probe's headers: a HEAD's are all there is; a 200 to the one-byte GET would stream the whole file, so
-    /// it is stopped at its headers (which settle the probe).
-    mutating func probeResponded(_ id: TransferID, head: Bool, _ response: TransferResponse) {
-        if !head, response.status != 206 { emit(.abort(id)) }
-    }
-
-    mutating func probeEnded(_ result: TransferResult, head: Bool) {
-        guard let response = result.response, result.failure == nil || result.failure == .aborted else {
-            // Some servers cut or mangle HEAD: the one-byte GET may still work.
-            if head, result.failure == .cutOff || result.failure == .other { return probe(head: false) }
-            return failProbe(DownloadError.transfer(result))
-        }
-        switch head ? Probe.interpretHead(response) : Probe.interpretRangedGet(response) {
-        case .tryRangedGet:
-            headLength = (200..<300).contains(response.status)
-                ? response.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil } : nil
-            probe(head: false)
+    /// The first request's headers: size, validators, name and range support are known before a body byte is
+    /// written. The part file is opened and the plan made at once, while the body waits; then the connection for
+    /// the segment at byte 0 takes this transfer over, so a small file costs one request.
+    mutating func probeResponded(_ id: TransferID, _ response: TransferResponse) {
+        switch Probe.interpretFirstResponse(response) {
         case .httpError(let status):
+            emit(.abort(id))
             failProbe(DownloadError.http(status, response: response))
+        case .wrongRange:
+            emit(.abort(id))
+            failProbe(DownloadError(.rangeMismatch, "the server answered another range than bytes=0- "
+                + "(Content-Range: \(response.header("content-range") ?? "none"))", retryable: true))
         case .result(var result):
-            // A server that answers GET without a length (chunked) may still have told HEAD the size: keep it, so a
-            // body running past it is caught instead of written forever.
-            if !head, result.totalBytes == nil { result.totalBytes = headLength }
+            if result.totalBytes == nil, !headTried {
+                // No size: a body running past the size HEAD tells would be written without end. HEAD (once), then
+                // the body again.
+                headTried = true
+                emit(.abort(id))
+                let head = newTransfer()
+                phase = .probingHead(head, since: nil)
+                return emit(.fetch(head, .head))
+            }
+            if result.totalBytes == nil { result.totalBytes = headLength }
+            probeStream = (id, response.status == 206)
             probed(result)
         }
+    }
+
+    /// The HEAD's answer: its length, when it has one.
+    mutating func headResponded(_ response: TransferResponse) {
+        guard (200..<300).contains(response.status) else { return }
+        headLength = response.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
+    }
+
+    /// The first request ended before its headers (or they were refused): try again after a backoff.
+    mutating func probeEnded(_ result: TransferResult) {
+        failProbe(result.failure == nil || result.failure == .aborted
+            ? DownloadError(.badResponse, "the server ended the first request without an answer", retryable: true)
+            : DownloadError.transfer(result))
     }
 
     /// The probe failed: probe again after a backoff while attempts remain, else the download fails.

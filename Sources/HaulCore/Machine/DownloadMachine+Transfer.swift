@@ -57,8 +57,20 @@ extension DownloadMachine {
             guard let index = SegmentPlanner.nextWork(&segments, busy: busy, minSplit: settings.minSplitSize)
             else { break }
             if segments != download.segments { setSegments(segments) }
+            if let stream = probeStream, download.segments[index].cursor == 0 {
+                // The first request's body is this segment's: it goes on streaming, no second request.
+                probeStream = nil
+                connections.append(Connection(segment: index, state: .fetching(stream.id),
+                                              requested: stream.ranged ? (0, nil) : nil))
+                continue
+            }
             connections.append(Connection(segment: index, state: .backoff(TimerID(0))))
             launch(connections.count - 1)
+        }
+        // A first request no segment could use (the part file holds the start already): stop it at its headers.
+        if let stream = probeStream {
+            probeStream = nil
+            emit(.abort(stream.id))
         }
         if connections.isEmpty, download.segments.allSatisfy(\.isDone) { transferred() }
     }
@@ -99,7 +111,8 @@ extension DownloadMachine {
     // MARK: replies
 
     mutating func responded(_ id: TransferID, _ response: TransferResponse) {
-        if case .probing(let probe, let head, _) = phase, probe == id { return probeResponded(id, head: head, response) }
+        if case .probing(let probe, _) = phase, probe == id { return probeResponded(id, response) }
+        if case .probingHead(let head, _) = phase, head == id { return headResponded(response) }
         guard let index = connection(with: id), case .fetching = connections[index].state else {
             return emit(.abort(id))
         }
@@ -250,7 +263,9 @@ extension DownloadMachine {
     // MARK: ends
 
     mutating func ended(_ id: TransferID, _ result: TransferResult) {
-        if case .probing(let probe, let head, _) = phase, probe == id { return probeEnded(result, head: head) }
+        if case .probing(let probe, _) = phase, probe == id { return probeEnded(result) }
+        // Whatever the HEAD said, the body is asked for again.
+        if case .probingHead(let head, _) = phase, head == id { return probe() }
         guard let index = connection(with: id) else { return }
         var reachedEnd = false
         if case .stopping(_, let outcome) = connections[index].state {
@@ -295,13 +310,16 @@ extension DownloadMachine {
 
     mutating func couldNotStart(_ id: TransferID, _ message: String) {
         let error = DownloadError(.internalError, "cannot start a transfer: \(message)")
-        if case .probing(let probe, _, _) = phase, probe == id { return fail(error) }
+        if case .probing(let probe, _) = phase, probe == id { return fail(error) }
+        if case .probingHead(let head, _) = phase, head == id { return probe() }
         guard let index = connection(with: id) else { return }
         connectionFailed(index, error)
     }
 
-    /// The host has no connection to spare: the segment waits for a connection to be freed.
+    /// The host has no connection to spare: the segment (or the first request) waits for a connection to be freed.
     mutating func noHostConnection(_ id: TransferID) {
+        if case .probing(let probe, _) = phase, probe == id { return phase = .probeWaitingForHost }
+        if case .probingHead(let head, _) = phase, head == id { return phase = .probeWaitingForHost }
         guard let index = connection(with: id) else { return }
         connections.remove(at: index)
         hostBusy = true
@@ -309,6 +327,7 @@ extension DownloadMachine {
     }
 
     mutating func hostConnectionFreed() {
+        if phase == .probeWaitingForHost { return probe() }
         hostBusy = false
         fill()
     }
@@ -325,7 +344,7 @@ extension DownloadMachine {
         setSegments([])
         emit(.closeFile(sync: nil, generation: generation))
         transition(.restart)
-        probe(head: true)
+        probe()
     }
 
     /// A new limit: fewer connections close the extra ones (their segments wait), more are opened at once.

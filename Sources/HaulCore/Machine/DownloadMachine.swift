@@ -39,9 +39,14 @@ public struct DownloadMachine {
     enum Phase: Equatable {
         /// Not running: queued, paused, failed, completed, or stopped.
         case idle
-        case probing(TransferID, head: Bool, since: Double?)
+        /// The first request is out; its headers have not come (`since`: the first tick that saw it waiting).
+        case probing(TransferID, since: Double?)
+        /// The first answer told no size: a HEAD asks for it, then the body is asked for again.
+        case probingHead(TransferID, since: Double?)
         /// Waiting to probe again after a failed attempt.
         case probeBackoff(TimerID)
+        /// The host had no connection to spare for the first request.
+        case probeWaitingForHost
         case opening(contentDisposition: String?)
         case reserving
         case transferring
@@ -102,8 +107,12 @@ public struct DownloadMachine {
     var checkpointInFlight = false
     /// The host refused a connection: none is asked for until one is freed.
     var hostBusy = false
-    /// The Content-Length of a HEAD that did not settle the probe: the size when the ranged GET tells none.
+    /// The first request, answered, whose body is to become the first segment's: adopted by the connection for the
+    /// segment at byte 0, else stopped.
+    var probeStream: (id: TransferID, ranged: Bool)?
+    /// The size a HEAD told when the first answer told none (asked once per start).
     var headLength: Int64?
+    var headTried = false
     var meter = RateMeter()
     private var counter = 0
     private var random: SplitMix64

@@ -18,20 +18,18 @@ public struct ByteRange: Equatable, Sendable {
     }
 }
 
-/// What a transfer the machine asks for fetches.
+/// What a transfer the machine asks for fetches. Each holds one of the host's connections while it runs.
 public enum FetchKind: Equatable, Sendable {
-    /// The probe: HEAD.
+    /// The download's first request: GET with `Range: bytes=0-`. Its headers are the probe (size, validators, name,
+    /// range support); its body is the start of the file, written as the first segment.
+    case probe
+    /// HEAD, only when the first request's answer tells no size: HEAD may, so a body running past it is caught.
     case head
-    /// The probe's fallback: GET with `Range: bytes=0-0`.
-    case firstByte
     /// A segment: bytes from `start` to `end` (inclusive), or to the end of the file when `end` is nil, sent with
     /// `If-Range: ifRange`.
     case range(start: Int64, end: Int64?, ifRange: String?)
     /// The whole file with a plain GET.
     case whole
-
-    /// Segment fetches hold one of the host's connections; probes do not.
-    public var holdsHostConnection: Bool { self != .head && self != .firstByte }
 }
 
 /// How the part file is to be opened: under its current name, or under a free one derived from `base`.
