@@ -15,7 +15,9 @@ public final class Engine {
     /// The curl multi handle when the engine made its own fetcher; closed at shutdown.
     private let multi: CurlMulti?
     private let settings: MachineSettings
-    private var machines: [String: DownloadMachine] = [:]
+    /// Every download's machine, boxed: reading one (a snapshot, a field) borrows it instead of copying the whole
+    /// machine, and a step changes it in place.
+    private var machines: [String: MachineBox] = [:]
     private var runners: [String: DownloadRunner] = [:]
     private var nextSequence: Int64 = 1
     private var tick: LoopTimer?
@@ -77,12 +79,12 @@ public final class Engine {
                 _ = machine.handle(.interrupted)
                 try store.save(machine.download)
             }
-            machines[download.id] = machine
+            machines[download.id] = MachineBox(machine)
             index(machine.download, was: nil)
             nextSequence = max(nextSequence, download.sequence + 1)
         }
         order.sort { $0.sequence < $1.sequence }
-        for machine in machines.values where machine.download.state == .failed { releaseUnwritten(machine.download) }
+        for box in machines.values where box.machine.download.state == .failed { releaseUnwritten(box.machine.download) }
         tick = LoopTimer(loop: loop, delay: config.progressInterval, repeating: true) { [unowned self] in
             let now = self.clock.now
             for runner in Array(self.runners.values) { runner.deliver(.tick(now: now)) }
@@ -119,9 +121,9 @@ public final class Engine {
     // MARK: queries
 
     public func snapshot(_ id: String) -> DownloadSnapshot? {
-        guard let machine = machines[id] else { return nil }
-        return DownloadSnapshot(download: machine.download, speed: machine.speed,
-                                activeConnections: machine.activeConnections)
+        guard let box = machines[id] else { return nil }
+        return DownloadSnapshot(download: box.machine.download, speed: box.machine.speed,
+                                activeConnections: box.machine.activeConnections)
     }
 
     /// How many downloads are stored.
@@ -134,15 +136,15 @@ public final class Engine {
     /// build 10,000 snapshots).
     public func totals() -> EngineTotals {
         var totals = EngineTotals()
-        for machine in machines.values {
+        for box in machines.values {
             totals.downloads += 1
-            totals.byState[machine.download.state, default: 0] += 1
-            totals.receivedBytes += machine.download.receivedBytes
+            totals.byState[box.machine.download.state, default: 0] += 1
+            totals.receivedBytes += box.machine.download.receivedBytes
         }
         for id in runners.keys {
-            guard let machine = machines[id] else { continue }
-            totals.speed += machine.speed
-            totals.activeConnections += machine.activeConnections
+            guard let box = machines[id] else { continue }
+            totals.speed += box.machine.speed
+            totals.activeConnections += box.machine.activeConnections
         }
         return totals
     }
@@ -158,9 +160,9 @@ public final class Engine {
         var items: [DownloadSnapshot] = []
         var position = firstIndex(after: after)
         while position < order.count {
-            if let machine = machines[order[position].id], filter(machine.download) {
+            if let box = machines[order[position].id], filter(box.machine.download) {
                 if items.count == limit { return (items, true) }
-                items.append(snapshot(machine.download.id)!)
+                items.append(snapshot(order[position].id)!)
             }
             position += 1
         }
@@ -181,7 +183,7 @@ public final class Engine {
     public var runningIDs: [String] { Array(runners.keys) }
 
     /// Bytes received so far by `id` (the hot counter, without building a snapshot).
-    public func receivedBytes(_ id: String) -> Int64? { machines[id]?.download.receivedBytes }
+    public func receivedBytes(_ id: String) -> Int64? { machines[id]?.machine.download.receivedBytes }
 
     // MARK: commands
 
@@ -209,7 +211,7 @@ public final class Engine {
             throw .storage("\(error)")
         }
         nextSequence += 1
-        machines[download.id] = DownloadMachine(download: download, settings: settings)
+        machines[download.id] = MachineBox(DownloadMachine(download: download, settings: settings))
         index(download, was: nil)
         log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
         onChange?(.created(download.id))
@@ -247,7 +249,7 @@ public final class Engine {
     }
 
     public func update(_ id: String, _ changes: DownloadChanges) throws(EngineError) -> DownloadSnapshot {
-        guard let download = machines[id]?.download else { throw .notFound(id) }
+        guard let download = machines[id]?.machine.download else { throw .notFound(id) }
         var stateEvent: MachineEvent?
         if let target = changes.state, target != download.state {
             let event: DownloadEvent
@@ -264,7 +266,9 @@ public final class Engine {
         if changes.priority != nil || changes.maxSpeed != nil || changes.connections != nil {
             deliver(id, .change(changes))
             // A running download takes a new speed limit at once.
-            if changes.maxSpeed != nil { runners[id]?.limitsChanged(maxSpeed: machines[id]?.download.maxSpeed) }
+            if changes.maxSpeed != nil {
+                runners[id]?.limitsChanged(maxSpeed: machines[id]?.machine.download.maxSpeed)
+            }
         }
         if let stateEvent { deliver(id, stateEvent) }
         // What a client was told is stored before it hears it.
@@ -275,7 +279,7 @@ public final class Engine {
 
     /// Cancels and forgets a download, deleting its part file (and its finished file with `deleteFile`).
     public func remove(_ id: String, deleteFile: Bool) throws(EngineError) {
-        guard let download = machines[id]?.download else { throw .notFound(id) }
+        guard let download = machines[id]?.machine.download else { throw .notFound(id) }
         if let runner = runners[id] { runner.deliver(.stop(keepFile: false)) }
         runners.removeValue(forKey: id)
         if let name = download.filename {
@@ -325,14 +329,14 @@ public final class Engine {
     /// One step of the machine of `id`: the event in, the actions out; and what changed is stored, indexed, logged
     /// and told. Body bytes (`received`, `wrote`) are the hot path: they change progress only.
     func step(_ id: String, _ event: MachineEvent) -> [MachineAction] {
-        guard machines[id] != nil else { return [] }
+        guard let box = machines[id] else { return [] }
         switch event {
         case .received, .wrote, .synced:
             // Progress and the journal (which `saveJournal` stores) only.
-            return machines[id]!.handle(event)
+            return box.machine.handle(event)
         default:
-            let before = machines[id]!.download
-            let actions = machines[id]!.handle(event)
+            let before = box.machine.download
+            let actions = box.machine.handle(event)
             changed(id, from: before)
             return actions
         }
@@ -340,7 +344,7 @@ public final class Engine {
 
     /// Follows up a change of the machine of `id` from `before`: the indexes, the log, the store and the hub.
     private func changed(_ id: String, from before: Download) {
-        guard var download = machines[id]?.download, download != before else { return }
+        guard var download = machines[id]?.machine.download, download != before else { return }
         let stateChanged = download.state != before.state
         let now = Date()
         download.updatedAt = now
@@ -348,7 +352,7 @@ public final class Engine {
             if download.state == .probing, download.startedAt == nil { download.startedAt = now }
             if download.state == .completed { download.completedAt = download.completedAt ?? now }
         }
-        machines[id]!.stamp(updatedAt: download.updatedAt, startedAt: download.startedAt,
+        machines[id]!.machine.stamp(updatedAt: download.updatedAt, startedAt: download.startedAt,
                             completedAt: download.completedAt)
         if stateChanged {
             index(download, was: before)
@@ -387,7 +391,7 @@ public final class Engine {
         try ConfinedDirectory(root: config.downloadRoot, relative: relative, create: create)
     }
 
-    func download(_ id: String) -> Download? { machines[id]?.download }
+    func download(_ id: String) -> Download? { machines[id]?.machine.download }
 
     func countReceived(_ bytes: Int64) { bytesReceived += bytes }
 
@@ -421,8 +425,9 @@ public final class Engine {
     /// Whether a download other than `except` still needs the part file `name.part` in `directory`.
     func isClaimed(directory: String, name: String, except: String) -> Bool {
         machines.values.contains {
-            $0.download.id != except && $0.download.directory == directory && $0.download.filename == name
-                && $0.download.state != .completed
+            let download = $0.machine.download
+            return download.id != except && download.directory == directory && download.filename == name
+                && download.state != .completed
         }
     }
 
@@ -489,7 +494,7 @@ public final class Engine {
         unsaved.removeAll()
         do {
             try store.transaction {
-                for id in ids { if let download = machines[id]?.download { try store.save(download) } }
+                for id in ids { if let download = machines[id]?.machine.download { try store.save(download) } }
             }
         } catch {
             log.error("cannot save downloads", ["error": "\(error)"])
@@ -512,7 +517,7 @@ public final class Engine {
     /// Starts queued downloads, highest priority first, then oldest, while slots are free.
     private func schedule() {
         guard runners.count < config.maxActive, !queued.isEmpty else { return }
-        let waiting = queued.compactMap { machines[$0]?.download }.sorted {
+        let waiting = queued.compactMap { machines[$0]?.machine.download }.sorted {
             $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence
         }
         // Checked for each: starting one may finish it at once (found complete) and start others meanwhile.
@@ -538,4 +543,11 @@ public final class Engine {
         }
         return String(decoding: id, as: UTF8.self)
     }
+}
+
+/// A download's machine on the heap, so the engine's dictionary holds a reference, not the value.
+final class MachineBox {
+    var machine: DownloadMachine
+
+    init(_ machine: DownloadMachine) { self.machine = machine }
 }

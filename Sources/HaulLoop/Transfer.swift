@@ -53,10 +53,9 @@ public struct TransferResponse: Sendable, Equatable {
         self.effectiveURL = effectiveURL
     }
 
-    /// The last value of the header `name` (case-insensitive).
+    /// The last value of the header `name` (case-insensitive; the names held are lower case already).
     public func header(_ name: String) -> String? {
-        let wanted = name.lowercased()
-        return headers.last(where: { $0.name == wanted })?.value
+        headers.last(where: { ASCII.equalsIgnoringCase($0.name, name) })?.value
     }
 
     public static func == (a: TransferResponse, b: TransferResponse) -> Bool {
