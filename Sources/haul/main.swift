@@ -16,7 +16,9 @@ func serve(_ arguments: [String]) -> Int32 {
         FileHandle.standardError.write(Data("haul: \(error)\n\n\(ServeConfig.usage)\n".utf8))
         return 2
     }
-    let log = Logger(minimum: config.logLevel, format: config.logFormat)
+    let logBuffer = LogBuffer()
+    let log = Logger(minimum: config.logLevel, format: config.logFormat, buffer: logBuffer)
+    defer { logBuffer.flush() }
     // A client that disconnects mid-reply must not kill the server.
     signal(SIGPIPE, SIG_IGN)
     raiseOpenFileLimit()
@@ -26,6 +28,14 @@ func serve(_ arguments: [String]) -> Int32 {
         try Files.makeDirectories(downloadRoot)
         try Files.makePrivateDirectory(dataDir)
         let loop = try EventLoop()
+        // Log lines go out once per loop turn: a timer of no delay fires after the events of the current turn.
+        let logFlush = LoopTimer(loop: loop, delay: 0) { logBuffer.flush() }
+        logBuffer.schedule = {
+            guard loop.inLoopThread else { return false }
+            if !logFlush.isPending { logFlush.start() }
+            return true
+        }
+        defer { logBuffer.schedule = nil }
         let store = try DownloadStore(path: dataDir + "/haul.sqlite")
         var engineConfig = EngineConfig(downloadRoot: downloadRoot)
         engineConfig.maxActive = config.maxActive
