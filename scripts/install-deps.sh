@@ -3,11 +3,11 @@
 # As root it runs apt-get itself; otherwise it prints the command to run.
 set -euo pipefail
 
-# nginx and aria2 are the tests' and benchmarks' origin and anchor; wrk, python3 and gnuplot run the benchmark harness;
-# openssl makes the tests' TLS certificate; python3-venv holds the PyPI tools (scripts/venv.sh) in .build/venv;
-# chromium and chromium-driver run the dashboard test; prometheus brings promtool, which checks /metrics.
+# nginx is the tests' and benchmarks' origin, aria2 and axel their anchors; wrk, python3 and gnuplot run the
+# benchmark harness; openssl makes the tests' TLS certificate; python3-venv holds the PyPI tools (scripts/venv.sh) in
+# .build/venv; chromium and chromium-driver run the dashboard test; prometheus brings promtool, which checks /metrics.
 packages=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev pkg-config nginx curl ca-certificates aria2
-          wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver prometheus)
+          axel wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver prometheus)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -76,7 +76,7 @@ public final class Engine {
         for download in try store.loadAll() {
             var machine = DownloadMachine(download: download, settings: settings)
             if download.state.isActive {
-                _ = machine.handle(.interrupted)
+                _ = machine.handle(.interrupted, at: clock.now)
                 try store.save(machine.download)
             }
             machines[download.id] = MachineBox(machine)
@@ -333,10 +333,10 @@ public final class Engine {
         switch event {
         case .received, .wrote, .synced:
             // Progress and the journal (which `saveJournal` stores) only.
-            return box.machine.handle(event)
+            return box.machine.handle(event, at: clock.now)
         default:
             let before = box.machine.download
-            let actions = box.machine.handle(event)
+            let actions = box.machine.handle(event, at: clock.now)
             changed(id, from: before)
             return actions
         }

@@ -35,21 +35,49 @@ public enum SegmentPlanner {
     }
 
     /// The segment a free connection should fetch next, or nil when there is nothing worth taking: first an
-    /// unfinished segment nobody is on (lowest offset first); else the second half of the largest range still
-    /// being fetched, split off as a new segment, when that half is at least `minSplit` (work stealing).
+    /// unfinished segment nobody is on (lowest offset first); else part of a range still being fetched, split off
+    /// as a new segment (work stealing). Every connection here counts at the same rate, so the largest range gives
+    /// up its second half when that half is at least `minSplit`.
     public static func nextWork(_ segments: inout [Segment], busy: Set<Int>, minSplit: Int64) -> Int? {
-        if let idle = segments.indices.filter({ !busy.contains($0) && !segments[$0].isDone })
+        nextWork(&segments, busy: busy.map { ($0, nil) }, minSplit: minSplit)
+    }
+
+    /// As above, knowing how fast each busy segment is being fetched (bytes/s; nil where not measured yet). The
+    /// typical rate is the median of those measured and of `recent` (connections of this download that finished
+    /// lately); an unmeasured segment counts at it, as does the free connection. The victim is the range that would
+    /// take longest to finish at its rate; it keeps the share of its rest it can fetch in the time the free
+    /// connection needs for the share split off, so both end together: half between equals, a ninth for a
+    /// connection at 1 MiB/s against one at 8. The piece split off is at least `minSplit`, or, from a victim
+    /// measured at under half the typical rate, at least 64 KiB when the split brings its end `worthwhile` seconds
+    /// closer: a lagging connection's last megabytes are worth a request, an even split stays above the minimum.
+    public static func nextWork(_ segments: inout [Segment], busy: [(segment: Int, rate: Double?)],
+                                recent: [Double] = [], minSplit: Int64, worthwhile: Double = 0.25) -> Int? {
+        let taken = Set(busy.map(\.segment))
+        if let idle = segments.indices.filter({ !taken.contains($0) && !segments[$0].isDone })
             .min(by: { segments[$0].start < segments[$1].start }) {
             return idle
         }
-        guard let victim = busy.filter({ segments[$0].remaining != nil })
-            .max(by: { segments[$0].remaining! < segments[$1].remaining! }),
-            let remaining = segments[victim].remaining, let end = segments[victim].end,
-            remaining / 2 >= minSplit else { return nil }
-        let middle = segments[victim].cursor + remaining - remaining / 2
-        segments[victim].end = middle - 1
-        segments.append(Segment(start: middle, end: end))
-        return segments.count - 1
+        let measured = (busy.compactMap(\.rate) + recent).filter { $0 > 0 }.sorted()
+        let typical = measured.isEmpty ? 1 : measured[measured.count / 2]
+        // A stalled connection still keeps a sliver: its transfer ends on its own when it reaches the new end.
+        let candidates = busy.compactMap { entry -> (segment: Int, rate: Double, lagging: Bool, left: Double)? in
+            guard let remaining = segments[entry.segment].remaining, remaining > 0 else { return nil }
+            let rate = max(entry.rate ?? typical, typical / 64)
+            return (entry.segment, rate, entry.rate.map { $0 < typical / 2 } ?? false, Double(remaining) / rate)
+        }.sorted { $0.left != $1.left ? $0.left > $1.left : $0.segment < $1.segment }
+        for victim in candidates {
+            let remaining = segments[victim.segment].remaining!
+            let stolen = Int64(Double(remaining) * typical / (victim.rate + typical))
+            // Both then end together: the victim sooner by the time it would have spent on the stolen bytes.
+            let saves = Double(stolen) / victim.rate
+            let worth = stolen >= minSplit || (victim.lagging && stolen >= 64 << 10 && saves >= worthwhile)
+            guard worth, stolen < remaining, let end = segments[victim.segment].end else { continue }
+            let middle = end - stolen + 1
+            segments[victim.segment].end = middle - 1
+            segments.append(Segment(start: middle, end: end))
+            return segments.count - 1
+        }
+        return nil
     }
 
     /// What the journal may claim after a checkpoint that synced `synced` (segments as they were when the sync

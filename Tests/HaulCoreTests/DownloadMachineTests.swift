@@ -359,6 +359,29 @@ final class DownloadMachineTests: XCTestCase {
         completed(harness)
     }
 
+    func testASlowConnectionKeepsOnlyTheShareItCanFetchInTime() {
+        var settings = MachineHarness.settings
+        settings.minSplitSize = 256 << 10
+        let size = 1 << 20
+        let harness = MachineHarness(size: size, connections: 4, settings: settings)
+        // Four segments of 256 KiB: three come at 128 KiB/s, the last at 1,000 bytes/s (a bad path). What is left of
+        // it is under the split minimum, but at its rate it would take 260 s.
+        func reply(_ start: Int64, _ end: Int64?) -> MachineHarness.Reply {
+            let last = Int(end ?? Int64(size - 1))
+            return .init(status: 206, headers: [("Content-Range", "bytes \(start)-\(last)/\(size)"), ("ETag", "\"v1\"")],
+                         body: Array(harness.content[Int(start)...last]),
+                         ending: .trickle(start == 786_432 ? 1000 : 128 << 10))
+        }
+        harness.first = reply(0, nil)
+        harness.rangeReply = { reply($0, $1) }
+        harness.runToEnd()
+        completed(harness)
+        // The fast connections took most of the slow one's range once its rate showed: done in seconds, not minutes.
+        XCTAssertLessThan(harness.now, 10)
+        let slow = harness.download.segments.first { $0.start == 786_432 }
+        XCTAssertLessThan(slow.map { $0.end! - $0.start + 1 } ?? .max, 16 << 10, "the slow one kept a sliver")
+    }
+
     func testABodyRunningPastItsRangeFails() {
         let harness = MachineHarness(size: 40_000, connections: 1)
         harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000), body: harness.content + [1, 2, 3])

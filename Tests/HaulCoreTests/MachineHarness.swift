@@ -117,7 +117,7 @@ final class MachineHarness {
         defer { dispatching = false }
         while !queue.isEmpty {
             let next = queue.removeFirst()
-            let asked = machine.handle(next)
+            let asked = machine.handle(next, at: now)
             actions += asked
             for action in asked { perform(action) }
         }

@@ -54,6 +54,45 @@ final class SegmentPlannerTests: XCTestCase {
         XCTAssertNil(SegmentPlanner.nextWork(&finished, busy: [], minSplit: 1))
     }
 
+    func testASlowConnectionKeepsOnlyWhatItCanFetchWhileTheFreeOneFetchesTheRest() {
+        // Segment 0 runs at 1 byte/s, segments 1 and 2 at 8: the free connection counts as 8 (the median).
+        var segments = [Segment(start: 0, end: 999, received: 100), Segment(start: 1000, end: 1999, received: 900),
+                        Segment(start: 2000, end: 2999, received: 1000)]
+        let taken = SegmentPlanner.nextWork(&segments, busy: [(0, 1), (1, 8), (2, 8)], minSplit: 10)
+        XCTAssertEqual(taken, 3)
+        // 900 bytes left at 1 byte/s against 100 at 8: segment 0 is the victim although segment 1 is as long. It
+        // keeps a ninth of its rest (100 bytes), the new segment takes the 800 after.
+        XCTAssertEqual(segments[0], Segment(start: 0, end: 199, received: 100))
+        XCTAssertEqual(segments[3], Segment(start: 200, end: 999))
+    }
+
+    func testAStalledConnectionKeepsASliverAndUnmeasuredOnesCountAsTypical() {
+        var stalled = [Segment(start: 0, end: 6499, received: 0), Segment(start: 6500, end: 6999, received: 100)]
+        XCTAssertEqual(SegmentPlanner.nextWork(&stalled, busy: [(0, 0), (1, 50)], minSplit: 1), 2)
+        // Nothing received counts as 1/64 of the typical rate: it keeps 1/65 of its range.
+        XCTAssertEqual(stalled[0].end, 99)
+        XCTAssertEqual(stalled[2], Segment(start: 100, end: 6499))
+        // Without measurements every connection is typical: halves, as between equals.
+        var fresh = [Segment(start: 0, end: 999), Segment(start: 1000, end: 1999, received: 999)]
+        XCTAssertEqual(SegmentPlanner.nextWork(&fresh, busy: [(0, nil), (1, nil)], minSplit: 1), 2)
+        XCTAssertEqual(fresh[0].end, 499)
+        // A victim whose share would fall below the minimum is passed over for the next one.
+        var short = [Segment(start: 0, end: 99, received: 40), Segment(start: 100, end: 999, received: 0)]
+        XCTAssertEqual(SegmentPlanner.nextWork(&short, busy: [(0, 1), (1, 100)], minSplit: 100), 2)
+        XCTAssertEqual(short[0].end, 99, "60 bytes at 1 byte/s take longest, but 59 are under the minimum")
+        XCTAssertEqual(short[1].end, 549)
+    }
+
+    func testALoneSlowConnectionIsMeasuredAgainstTheOnesThatFinished() {
+        // Only the slow connection is left; alone it would be its own typical rate and look fine.
+        var alone = [Segment(start: 0, end: 899, received: 900), Segment(start: 900, end: 99_999, received: 99)]
+        XCTAssertNil(SegmentPlanner.nextWork(&alone, busy: [(1, 1000)], minSplit: 1 << 20))
+        // The connections that finished ran at 8,000 bytes/s: it keeps a ninth of its rest.
+        XCTAssertEqual(SegmentPlanner.nextWork(&alone, busy: [(1, 1000)], recent: [8000, 8000], minSplit: 1 << 20), 2)
+        XCTAssertEqual(alone[1].end, 11_999)
+        XCTAssertEqual(alone[2], Segment(start: 12_000, end: 99_999))
+    }
+
     func testTheJournalNeverClaimsMoreThanWasSynced() {
         let synced = [Segment(start: 0, end: 999, received: 500), Segment(start: 1000, end: 1999, received: 300)]
         // Since the sync began: more bytes arrived, segment 1 was split, and segment 0 went back (restart).

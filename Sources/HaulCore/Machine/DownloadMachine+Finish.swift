@@ -141,7 +141,7 @@ extension DownloadMachine {
     }
 
     /// Every tick: samples the speed, cuts a probe or a connection that stalled (or stayed below `lowestSpeed`)
-    /// for `stallTimeout`, and checkpoints.
+    /// for `stallTimeout`, checkpoints, and looks again for work for free connections.
     mutating func tick(now: Double) {
         switch phase {
         case .probing(let id, let since):
@@ -161,6 +161,9 @@ extension DownloadMachine {
             meter.sample(bytes: download.receivedBytes, at: now)
             watchStalls(now: now)
             checkpoint()
+            // A connection freed while the others' rates were still unknown found nothing worth stealing; now they
+            // are known, a slow one may have a share to give.
+            fill()
         default:
             break
         }

@@ -9,6 +9,7 @@ extension DownloadMachine {
             $0.attempts += 1
         }
         restarts = 0
+        recentRates = []
         headTried = false
         headLength = nil
         // A download with a journal to resume needs no probe: each segment's request carries If-Range, and a changed

@@ -53,15 +53,16 @@ extension DownloadMachine {
         guard phase == .transferring, download.state == .downloading else { return }
         while !hostBusy, connections.count < plannedConnections {
             var segments = download.segments
-            let busy = Set(connections.map(\.segment))
-            guard let index = SegmentPlanner.nextWork(&segments, busy: busy, minSplit: settings.minSplitSize)
+            let busy = connections.map { ($0.segment, rate(of: $0)) }
+            guard let index = SegmentPlanner.nextWork(&segments, busy: busy, recent: recentRates,
+                                                      minSplit: settings.minSplitSize)
             else { break }
             if segments != download.segments { setSegments(segments) }
             if let stream = probeStream, download.segments[index].cursor == 0 {
                 // The first request's body is this segment's: it goes on streaming, no second request.
                 probeStream = nil
                 connections.append(Connection(segment: index, state: .fetching(stream.id),
-                                              requested: stream.ranged ? (0, nil) : nil))
+                                              requested: stream.ranged ? (0, nil) : nil, launchedAt: now))
                 continue
             }
             connections.append(Connection(segment: index, state: .backoff(TimerID(0))))
@@ -103,10 +104,23 @@ extension DownloadMachine {
         connections[index].state = .fetching(id)
         connections[index].lastTickBytes = -1
         connections[index].slowSince = nil
+        connections[index].launchedAt = now
+        connections[index].bytesAtLaunch = segment.received
         emit(.fetch(id, kind))
     }
 
     func connection(with id: TransferID) -> Int? { connections.firstIndex { $0.transfer == id } }
+
+    /// Bytes per second of a connection's transfer since it started; nil before a fifth of a second of it (too
+    /// little to tell), or while it waits to retry.
+    func rate(of connection: Connection) -> Double? {
+        guard case .fetching = connection.state, download.segments.indices.contains(connection.segment) else {
+            return nil
+        }
+        let elapsed = now - connection.launchedAt
+        guard elapsed >= 0.2 else { return nil }
+        return Double(download.segments[connection.segment].received - connection.bytesAtLaunch) / elapsed
+    }
 
     // MARK: replies
 
@@ -209,13 +223,15 @@ extension DownloadMachine {
             }
             emit(.write(id, offset: segment.cursor, count: take))
         }
-        guard take < count else { return }
+        // A range split under this connection ends where its part does: on the chunk that reaches it, without
+        // waiting for one more.
+        guard take < count || segment.remaining == Int64(take) else { return }
         // The last byte this connection's request covers: its range's end, else the end of the file.
         let wantedEnd = connections[index].requested?.end ?? download.totalBytes.map { $0 - 1 }
         if let end = segment.end, let wantedEnd, end < wantedEnd {
             // The range was split while this connection fetched it: its part is done.
             stop(index, .reachedEnd)
-        } else {
+        } else if take < count {
             // Not a split: the body goes on past the size the file is known to have.
             stop(index, .failed(DownloadError(.sizeMismatch, "the server sent more than the "
                 + "\((segment.end ?? 0) + 1) bytes the file has")))
@@ -290,6 +306,9 @@ extension DownloadMachine {
         } else if !segment.isDone {
             return connectionFailed(index, DownloadError(.sizeMismatch, "the server ended a range "
                 + "\(segment.remaining ?? 0) bytes early", retryable: true))
+        }
+        if let rate = rate(of: connections[index]) {
+            recentRates = recentRates.suffix(7) + [rate]
         }
         connections.remove(at: index)
         fill()

@@ -78,6 +78,9 @@ public struct DownloadMachine {
         /// Stall watch: bytes at the previous tick (-1 before the first), and since when it has been too slow.
         var lastTickBytes: Int64 = -1
         var slowSince: Double?
+        /// When its transfer started and the segment's bytes then: its rate, which work stealing weighs.
+        var launchedAt: Double = 0
+        var bytesAtLaunch: Int64 = 0
 
         var transfer: TransferID? {
             switch state {
@@ -89,7 +92,7 @@ public struct DownloadMachine {
         static func == (a: Connection, b: Connection) -> Bool {
             a.segment == b.segment && a.state == b.state && a.requested?.start == b.requested?.start
                 && a.requested?.end == b.requested?.end && a.lastTickBytes == b.lastTickBytes
-                && a.slowSince == b.slowSince
+                && a.slowSince == b.slowSince && a.launchedAt == b.launchedAt && a.bytesAtLaunch == b.bytesAtLaunch
         }
     }
 
@@ -114,6 +117,10 @@ public struct DownloadMachine {
     var headLength: Int64?
     var headTried = false
     var meter = RateMeter()
+    /// Rates of the last connections that finished their ranges: what a free connection is likely to do.
+    var recentRates: [Double] = []
+    /// The clock's time of the event being handled.
+    var now: Double = 0
     private var counter = 0
     private var random: SplitMix64
     private var pending: [MachineAction] = []
@@ -131,8 +138,10 @@ public struct DownloadMachine {
     /// Whether the machine holds a running download (it has a slot).
     public var isRunning: Bool { phase != .idle }
 
-    /// Applies `event` and returns what the runner must do, in order.
-    public mutating func handle(_ event: MachineEvent) -> [MachineAction] {
+    /// Applies `event`, which happened at `now` on the runner's clock (monotonic seconds), and returns what the
+    /// runner must do, in order.
+    public mutating func handle(_ event: MachineEvent, at now: Double) -> [MachineAction] {
+        self.now = now
         switch event {
         case .start(let now): start(now: now)
         case .foundFinished(let name): foundFinished(name)
