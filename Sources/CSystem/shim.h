@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 #include <errno.h>
+#include <malloc.h>
 
 // fallocate(2) is declared only under _GNU_SOURCE, which Swift's Glibc module is not built with.
 extern int fallocate(int fd, int mode, off_t offset, off_t len);

@@ -243,8 +243,11 @@ public final class API {
         if !errors.isEmpty { throw Problem.invalid(errors) }
         // Read before listing: a change made after this number shows up in the next delta, never lost.
         let sequence = events.sequence
-        let (page, more) = engine.page(after: after, limit: limit) {
-            (states?.contains($0.state) ?? true) && (changes??.changed.contains($0.id) ?? true)
+        let wanted = { (download: Download) in states?.contains(download.state) ?? true }
+        let (page, more) = if let changed = changes??.changed {
+            engine.page(of: changed, after: after, limit: limit, where: wanted)
+        } else {
+            engine.page(after: after, limit: limit, where: wanted)
         }
         let next: JSONValue = more ? .string(String(page.last!.download.sequence)) : .null
         var members: [(String, JSONValue)] = [

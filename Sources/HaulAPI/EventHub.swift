@@ -15,6 +15,9 @@ public final class EventHub {
     private var replayStart = 0
     /// The sequence number of each download's latest event.
     private var lastChange: [String: Int64] = [:]
+    /// The numbers of `lastChange` in the order they were given out (older entries of an id linger until the log
+    /// is compacted): `changed_since` reads from the first number past it instead of visiting every download.
+    private var changeLog: [(sequence: Int64, id: String)] = []
     private var tombstones: [(sequence: Int64, id: String)] = []
     /// changed_since below this may have missed removals that were forgotten.
     private var forgottenBefore: Int64
@@ -96,6 +99,10 @@ public final class EventHub {
         sequence += 1
         let event = StreamEvent(sequence: sequence, kind: kind, downloadID: id, payload: .download(snapshot))
         lastChange[id] = sequence
+        changeLog.append((sequence, id))
+        if changeLog.count > 2 * lastChange.count + 1024 {
+            changeLog = lastChange.map { ($0.value, $0.key) }.sorted { $0.sequence < $1.sequence }
+        }
         announcedBytes[id] = snapshot.download.receivedBytes
         dirty.remove(id)
         record(event)
@@ -162,7 +169,14 @@ public final class EventHub {
     func changes(since: Int64) -> (changed: Set<String>, removed: [String])? {
         guard since >= forgottenBefore else { return nil }
         // Changes not yet announced (coalesced until the next progress tick) are newer than any number given out.
-        var changed = Set(lastChange.filter { $0.value > since }.keys).union(dirty)
+        var low = 0, high = changeLog.count
+        while low < high {
+            let middle = (low + high) / 2
+            if changeLog[middle].sequence > since { high = middle } else { low = middle + 1 }
+        }
+        // An id logged past `since` changed since, unless it was removed (then it has no last change).
+        var changed = dirty
+        for entry in changeLog[low...] where lastChange[entry.id] != nil { changed.insert(entry.id) }
         for id in engine.runningIDs where engine.receivedBytes(id) != announcedBytes[id] { changed.insert(id) }
         let removed = tombstones.filter { $0.sequence > since }.map(\.id)
         return (changed, removed)

@@ -89,6 +89,9 @@ struct DownloadColumn: Sendable {
             }
             column.read(&download, value)
         }
+        // Most downloads were not redirected, and most files kept the name asked for: each pair shares one string.
+        if download.finalURL == download.url { download.finalURL = download.url }
+        if download.filename == download.requestedFilename { download.filename = download.requestedFilename }
         return download
     }
 

@@ -163,17 +163,40 @@ public final class DownloadStore {
     }
 
     public func loadAll() throws -> [Download] {
+        var downloads: [Download] = []
+        try forEach { downloads.append($0) }
+        return downloads
+    }
+
+    /// The number of stored downloads.
+    public func count() throws -> Int {
+        Int(try db.query("SELECT count(*) FROM downloads").first?.first?.int ?? 0)
+    }
+
+    /// Hands every stored download to `body`, in creation order, one row at a time: at start-up with 100,000
+    /// downloads, holding every row decoded at once cost more memory than the downloads themselves.
+    public func forEach(_ body: (Download) throws -> Void) throws {
         var segments: [String: [Segment]] = [:]
-        for row in try db.query("SELECT download_id, start, \"end\", received FROM segments ORDER BY download_id, idx") {
-            guard let id = row[0].string, let start = row[1].int, let received = row[3].int else { continue }
+        try db.forEachRow("SELECT download_id, start, \"end\", received FROM segments ORDER BY download_id, idx") { row in
+            guard let id = row[0].string, let start = row[1].int, let received = row[3].int else { return }
             segments[id, default: []].append(Segment(start: start, end: row[2].int, received: received))
         }
         let received = DownloadColumn.all.firstIndex { $0.name == "received_bytes" }!
-        return try db.query("SELECT \(Self.columnList) FROM downloads ORDER BY seq").map { row in
+        // A few content types cover most files: one string each, shared by every download of that type.
+        var contentTypes: [String: String] = [:]
+        try db.forEachRow("SELECT \(Self.columnList) FROM downloads ORDER BY seq") { row in
             var download = try DownloadColumn.decode(row)
-            download.journal = segments[download.id] ?? Self.legacyJournal(download, received: row[received].int ?? 0)
+            if let type = download.contentType {
+                if let shared = contentTypes[type] {
+                    download.contentType = shared
+                } else if contentTypes.count < 256 {
+                    contentTypes[type] = type
+                }
+            }
+            download.journal = segments.removeValue(forKey: download.id)
+                ?? Self.legacyJournal(download, received: row[received].int ?? 0)
             download.segments = download.journal
-            return download
+            try body(download)
         }
     }
 

@@ -83,6 +83,13 @@ public final class SQLiteDatabase {
 
     /// Runs a statement and returns its rows, each as column values in order.
     public func query(_ sql: String, _ parameters: [SQLValue] = []) throws -> [[SQLValue]] {
+        var rows: [[SQLValue]] = []
+        try forEachRow(sql, parameters) { rows.append($0) }
+        return rows
+    }
+
+    /// Hands each row of `sql` to `body` as it is stepped: a large table is never all in memory at once.
+    public func forEachRow(_ sql: String, _ parameters: [SQLValue] = [], _ body: ([SQLValue]) throws -> Void) throws {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -97,22 +104,24 @@ public final class SQLiteDatabase {
             case .text(let v): try check(sqlite3_bind_text(statement, position, v, -1, haul_sqlite_transient()))
             }
         }
-        var rows: [[SQLValue]] = []
+        let count = sqlite3_column_count(statement)
+        var row: [SQLValue] = []
+        row.reserveCapacity(Int(count))
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { break }
             try check(rc, [SQLITE_ROW])
-            let count = sqlite3_column_count(statement)
-            rows.append((0..<count).map { column in
+            row.removeAll(keepingCapacity: true)
+            for column in 0..<count {
                 switch sqlite3_column_type(statement, column) {
-                case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, column))
-                case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, column))
-                case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(statement, column)))
-                default: return .null
+                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+                case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(statement, column)))
+                case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+                default: row.append(.null)
                 }
-            })
+            }
+            try body(row)
         }
-        return rows
     }
 
     /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.

@@ -75,6 +75,7 @@ func serve(_ arguments: [String]) -> Int32 {
         }
         let port = try server.bind(host: config.host, port: config.port)
         try engine.start()
+        Memory.returnFreePages()
         for signalNumber in [SIGTERM, SIGINT] {
             signal(signalNumber, SIG_IGN)
             loop.onSignal(signalNumber) {

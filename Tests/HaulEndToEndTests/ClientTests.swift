@@ -18,7 +18,7 @@ final class ClientTests: HaulTestCase {
         let result = try haulCommand(["add", originURL("plain.bin", "rate=300000"), "--wait", "--connections", "1"])
         XCTAssertEqual(result.status, 0, result.output)
         let id = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        XCTAssertEqual(id.count, 16, result.stdout)
+        XCTAssertEqual(id.count, 15, result.stdout)
         // Not a terminal: lines, no carriage returns, at least one with a percentage on the way.
         XCTAssertFalse(result.stderr.contains("\r"))
         XCTAssertTrue(result.stderr.contains("plain.bin: downloading"), result.stderr)

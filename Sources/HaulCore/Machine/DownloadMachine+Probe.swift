@@ -100,7 +100,7 @@ extension DownloadMachine {
             && (download.totalBytes != probe.totalBytes || download.etag != probe.etag
                 || download.lastModified != probe.lastModified)
         if changed { log(.info, "remote file changed since the last attempt; starting over") }
-        download.finalURL = probe.finalURL
+        download.finalURL = probe.finalURL == download.url ? download.url : probe.finalURL
         download.totalBytes = probe.totalBytes
         download.acceptsRanges = probe.acceptsRanges
         download.etag = probe.etag

@@ -1,26 +1,87 @@
 import Foundation
 import HaulLoop
 
-/// What a download machine decides by.
+/// What a download machine decides by. Every machine of an engine holds the same settings, so they live in one
+/// shared storage, copied only when one copy is changed: 8 bytes per machine instead of 96, with 100,000 stored.
 public struct MachineSettings: Sendable {
+    private final class Storage: @unchecked Sendable {
+        var maxAttempts = 5
+        var retryBaseDelay: Double = 1
+        var retryMaxDelay: Double = 60
+        var stallTimeout: Double = 60
+        var lowestSpeed: Int64 = 0
+        var tickInterval: Double = 1
+        var minSplitSize: Int64 = 4 << 20
+        var checkpointBytes: Int64 = 16 << 20
+        var spaceCheckBytes: Int64 = 4 << 20
+        var space = SpacePolicy()
+
+        func copy() -> Storage {
+            let copy = Storage()
+            (copy.maxAttempts, copy.retryBaseDelay, copy.retryMaxDelay) = (maxAttempts, retryBaseDelay, retryMaxDelay)
+            (copy.stallTimeout, copy.lowestSpeed, copy.tickInterval) = (stallTimeout, lowestSpeed, tickInterval)
+            (copy.minSplitSize, copy.checkpointBytes, copy.spaceCheckBytes) = (minSplitSize, checkpointBytes,
+                                                                               spaceCheckBytes)
+            copy.space = space
+            return copy
+        }
+    }
+
+    private var storage = Storage()
+
+    private mutating func change(_ body: (Storage) -> Void) {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        body(storage)
+    }
+
     /// Attempts per download before it fails (the first one included).
-    public var maxAttempts = 5
+    public var maxAttempts: Int {
+        get { storage.maxAttempts }
+        set { change { $0.maxAttempts = newValue } }
+    }
     /// First retry delay in seconds; doubles with each attempt up to `retryMaxDelay`.
-    public var retryBaseDelay: Double = 1
-    public var retryMaxDelay: Double = 60
+    public var retryBaseDelay: Double {
+        get { storage.retryBaseDelay }
+        set { change { $0.retryBaseDelay = newValue } }
+    }
+    public var retryMaxDelay: Double {
+        get { storage.retryMaxDelay }
+        set { change { $0.retryMaxDelay = newValue } }
+    }
     /// A transfer that receives nothing (or less than `lowestSpeed`) this long is cut and retried.
-    public var stallTimeout: Double = 60
+    public var stallTimeout: Double {
+        get { storage.stallTimeout }
+        set { change { $0.stallTimeout = newValue } }
+    }
     /// Bytes per second below which a connection counts as stalled; 0 watches for silence only.
-    public var lowestSpeed: Int64 = 0
+    public var lowestSpeed: Int64 {
+        get { storage.lowestSpeed }
+        set { change { $0.lowestSpeed = newValue } }
+    }
     /// The tick's period, which stall rates are measured over.
-    public var tickInterval: Double = 1
-    /// No segment is split below this size.
-    public var minSplitSize: Int64 = 4 << 20
+    public var tickInterval: Double {
+        get { storage.tickInterval }
+        set { change { $0.tickInterval = newValue } }
+    }
+    /// No segment is split below this size (but see `SegmentPlanner.nextWork` for lagging connections).
+    public var minSplitSize: Int64 {
+        get { storage.minSplitSize }
+        set { change { $0.minSplitSize = newValue } }
+    }
     /// A checkpoint at the latest after this many bytes (and at every tick).
-    public var checkpointBytes: Int64 = 16 << 20
+    public var checkpointBytes: Int64 {
+        get { storage.checkpointBytes }
+        set { change { $0.checkpointBytes = newValue } }
+    }
     /// The unreserved bytes after which free space is looked at again.
-    public var spaceCheckBytes: Int64 = 4 << 20
-    public var space = SpacePolicy()
+    public var spaceCheckBytes: Int64 {
+        get { storage.spaceCheckBytes }
+        set { change { $0.spaceCheckBytes = newValue } }
+    }
+    public var space: SpacePolicy {
+        get { storage.space }
+        set { change { $0.space = newValue } }
+    }
 
     public init() {}
 }
