@@ -1,6 +1,6 @@
 """make bench: Haul against curl and aria2 on the same files, in one run, on loopback.
 
-Scenarios (bench.py --scenarios A,B,C,D,E,F; --quick shrinks every input so `make test` can run the harness):
+Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H; --quick shrinks every input so `make test` can run the harness):
   A  one large file, unthrottled: Haul with 1 and 8 connections, curl -o, aria2c -x1 and -x8; the ceilings
      curl -o /dev/null and dd (with and without conv=fdatasync).
   B  one file from an nginx limiting each connection to 8 MiB/s: Haul with 1, 4, 8 and 16 connections, curl,
@@ -9,12 +9,15 @@ Scenarios (bench.py --scenarios A,B,C,D,E,F; --quick shrinks every input so `mak
   D  API latency with wrk (-t2 -c32) on one download's status, idle and while 4 throttled downloads run:
      Haul's GET /downloads/{id} against aria2's RPC aria2.tellStatus.
   E  10,000 queued downloads added one request at a time: Haul's RSS and time, against aria2's RPC.
-  F  1,000 event-stream clients following one download: Haul's RSS and CPU.
+  F  10,000 event-stream clients following one download: Haul's RSS and CPU.
+  G  "uneven": one file from an nginx limiting one connection in five to 1 MiB/s and the rest to 8 MiB/s: Haul
+     with 8 and 16 connections against aria2c -x8/-x16 and axel -n8/-n16.
+  H  100,000 stored downloads (nine in ten completed): start-up time, list pages, changed_since, /stats and RSS.
 Each contender runs in rotating order after one discarded warm-up; medians with min-max are reported, and every
 result's sha256 is checked. "wall + sync" adds a `sync` of the written file (Haul fdatasyncs before it reports
 completion, curl does not). Results go to bench/results/latest.md.
 """
-import argparse, datetime, hashlib, json, os, resource, select, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, hashlib, json, os, resource, selectors, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 import http.client
 
 MIB = 1 << 20
@@ -26,14 +29,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_nginx(root, prefix, server_extra=""):
+def start_nginx(root, prefix, server_extra="", http_extra=""):
     os.makedirs(prefix + "/logs", exist_ok=True)
     port = free_port()
     with open(prefix + "/nginx.conf", "w") as f:
         f.write(f"""daemon off; worker_processes 1; pid {prefix}/nginx.pid; error_log {prefix}/logs/error.log;
 events {{ worker_connections 1024; }}
 http {{ access_log off; sendfile on; client_body_temp_path {prefix}/b; proxy_temp_path {prefix}/p;
-  fastcgi_temp_path {prefix}/f; uwsgi_temp_path {prefix}/u; scgi_temp_path {prefix}/s;
+  fastcgi_temp_path {prefix}/f; uwsgi_temp_path {prefix}/u; scgi_temp_path {prefix}/s; {http_extra}
   server {{ listen 127.0.0.1:{port}; root {root}; {server_extra} }} }}
 """)
     proc = subprocess.Popen(["nginx", "-p", prefix, "-c", prefix + "/nginx.conf"], stderr=subprocess.DEVNULL)
@@ -319,6 +322,57 @@ def scenario_b(args, report, work, disk):
     os.remove(src)
 
 
+def scenario_g(args, report, work, disk):
+    size = (8 if args.quick else 128) * MIB
+    src = work + "/www/uneven.bin"
+    expected = make_file(src, size)
+    # nginx numbers its connections; those ending in 0 or 5 (one in five) get 1 MiB/s, the others 8 MiB/s.
+    nginx, origin = start_nginx(work + "/www", work + "/nginx-g", "limit_rate $uneven_rate;",
+                                'map $connection $uneven_rate { "~[05]$" 1m; default 8m; }')
+    url = origin + "/uneven.bin"
+    dest = work + "/g"
+    os.makedirs(dest)
+    haul = Haul(args.haul, work + "/haul-g", "--max-connections-per-host", "32")
+    contenders = ["haul -c8", "haul -c16", "aria2c -x8", "aria2c -x16"]
+    if shutil.which("axel"):
+        contenders += ["axel -n8", "axel -n16"]
+
+    def run(name):
+        out = f"{dest}/out.bin"
+        n = name.rsplit("c" if name.startswith("haul") else ("x" if "aria" in name else "n"), 1)[-1]
+        if name.startswith("haul"):
+            wall, _, out = haul.download(url, "out.bin", int(n))
+        elif name.startswith("aria2c"):
+            wall, _, _ = timed(["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=none",
+                                "--allow-overwrite=true", "-d", dest, "-o", "out.bin", url])
+        else:
+            wall, _, _ = timed(["axel", "-q", "-n", n, "-o", out, url])
+        if sha256(out) != expected:
+            raise RuntimeError(f"{name} wrote a wrong file")
+        os.remove(out)
+        return wall
+
+    results = rounds(contenders, 1 if args.quick else 3, run)
+
+    def ideal(n):
+        # n connections of which one in five is slow, none replaced: the file at their summed rate.
+        return size / ((n - n / 5) * 8 * MIB + n / 5 * MIB)
+    rows = [[name, fmt(results[name]), f"{ideal(int(''.join(filter(str.isdigit, name.split()[-1])))):.2f} s"]
+            for name in contenders]
+    ratio8 = statistics.median(results["haul -c8"]) / statistics.median(results["aria2c -x8"])
+    ratio16 = statistics.median(results["haul -c16"]) / statistics.median(results["aria2c -x16"])
+    report.ratios.append(("G uneven x8 vs aria2", ratio8))
+    report.ratios.append(("G uneven x16 vs aria2", ratio16))
+    report.section(f"G: one {size // MIB} MiB file, one connection in five limited to 1 MiB/s, the rest to 8 MiB/s",
+                   f"nginx `map $connection` on `limit_rate`. Haul/aria2: {ratio8:.2f} at 8 connections, "
+                   f"{ratio16:.2f} at 16. \"Even split\" is the time if the file were shared by rate over n "
+                   "connections with n/5 slow ones kept to the end; replacing a slow connection can beat it.")
+    report.table(["contender", "wall", "even split"], rows)
+    haul.stop()
+    nginx.terminate()
+    os.remove(src)
+
+
 def scenario_c(args, report, work, disk):
     count = 20 if args.quick else 1000
     rows = []
@@ -373,10 +427,12 @@ def scenario_c(args, report, work, disk):
     report.table(["where", "contender", "wall", "x aria2"], rows)
 
 
-def wrk(url, seconds, script=None):
+def wrk(url, seconds, script=None, clients=32):
     """Requests per second and the 50th and 99th percentile latencies (ms) from wrk."""
-    cmd = ["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency"] + (["-s", script] if script else []) + [url]
+    cmd = ["wrk", f"-t{min(2, clients)}", f"-c{clients}", f"-d{seconds}s", "--latency"] + (["-s", script] if script else []) + [url]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    if "Non-2xx" in out:
+        raise RuntimeError(f"{url} answered errors under wrk:\n{out}")
     rps = float(next(l for l in out.splitlines() if l.startswith("Requests/sec:")).split()[1])
 
     def percentile(p):
@@ -484,12 +540,13 @@ def scenario_e(args, report, work, disk):
 
 
 def scenario_f(args, report, work, disk):
-    clients_count = 50 if args.quick else 1000
+    clients_count = 50 if args.quick else 10000
     size = (2 if args.quick else 16) * MIB
     src = work + "/www/sse.bin"
     make_file(src, size)
     nginx, origin = start_nginx(work + "/www", work + "/nginx-f", "limit_rate 4m;")
-    haul = Haul(args.haul, work + "/haul-f", "--max-connections-per-client", "2000")
+    haul = Haul(args.haul, work + "/haul-f", "--max-connections-per-client", str(2 * clients_count),
+                "--max-event-streams", str(2 * clients_count))
     socks = []
     for _ in range(clients_count):
         s = socket.create_connection(("127.0.0.1", haul.port))
@@ -501,18 +558,27 @@ def scenario_f(args, report, work, disk):
     cpu0, _ = proc_stat(haul.proc.pid)
     start = time.monotonic()
     d = haul.call("POST", "/downloads", {"url": origin + "/sse.bin", "filename": "sse.bin"})
-    done = set()
+    # epoll, not select(): select cannot watch descriptors past 1,023.
+    poller = selectors.DefaultSelector()
+    for s in socks:
+        poller.register(s, selectors.EVENT_READ)
+    done = closed = 0
     buffers = {}
-    while len(done) < clients_count and time.monotonic() - start < 120:
-        ready, _, _ = select.select([s for s in socks if s not in done], [], [], 0.1)
-        for s in ready:
+    while done + closed < clients_count and time.monotonic() - start < 300:
+        for key, _ in poller.select(0.1):
+            s = key.fileobj
             try:
                 data = s.recv(1 << 16)
             except BlockingIOError:
                 continue
             buffers[s] = (buffers.get(s, b"") + data)[-4096:]
-            if b'"state":"completed"' in buffers[s] and d["id"].encode() in buffers[s]:
-                done.add(s)
+            if not data:
+                # The server closed this stream before the completion reached it.
+                poller.unregister(s)
+                closed += 1
+            elif b'"state":"completed"' in buffers[s] and d["id"].encode() in buffers[s]:
+                poller.unregister(s)
+                done += 1
     wall = time.monotonic() - start
     cpu = proc_stat(haul.proc.pid)[0] - cpu0
     rss = haul.peak_rss()
@@ -520,12 +586,64 @@ def scenario_f(args, report, work, disk):
         s.close()
     haul.stop()
     nginx.terminate()
-    if len(done) < clients_count:
-        raise RuntimeError(f"only {len(done)} of {clients_count} clients saw the completion")
+    if done < clients_count:
+        raise RuntimeError(f"only {done} of {clients_count} clients saw the completion ({closed} closed early)")
     report.section(f"F: {clients_count} event-stream clients following one {size // MIB} MiB download",
-                   "Every client saw the completion event.")
+                   "Every client saw the completion event. Peak RSS of the whole run, the connections' set-up included.")
     report.table(["peak RSS", "server CPU", "wall", "CPU share"],
                  [[f"{rss / 1024:.1f} MiB", f"{cpu:.2f} s", f"{wall:.2f} s", f"{100 * cpu / wall:.0f}%"]])
+
+
+def scenario_h(args, report, work, disk):
+    count = 300 if args.quick else 100000
+    paused = count // 10
+    www = work + "/www-h"
+    os.makedirs(www)
+    os.chmod(www, 0o755)
+    make_file(www + "/tiny.bin", 1024)
+    nginx, origin = start_nginx(www, work + "/nginx-h")
+    flags = ("--max-downloads", str(2 * count), "--max-active", "16")
+    haul = Haul(args.haul, work + "/haul-h", *flags)
+    # Nine in ten are downloaded for real (1 KiB each), the rest stay paused: the store a long-running server holds.
+    post_config(work + "/h.cfg", f"http://127.0.0.1:{haul.port}/downloads",
+                ({"url": f"{origin}/tiny.bin", "filename": f"f{i:06d}.bin", "start_paused": i % 10 == 0}
+                 for i in range(count)))
+    fill_time, _, _ = timed(["curl", "-sS", "-K", work + "/h.cfg"])
+    haul.wait_all(count - paused, poll=0.2)
+    haul.stop()
+    nginx.terminate()
+    # Start-up: from exec to the listening line, then to the first answer.
+    start = time.monotonic()
+    haul = Haul(args.haul, work + "/haul-h", *flags)
+    listening = time.monotonic() - start
+    stats = haul.call("GET", "/stats")
+    first_answer = time.monotonic() - start
+    if stats["downloads"] != count or stats["completed"] != count - paused:
+        raise RuntimeError(f"haul holds {stats['downloads']} downloads, {stats['completed']} completed")
+    base = f"http://127.0.0.1:{haul.port}"
+    skip = count // 10
+    first = haul.call("GET", f"/downloads?limit={skip}")
+    middle, cursor = first["downloads"][-1]["id"], first["next_cursor"]
+    sequence = stats["sequence"]
+    seconds = 1 if args.quick else 5
+    rows = []
+    for label, path in (("first page (100)", "/downloads?limit=100"),
+                        (f"page after {skip:,}", f"/downloads?limit=100&cursor={cursor}"),
+                        ("paused only", "/downloads?limit=100&state=paused"),
+                        ("changed_since", f"/downloads?changed_since={sequence}"),
+                        ("one download", f"/downloads/{middle}"),
+                        ("/stats", "/stats")):
+        # --quick checks each request once, with one client.
+        busy = ["-"] * 3 if args.quick else fmt_wrk(wrk(base + path, seconds))
+        rows.append([label, *fmt_wrk(wrk(base + path, seconds, clients=1)), *busy])
+    rss = haul.peak_rss()
+    haul.stop()
+    report.section(f"H: {count:,} stored downloads ({count - paused:,} completed, {paused:,} paused)",
+                   f"Filled by one `curl -K` of POSTs in {fill_time:.1f} s (downloads running meanwhile). After a "
+                   f"restart: listening after {listening * 1000:.0f} ms, first answer after {first_answer * 1000:.0f} "
+                   f"ms; peak RSS {rss / 1024:.1f} MiB through the wrk runs below: one client (-c1), then 32 "
+                   "(-t2 -c32).")
+    report.table(["request", "1 client: req/s", "p50", "p99", "32 clients: req/s", "p50", "p99"], rows)
 
 
 def draw_chart(ratios, path):
@@ -558,10 +676,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--scenarios", default="A,B,C,D,E,F")
+    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
     args = ap.parse_args()
+    # Scenario F holds 10,000 sockets open.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
     work = tempfile.mkdtemp(prefix="haul-bench-", dir="/dev/shm")
     disk = tempfile.mkdtemp(prefix="haul-bench-", dir=os.getcwd())
@@ -574,7 +695,7 @@ def main():
                     f"{os.cpu_count()} cores; loopback; `bench/bench.py --scenarios {args.scenarios}"
                     + (" --quick" if args.quick else "") + "`"]
     scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "D": scenario_d, "E": scenario_e,
-                 "F": scenario_f}
+                 "F": scenario_f, "G": scenario_g, "H": scenario_h}
     try:
         for key in args.scenarios.split(","):
             scenarios[key.strip()](args, report, work, disk)
