@@ -110,22 +110,48 @@ public final class DownloadStore {
 
     /// Runs `body` in one transaction (one commit for many saves).
     public func transaction(_ body: () throws -> Void) throws {
-        try db.transaction(body)
+        try forgettingOnFailure { try db.transaction(body) }
     }
 
-    /// Inserts or replaces the whole download with its journal.
-    public func save(_ d: Download) throws {
-        try db.transactionIfNeeded {
-            try db.run(Self.insertDownload, DownloadColumn.all.map { $0.write(d) })
-            try writeSegments(d.id, d.journal)
+    /// Runs `body`; when it fails (its transaction rolled back), what `writtenJournals` learned may not be on disk.
+    private func forgettingOnFailure(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch {
+            writtenJournals.removeAll()
+            throw error
         }
     }
 
+    /// Inserts or updates the whole download with its journal.
+    public func save(_ d: Download) throws {
+        try forgettingOnFailure {
+            try db.transactionIfNeeded {
+                try db.run(Self.insertDownload, DownloadColumn.all.map { $0.write(d) })
+                try writeSegments(d.id, d.journal)
+            }
+        }
+        // A finished download's journal is written for good: nothing to compare the next save with.
+        if d.state.isFinished { writtenJournals.removeValue(forKey: d.id) }
+    }
+
     private static let columnList = DownloadColumn.all.map(\.name).joined(separator: ", ")
-    private static let insertDownload = "INSERT OR REPLACE INTO downloads (\(columnList)) VALUES ("
-        + Array(repeating: "?", count: DownloadColumn.all.count).joined(separator: ", ") + ")"
+    /// An upsert, not INSERT OR REPLACE: a replace deletes the row first, and the delete cascades to its segments,
+    /// which a save that leaves the journal alone would then never write back.
+    private static let insertDownload = "INSERT INTO downloads (\(columnList)) VALUES ("
+        + Array(repeating: "?", count: DownloadColumn.all.count).joined(separator: ", ")
+        + ") ON CONFLICT(id) DO UPDATE SET "
+        + DownloadColumn.all.filter { $0.name != "id" }.map { "\($0.name) = excluded.\($0.name)" }
+            .joined(separator: ", ")
+
+    /// The journal last written for each unfinished download this run: a save whose journal did not change (most
+    /// state changes) leaves the segments table alone. Only once the transaction commits is it trusted; a rolled
+    /// back one forgets what it wrote.
+    private var writtenJournals: [String: [Segment]] = [:]
 
     private func writeSegments(_ id: String, _ journal: [Segment]) throws {
+        if writtenJournals[id] == journal { return }
+        writtenJournals[id] = journal
         try db.run("DELETE FROM segments WHERE download_id = ?", [.text(id)])
         for (index, segment) in journal.enumerated() {
             try db.run("INSERT INTO segments (download_id, idx, start, \"end\", received) VALUES (?, ?, ?, ?, ?)",
@@ -136,11 +162,13 @@ public final class DownloadStore {
 
     /// Records a checkpoint only: the journal, the cheap write made while a transfer runs.
     public func saveJournal(id: String, _ journal: [Segment], updatedAt: Date) throws {
-        try db.transactionIfNeeded {
-            try db.run("UPDATE downloads SET received_bytes = ?, updated_at = ? WHERE id = ?",
-                       [.integer(journal.reduce(0) { $0 + $1.received }), .real(updatedAt.timeIntervalSince1970),
-                        .text(id)])
-            try writeSegments(id, journal)
+        try forgettingOnFailure {
+            try db.transactionIfNeeded {
+                try db.run("UPDATE downloads SET received_bytes = ?, updated_at = ? WHERE id = ?",
+                           [.integer(journal.reduce(0) { $0 + $1.received }), .real(updatedAt.timeIntervalSince1970),
+                            .text(id)])
+                try writeSegments(id, journal)
+            }
         }
     }
 
@@ -159,6 +187,7 @@ public final class DownloadStore {
     }
 
     public func delete(id: String) throws {
+        writtenJournals.removeValue(forKey: id)
         try db.run("DELETE FROM downloads WHERE id = ?", [.text(id)])
     }
 
@@ -177,7 +206,8 @@ public final class DownloadStore {
     /// downloads, holding every row decoded at once cost more memory than the downloads themselves.
     public func forEach(_ body: (Download) throws -> Void) throws {
         var segments: [String: [Segment]] = [:]
-        try db.forEachRow("SELECT download_id, start, \"end\", received FROM segments ORDER BY download_id, idx") { row in
+        let journals = "SELECT download_id, start, \"end\", received FROM segments ORDER BY download_id, idx"
+        try db.forEachRow(journals) { row in
             guard let id = row[0].string, let start = row[1].int, let received = row[3].int else { return }
             segments[id, default: []].append(Segment(start: start, end: row[2].int, received: received))
         }

@@ -99,7 +99,9 @@ public final class Engine {
         // Written once the rows are read: no update while the table is being stepped through.
         for download in interrupted { try store.save(download) }
         order.sort { $0.sequence < $1.sequence }
-        for box in machines.values where box.machine.download.state == .failed { releaseUnwritten(box.machine.download) }
+        for box in machines.values where box.machine.download.state == .failed {
+            releaseUnwritten(box.machine.download)
+        }
         tick = LoopTimer(loop: loop, delay: config.progressInterval, repeating: true) { [unowned self] in
             let now = self.clock.now
             for runner in Array(self.runners.values) { runner.deliver(.tick(now: now)) }
@@ -519,11 +521,18 @@ public final class Engine {
         url + "\u{0}" + directory + "\u{0}" + (name ?? "")
     }
 
-    /// Several changes in one loop iteration (a probe answer, a state change) make one write at its end.
+    /// How long changes the engine made itself wait to be stored together. Sixteen small downloads at once
+    /// changed state in as many loop turns, one commit each (4.9 commits per download); within 10 ms they share one.
+    /// A client's change is stored before it is answered (`saveUnsaved`), a journal that shrank at once (`persist`),
+    /// and a checkpoint as soon as its sync is done: what waits is only what a crash may lose without harm (a state
+    /// change the restart works out again from the journal and the files).
+    static let groupCommitDelay = 0.01
+
+    /// Changes (a probe answer, a state change) wait `groupCommitDelay` and are stored in one transaction.
     private func persistSoon(_ id: String) {
         unsaved.insert(id)
         if flush == nil {
-            flush = LoopTimer(loop: loop, delay: 0) { [unowned self] in self.saveUnsaved() }
+            flush = LoopTimer(loop: loop, delay: Engine.groupCommitDelay) { [unowned self] in self.saveUnsaved() }
         }
         if flush?.isPending == false { flush?.start() }
     }

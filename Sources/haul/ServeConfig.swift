@@ -45,7 +45,8 @@ struct ServeConfig {
           --connections N        default connections per download, 1-32 (HAUL_CONNECTIONS, default 8)
           --max-connections-per-host N  connections to one host over all downloads
                                  (HAUL_MAX_CONNECTIONS_PER_HOST, default 16)
-          --min-split-size BYTES never split a segment below this (HAUL_MIN_SPLIT_SIZE, default 4M)
+          --min-split-size BYTES never split a segment below this, but for a connection at under half the others'
+                                 rate (HAUL_MIN_SPLIT_SIZE, default 4M)
           --max-speed BYTES      bytes per second over all downloads, 0 for no limit (HAUL_MAX_SPEED, default 0)
           --lowest-speed BYTES   close and retry a connection slower than this for --stall-timeout
                                  (HAUL_LOWEST_SPEED, default 0: only stalls)

@@ -60,6 +60,23 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(try reopened.loadAll(), [])
     }
 
+    func testSavingAgainWithTheSameJournalKeepsItsSegments() throws {
+        var download = Download(id: "seg", sequence: 1, url: "http://h/f", headers: [], requestedFilename: nil,
+                                directory: "", state: .downloading, connections: 4, priority: 0, maxSpeed: nil,
+                                createdAt: Date(timeIntervalSince1970: 1_800_000_000))
+        download.journal = [Segment(start: 0, end: 499, received: 300), Segment(start: 500, end: 999, received: 20)]
+        do {
+            let store = try DownloadStore(path: directory + "/haul.sqlite")
+            try store.save(download)
+            // A state change: the row is written again, the journal is as it was (and is not written again).
+            download.state = .paused
+            try store.save(download)
+        }
+        let loaded = try DownloadStore(path: directory + "/haul.sqlite").loadAll()
+        XCTAssertEqual(loaded.first?.state, .paused)
+        XCTAssertEqual(loaded.first?.journal, download.journal, "the second save must not lose the segments")
+    }
+
     func testOpensTheDatabaseOfTheFirstSchemaAndMigratesIt() throws {
         let path = directory + "/haul.sqlite"
         do {
