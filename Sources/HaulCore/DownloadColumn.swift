@@ -78,7 +78,7 @@ struct DownloadColumn: Sendable {
     ]
 
     /// A download from a row selected with `all`'s names, in that order.
-    static func decode(_ row: [SQLValue]) throws -> Download {
+    static func decode(_ row: some RandomAccessCollection<SQLValue>) throws -> Download {
         guard row.count == all.count else { throw SQLiteError(code: 0, message: "malformed download row") }
         var download = Download(id: "", sequence: 0, url: "", headers: [], requestedFilename: nil, directory: "",
                                 state: .failed, connections: 1, priority: 0, maxSpeed: nil,

@@ -203,31 +203,44 @@ public final class DownloadStore {
     }
 
     /// Hands every stored download to `body`, in creation order, one row at a time: at start-up with 100,000
-    /// downloads, holding every row decoded at once cost more memory than the downloads themselves.
+    /// downloads, holding every row decoded at once cost more memory than the downloads themselves. Each download
+    /// comes with its segments from one join in the same order (a row per segment), so no table of journals by id
+    /// is built on the side.
     public func forEach(_ body: (Download) throws -> Void) throws {
-        var segments: [String: [Segment]] = [:]
-        let journals = "SELECT download_id, start, \"end\", received FROM segments ORDER BY download_id, idx"
-        try db.forEachRow(journals) { row in
-            guard let id = row[0].string, let start = row[1].int, let received = row[3].int else { return }
-            segments[id, default: []].append(Segment(start: start, end: row[2].int, received: received))
-        }
+        let width = DownloadColumn.all.count
         let received = DownloadColumn.all.firstIndex { $0.name == "received_bytes" }!
+        let columns = DownloadColumn.all.map { "d.\($0.name)" }.joined(separator: ", ")
+        let sql = "SELECT \(columns), s.start, s.\"end\", s.received FROM downloads d "
+            + "LEFT JOIN segments s ON s.download_id = d.id ORDER BY d.seq, s.idx"
         // A few content types cover most files: one string each, shared by every download of that type.
         var contentTypes: [String: String] = [:]
-        try db.forEachRow("SELECT \(Self.columnList) FROM downloads ORDER BY seq") { row in
-            var download = try DownloadColumn.decode(row)
-            if let type = download.contentType {
-                if let shared = contentTypes[type] {
-                    download.contentType = shared
-                } else if contentTypes.count < 256 {
-                    contentTypes[type] = type
-                }
-            }
-            download.journal = segments.removeValue(forKey: download.id)
-                ?? Self.legacyJournal(download, received: row[received].int ?? 0)
+        var current: (download: Download, received: Int64)?
+        func finish() throws {
+            // Moved out, not copied: a copy retains every string and array of the download once more.
+            guard var (download, receivedBytes) = current.take() else { return }
+            if download.journal.isEmpty { download.journal = Self.legacyJournal(download, received: receivedBytes) }
             download.segments = download.journal
             try body(download)
         }
+        try db.forEachRow(sql) { row in
+            if current?.download.id != row[0].string {
+                try finish()
+                var download = try DownloadColumn.decode(row.prefix(width))
+                if let type = download.contentType {
+                    if let shared = contentTypes[type] {
+                        download.contentType = shared
+                    } else if contentTypes.count < 256 {
+                        contentTypes[type] = type
+                    }
+                }
+                current = (download, row[received].int ?? 0)
+            }
+            if let start = row[width].int, let receivedBytes = row[width + 2].int {
+                current?.download.journal.append(Segment(start: start, end: row[width + 1].int,
+                                                         received: receivedBytes))
+            }
+        }
+        try finish()
     }
 
     /// A database from before segments recorded only a byte count: one segment from the start.
