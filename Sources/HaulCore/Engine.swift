@@ -363,15 +363,20 @@ public final class Engine {
     /// and told. Body bytes (`received`, `wrote`) are the hot path: they change progress only.
     func step(_ id: String, _ event: MachineEvent) -> [MachineAction] {
         guard let box = machines[id] else { return [] }
-        let receivedBefore = box.machine.download.receivedBytes
-        defer { receivedTotal += box.machine.download.receivedBytes - receivedBefore }
         switch event {
-        case .received, .wrote, .synced:
-            // Progress and the journal (which `saveJournal` stores) only.
+        case .received:
+            // The bytes of a chunk, not yet written: the write that follows moves the totals.
             return box.machine.handle(event, at: clock.now)
+        case .wrote, .synced:
+            // Progress and the journal (which `saveJournal` stores) only.
+            let receivedBefore = box.machine.download.receivedBytes
+            let actions = box.machine.handle(event, at: clock.now)
+            receivedTotal += box.machine.download.receivedBytes - receivedBefore
+            return actions
         default:
             let before = box.machine.download
             let actions = box.machine.handle(event, at: clock.now)
+            receivedTotal += box.machine.download.receivedBytes - before.receivedBytes
             changed(id, from: before)
             return actions
         }
