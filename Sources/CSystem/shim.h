@@ -4,6 +4,7 @@
 #include <sys/types.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 
 // fallocate(2) is declared only under _GNU_SOURCE, which Swift's Glibc module is not built with.
 extern int fallocate(int fd, int mode, off_t offset, off_t len);
@@ -28,5 +29,8 @@ extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
 static inline int haul_rename_noreplace(int from_dir, const char *_Nonnull from, int to_dir, const char *_Nonnull to) {
     return renameat2(from_dir, from, to_dir, to, 1);
 }
+
+// pthread_setname_np(3) is declared only under _GNU_SOURCE: names the worker threads for top, gdb and perf.
+extern int pthread_setname_np(pthread_t thread, const char *_Nonnull name);
 
 #endif

@@ -1,3 +1,5 @@
+import HaulLoop
+
 /// Entity tags for conditional GETs (RFC 9110 8.8.3 and 13.1.2).
 enum ETag {
     /// A strong tag from the body's 64-bit FNV-1a hash: equal bodies, equal tags.
@@ -14,7 +16,7 @@ enum ETag {
     /// If-None-Match uses the weak comparison: `W/"x"` matches `"x"`; `*` matches anything.
     static func matches(_ header: String, _ tag: String) -> Bool {
         for candidate in header.split(separator: ",") {
-            var value = candidate.trimmingCharacters(in: .whitespaces)
+            var value = candidate.trimmingSpaces()
             if value == "*" { return true }
             if value.hasPrefix("W/") { value.removeFirst(2) }
             if value == tag { return true }

@@ -1,4 +1,3 @@
-import Foundation
 
 /// One client's event stream: events pass straight through while the client keeps up; once its queue passes the
 /// limit, only the latest event per download is kept until the queue drains, so a stalled client costs at most

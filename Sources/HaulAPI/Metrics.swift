@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulCore
 
 /// API request counters and latency histograms, for `GET /metrics`. Labelled by route pattern, never by raw path,

@@ -76,7 +76,7 @@ extension Problem {
         case .conflict(let message): self = .conflict(message)
         case .storage(let message): self = .internalError("the store failed: \(message)")
         case .insufficientStorage(let refusal):
-            self = Problem(status: 507, slug: refusal.code.rawValue.replacingOccurrences(of: "_", with: "-"),
+            self = Problem(status: 507, slug: refusal.code.rawValue.replacing("_", with: "-"),
                            title: refusal.code == .fileTooLarge ? "File too large" : "Insufficient storage",
                            detail: refusal.message)
         }

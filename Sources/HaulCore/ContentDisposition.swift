@@ -1,4 +1,4 @@
-import Foundation
+import HaulLoop
 
 /// The file name a `Content-Disposition` header proposes (RFC 6266), `filename*` (RFC 8187) before `filename`.
 /// The result is untrusted: pass it through `FileName.sanitize` before using it.
@@ -27,7 +27,7 @@ public enum ContentDisposition {
                 name.append(header[index])
                 index = header.index(after: index)
             }
-            name = name.trimmingCharacters(in: .whitespaces).lowercased()
+            name = name.trimmingSpaces().lowercased()
             guard index < header.endIndex, header[index] == "=" else { continue }
             index = header.index(after: index)
             while index < header.endIndex, header[index] == " " { index = header.index(after: index) }
@@ -49,7 +49,7 @@ public enum ContentDisposition {
                     value.append(header[index])
                     index = header.index(after: index)
                 }
-                value = value.trimmingCharacters(in: .whitespaces)
+                value = value.trimmingSpaces()
             }
             if !name.isEmpty, result[name] == nil { result[name] = value }
         }

@@ -1,3 +1,5 @@
+import HaulLoop
+
 /// A parsed `Content-Range: bytes first-last/complete` header (RFC 9110 14.4).
 public struct ContentRange: Equatable, Sendable {
     /// nil for an unsatisfied-range reply (`bytes */complete`).
@@ -13,9 +15,9 @@ public struct ContentRange: Equatable, Sendable {
     }
 
     public init?(_ header: String) {
-        let trimmed = header.trimmingCharacters(in: .whitespaces)
+        let trimmed = header.trimmingSpaces()
         guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let spec = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let spec = trimmed.dropFirst(6).trimmingSpaces()
         let halves = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
         if halves[1] == "*" {
@@ -39,4 +41,3 @@ public struct ContentRange: Equatable, Sendable {
     }
 }
 
-import Foundation

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One download as the engine and the store know it. Runtime-only figures (speed, open connections) live in
 /// `DownloadSnapshot`.

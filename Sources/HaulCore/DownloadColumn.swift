@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HaulLoop
 
 /// One column of the `downloads` table: its name, and how a download is written to it and read back from it. The

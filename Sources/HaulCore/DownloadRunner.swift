@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulLoop
 
 /// Carries out a running download's machine actions: owns its part file, transfers (through the `Fetcher`), timers

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HaulLoop
 
 /// Downloads and their options in SQLite (WAL) in the data directory. Schema changes are numbered migrations,

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HaulLoop
 
 /// The download engine: every download as a `DownloadMachine`, the queue, the slots, the per-host connection cap,

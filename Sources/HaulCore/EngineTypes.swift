@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HaulLoop
 
 /// Settings of the download engine.

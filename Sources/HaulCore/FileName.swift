@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import HaulLoop
 
 /// Turning what a server or a client proposes into a safe file name inside the download directory.
 public enum FileName {
@@ -17,7 +18,7 @@ public enum FileName {
             !(scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value))
                 && !"<>:\"|?*".unicodeScalars.contains(scalar)
         }))
-        name = name.trimmingCharacters(in: .whitespaces)
+        name = name.trimming(while: \.isWhitespace)
         while name.hasPrefix(".") { name.removeFirst() }
         while name.hasSuffix(".") || name.hasSuffix(" ") { name.removeLast() }
         guard !name.isEmpty else { return nil }
@@ -58,7 +59,7 @@ public enum FileName {
         }
         let components = URLComponents(string: finalURL)
         if let path = components?.percentEncodedPath, let segment = path.split(separator: "/").last {
-            let decoded = String(segment).removingPercentEncoding ?? String(segment)
+            let decoded = PercentEncoding.decode(segment) ?? String(segment)
             if let safe = sanitize(decoded) { return safe }
         }
         if let host = components?.host, let safe = sanitize(host) { return safe }

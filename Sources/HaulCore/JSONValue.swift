@@ -1,4 +1,3 @@
-import Foundation
 
 /// A JSON document as a value: strict parsing (RFC 8259) and compact, deterministic serialization.
 /// Object keys keep their order, so responses read the way the API documents them.

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import HaulLoop
+import Synchronization
 
 /// One line per event on standard error: time, level, message, then `key=value` metadata with dotted keys; or, in
 /// the JSON format, one object per line with the members `time`, `level`, `msg` and the metadata keys.
@@ -68,15 +71,7 @@ public struct Logger: Sendable {
 
     /// Writes whole lines with as few write(2) calls as the kernel allows, so lines never interleave mid-line.
     static func write(_ bytes: [UInt8]) {
-        bytes.withUnsafeBufferPointer { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let n = Glibc.write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return }
-                offset += n
-            }
-        }
+        Files.writeAll(bytes, to: STDERR_FILENO)
     }
 
     /// A value as logfmt writes it: bare when it holds no space, quote, `=`, backslash or control character, else
@@ -121,32 +116,39 @@ public struct Logger: Sendable {
 /// loop's thread, where a line is written at once; so are a warning, an error, and 64 KiB of lines. The lock keeps
 /// lines whole when a worker thread logs while the loop flushes.
 public final class LogBuffer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var pending: [UInt8] = []
-    private var scheduled = false
+    private struct Pending {
+        var lines: [UInt8] = []
+        var scheduled = false
+    }
+    private let pending = Mutex(Pending())
     /// Arranges for `flush` to run at the end of the current loop turn; false when it cannot (another thread).
     public var schedule: (() -> Bool)?
 
     public init() {}
 
     func append(_ line: [UInt8], urgent: Bool) {
-        lock.lock()
-        pending += line
-        var now = urgent || pending.count >= 64 * 1024
-        if !now && !scheduled {
-            if let schedule, schedule() { scheduled = true } else { now = true }
+        let schedule = self.schedule
+        let now = pending.withLock { pending in
+            pending.lines += line
+            if urgent || pending.lines.count >= 64 * 1024 { return true }
+            if pending.scheduled { return false }
+            if let schedule, schedule() {
+                pending.scheduled = true
+                return false
+            }
+            return true
         }
-        lock.unlock()
         if now { flush() }
     }
 
     /// Writes every line waiting, in order.
     public func flush() {
-        lock.lock()
-        let lines = pending
-        pending.removeAll(keepingCapacity: true)
-        scheduled = false
-        lock.unlock()
+        let lines = pending.withLock { pending in
+            let lines = pending.lines
+            pending.lines.removeAll(keepingCapacity: true)
+            pending.scheduled = false
+            return lines
+        }
         if !lines.isEmpty { Logger.write(lines) }
     }
 }

@@ -97,4 +97,3 @@ public enum Probe {
     }
 }
 
-import Foundation

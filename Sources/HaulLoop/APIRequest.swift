@@ -1,5 +1,4 @@
 internal import CCurl
-import Foundation
 
 /// One blocking HTTP request made with a curl easy handle, for the command-line client: it talks to a Haul server
 /// and has nothing else to do meanwhile. The body can be streamed as it arrives (event streams).

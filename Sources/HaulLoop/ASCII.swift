@@ -26,3 +26,18 @@ public enum ASCII {
         byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 }
+
+extension StringProtocol {
+    /// Without leading and trailing spaces and tabs: HTTP's optional whitespace (RFC 9110 5.6.3).
+    public func trimmingSpaces() -> String {
+        trimming { $0 == " " || $0 == "\t" }
+    }
+
+    /// Without the leading and trailing characters for which `predicate` holds.
+    public func trimming(while predicate: (Character) -> Bool) -> String {
+        guard let first = firstIndex(where: { !predicate($0) }), let last = lastIndex(where: { !predicate($0) }) else {
+            return ""
+        }
+        return String(self[first...last])
+    }
+}

@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Which addresses an origin may have when `--deny-private-networks` is on: only public unicast ones. Loopback,
 /// private, carrier-grade NAT, link-local (cloud metadata at 169.254.169.254 included), unique-local, multicast,

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Monotonic time and one-shot timers: the loop's in the server, a manual clock in tests.
 public protocol Clock: AnyObject {

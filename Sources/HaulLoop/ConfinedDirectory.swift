@@ -1,5 +1,5 @@
 internal import CSystem
-import Foundation
+import Glibc
 
 /// A directory inside the download root, opened one component at a time with `O_NOFOLLOW`, and every file operation
 /// in it made relative to its descriptor (`openat`, `linkat`, `unlinkat`, `fstatat` without following links). A

@@ -1,5 +1,6 @@
 internal import CEvent
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What evhttp 2.1 cannot police by itself, for the API's connections.
 public struct ConnectionPolicy: Sendable {

@@ -1,6 +1,5 @@
 internal import CCurl
 internal import CEvent
-import Foundation
 
 /// libcurl's multi_socket interface driven by the loop's `event_base`, in the shape of curl's hiperfifo example:
 /// curl tells us which sockets to watch and when to wake it, libevent watches them, and finished transfers are

@@ -1,5 +1,5 @@
 internal import CCrypto
-import Foundation
+import Glibc
 
 /// Hash algorithms a checksum can name.
 public enum DigestAlgorithm: String, Sendable {

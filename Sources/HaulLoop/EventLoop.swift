@@ -1,5 +1,6 @@
 internal import CEvent
-import Foundation
+import Glibc
+import Synchronization
 
 /// The one libevent `event_base` of a Haul process and the thread that runs it.
 ///
@@ -9,7 +10,7 @@ public final class EventLoop {
     let base: OpaquePointer
     private var signalEvents: [SignalWatch] = []
     let inbox = Inbox()
-    private let workers = WorkerPool(threads: 2)
+    private let workers: WorkerPool
     private var wakeEvent: OpaquePointer?
     private var wakeFDs: (read: Int32, write: Int32) = (-1, -1)
     private var thread: pthread_t?
@@ -22,6 +23,7 @@ public final class EventLoop {
     }
 
     public init() throws {
+        workers = try WorkerPool(threads: 2)
         guard let base = event_base_new() else { throw LoopError.libevent("event_base_new failed") }
         self.base = base
         guard event_base_priority_init(base, 2) == 0 else {
@@ -126,24 +128,22 @@ private final class SignalWatch {
 
 /// The cross-thread work queue: the only state of a loop that another thread may touch.
 final class Inbox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [@Sendable () -> Void] = []
+    private let items = Mutex<[@Sendable () -> Void]>([])
     /// The pipe end whose readiness wakes the loop; set once before the loop runs.
     var wakeFD: Int32 = -1
 
     func append(_ work: @escaping @Sendable () -> Void) {
-        lock.lock()
-        items.append(work)
-        lock.unlock()
+        items.withLock { $0.append(work) }
         var byte: UInt8 = 1
         _ = write(wakeFD, &byte, 1)
     }
 
     func takeAll() -> [@Sendable () -> Void] {
-        lock.lock(); defer { lock.unlock() }
-        let taken = items
-        items.removeAll()
-        return taken
+        items.withLock { items in
+            var taken: [@Sendable () -> Void] = []
+            swap(&taken, &items)
+            return taken
+        }
     }
 }
 

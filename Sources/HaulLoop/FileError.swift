@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// A failed file-system call: the call, the path it was about and why. Paths under the download root are relative to
 /// it (never the server's absolute layout: these messages reach API clients).

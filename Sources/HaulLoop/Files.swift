@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Setting up the server's own directories (given by the administrator); everything under the download root goes
 /// through `ConfinedDirectory`.
@@ -44,8 +44,36 @@ public enum Files {
     }
 
     /// `path` made absolute against the working directory, without `.` components or trailing slashes.
+    /// Lexical, as the administrator wrote it: `..` takes off the component before it, symbolic links stay.
     public static func absolute(_ path: String) -> String {
-        let full = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        return (full as NSString).standardizingPath
+        let full = path.hasPrefix("/") ? path : workingDirectory() + "/" + path
+        var components: [Substring] = []
+        for component in full.split(separator: "/") {
+            switch component {
+            case ".": continue
+            case "..": _ = components.popLast()
+            default: components.append(component)
+            }
+        }
+        return "/" + components.joined(separator: "/")
+    }
+
+    private static func workingDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return "." }
+        return String(cString: buffer)
+    }
+
+    /// Writes all of `bytes` to `fd` (standard output or error), going on after a signal interrupts a write.
+    public static func writeAll(_ bytes: some Collection<UInt8>, to fd: Int32) {
+        Array(bytes).withUnsafeBufferPointer { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
     }
 }

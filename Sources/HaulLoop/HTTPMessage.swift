@@ -35,9 +35,7 @@ public struct HTTPRequest: Sendable {
     /// The path without the query, percent-decoded.
     public var path: String {
         let raw = target.firstIndex(of: "?").map { target[..<$0] } ?? target[...]
-        // Most paths carry no escapes; Foundation's decoding is slow enough to show in request rates.
-        guard raw.utf8.contains(UInt8(ascii: "%")) else { return String(raw) }
-        return String(raw).removingPercentEncoding ?? String(raw)
+        return PercentEncoding.decode(raw) ?? String(raw)
     }
 
     /// The query parameters, percent-decoded (`+` as space); the last one wins for repeated names.
@@ -47,8 +45,8 @@ public struct HTTPRequest: Sendable {
         for pair in target[target.index(after: mark)...].split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             func decode(_ s: Substring) -> String {
-                let spaced = s.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
+                let spaced = s.replacing("+", with: " ")
+                return PercentEncoding.decode(spaced) ?? String(spaced)
             }
             result[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
         }
@@ -81,4 +79,3 @@ public struct HTTPResponse: Sendable {
     }
 }
 
-import Foundation

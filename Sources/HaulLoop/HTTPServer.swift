@@ -1,6 +1,7 @@
 internal import CEvent
 internal import CEventRequest
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// libevent's evhttp bound to the loop's `event_base`. Each request is handed to `handler` on the loop thread, as
 /// an `HTTPExchange` to answer at once or to stream into.

@@ -1,5 +1,5 @@
 internal import CSystem
-import Foundation
+import Glibc
 
 /// A file written at chosen offsets with `pwrite`: the `.part` file a download streams into. It is known by its
 /// descriptor, not its name: what is written, sized, hashed and finally named is always the file Haul opened, even if

@@ -1,5 +1,4 @@
 internal import CSQLite
-import Foundation
 
 /// A value stored in or read from an SQLite column.
 public enum SQLValue: Sendable, Equatable {

@@ -1,5 +1,4 @@
 internal import CEvent
-import Foundation
 
 /// A one-shot or repeating timer on an `EventLoop`. Cancelled when released.
 public final class LoopTimer {

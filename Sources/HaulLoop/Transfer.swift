@@ -1,5 +1,5 @@
 internal import CCurl
-import Foundation
+import Glibc
 
 /// What to fetch: one HTTP request made by one curl easy handle.
 public struct TransferRequest: Sendable {

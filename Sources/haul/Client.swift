@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulCore
 import HaulLoop
 
@@ -73,7 +74,7 @@ enum ClientCommand {
                 throw Stop(status: .usage, message: "--header takes 'Name: value', not '\(header)'")
             }
             headers.append((String(header[..<colon]),
-                            .string(header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))))
+                            .string(header[header.index(after: colon)...].trimmingSpaces())))
         }
         if !headers.isEmpty { members.append(("headers", .object(headers))) }
         let urls = try options.positionals(1...1, "add takes one URL")
@@ -340,9 +341,7 @@ struct Client {
 
     /// Percent-encodes a path segment or query value.
     static func escape(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~,")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+        PercentEncoding.encode(text, keeping: ",")
     }
 }
 

@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulCore
+import HaulLoop
 
 /// What the command-line client prints: sizes, durations, a progress bar on a terminal and plain lines elsewhere.
 enum Format {
@@ -11,14 +13,15 @@ enum Format {
             scaled /= 1024
             unit += 1
         }
-        return unit == 0 ? "\(value) B" : String(format: scaled < 10 ? "%.2f %@" : "%.1f %@", scaled, units[unit])
+        return unit == 0 ? "\(value) B" : Decimals.format(scaled, places: scaled < 10 ? 2 : 1) + " " + units[unit]
     }
 
     static func duration(_ seconds: Double) -> String {
         let s = max(0, Int(seconds.rounded()))
+        func twoDigits(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
         if s < 60 { return "\(s) s" }
-        if s < 3600 { return String(format: "%d min %02d s", s / 60, s % 60) }
-        return String(format: "%d h %02d min", s / 3600, s % 3600 / 60)
+        if s < 3600 { return "\(s / 60) min \(twoDigits(s % 60)) s" }
+        return "\(s / 3600) h \(twoDigits(s % 3600 / 60)) min"
     }
 
     /// `text` cut or padded to `width` characters.
@@ -187,7 +190,7 @@ struct EventParser {
 }
 
 func writeError(_ text: String) {
-    FileHandle.standardError.write(Data(text.utf8))
+    Files.writeAll(text.utf8, to: STDERR_FILENO)
 }
 
 func printError(_ line: String) {
@@ -200,5 +203,5 @@ extension String {
 
 /// A line on standard output, written at once (a watcher's output may be a pipe read as it comes).
 func printOutput(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    Files.writeAll((line + "\n").utf8, to: STDOUT_FILENO)
 }

@@ -1,4 +1,3 @@
-import Foundation
 import HaulAPI
 import HaulCore
 import HaulLoop
@@ -104,7 +103,7 @@ struct ServeConfig {
     static func parse(_ arguments: [String], environment: [String: String]) throws -> ServeConfig {
         var values: [String: String] = [:]
         for name in names {
-            let variable = "HAUL_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+            let variable = "HAUL_" + name.uppercased().replacing("-", with: "_")
             if let value = environment[variable] { values[name] = value }
         }
         var index = 0
@@ -136,7 +135,7 @@ struct ServeConfig {
             guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
                 throw Invalid(description: "--listen must be HOST:PORT, got '\(listen)'")
             }
-            config.host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            config.host = listen[..<colon].trimming { $0 == "[" || $0 == "]" }
             config.port = port
         }
         if let v = values["download-dir"] { config.downloadDir = v }
@@ -225,7 +224,7 @@ struct ServeConfig {
     private static func isOn(_ text: String) -> Bool { ["1", "true", "yes", "on"].contains(text.lowercased()) }
 
     private static func list(_ text: String?) -> [String] {
-        (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        (text ?? "").split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
     }
 
     var isLoopback: Bool {

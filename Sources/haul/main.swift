@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HaulAPI
 import HaulCore
 import HaulLoop
@@ -13,7 +14,7 @@ func serve(_ arguments: [String]) -> Int32 {
     do {
         config = try ServeConfig.parse(arguments, environment: ProcessInfo.processInfo.environment)
     } catch {
-        FileHandle.standardError.write(Data("haul: \(error)\n\n\(ServeConfig.usage)\n".utf8))
+        writeError("haul: \(error)\n\n\(ServeConfig.usage)\n")
         return 2
     }
     let logBuffer = LogBuffer()
@@ -86,7 +87,7 @@ func serve(_ arguments: [String]) -> Int32 {
         }
         let host = config.host.contains(":") ? "[\(config.host)]" : config.host
         // Scripts and tests read the address from this line (useful with port 0).
-        FileHandle.standardOutput.write(Data("haul listening on http://\(host):\(port)\n".utf8))
+        printOutput("haul listening on http://\(host):\(port)")
         log.info("listening", ["http.address": "\(host):\(port)", "download.root": downloadRoot])
         loop.run()
         // Torn down in order while the event base still exists: open event streams are ended before their
@@ -118,6 +119,6 @@ case "help", "--help", "-h", nil:
     print(ClientCommand.usage)
     exit(arguments.isEmpty ? 2 : 0)
 default:
-    FileHandle.standardError.write(Data("haul: unknown command '\(arguments[0])'\n\n\(ClientCommand.usage)\n".utf8))
+    writeError("haul: unknown command '\(arguments[0])'\n\n\(ClientCommand.usage)\n")
     exit(2)
 }

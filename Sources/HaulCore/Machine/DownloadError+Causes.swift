@@ -6,7 +6,7 @@ extension DownloadError {
     static func http(_ status: Int, response: TransferResponse? = nil) -> DownloadError {
         let retryable = status == 408 || status == 429 || (500..<600).contains(status)
         var error = DownloadError(.http(status), "the server answered HTTP \(status)", retryable: retryable)
-        error.retryAfter = response?.header("retry-after").flatMap(RetryAfter.seconds)
+        error.retryAfter = response?.header("retry-after").flatMap { RetryAfter.seconds($0) }
         return error
     }
 

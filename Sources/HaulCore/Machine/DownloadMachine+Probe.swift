@@ -138,8 +138,6 @@ extension DownloadMachine {
 
     /// `seconds` with two decimals, for log lines.
     static func seconds(_ value: Double) -> String {
-        let hundredths = Int((value * 100).rounded())
-        let fraction = hundredths % 100
-        return "\(hundredths / 100)." + (fraction < 10 ? "0" : "") + String(fraction)
+        Decimals.format(value, places: 2)
     }
 }

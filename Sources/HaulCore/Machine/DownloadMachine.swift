@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HaulLoop
 
 /// What a download machine decides by. Every machine of an engine holds the same settings, so they live in one
