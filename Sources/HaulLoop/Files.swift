@@ -43,6 +43,21 @@ public enum Files {
         }
     }
 
+    /// Why this process (its effective user and groups) cannot use `path` with `access` (`W_OK | X_OK` to create
+    /// files in a directory, `R_OK | W_OK` to open a file for writing), or nil when it can. A path that does not exist
+    /// answers nil: creating it tells its own error.
+    public static func accessProblem(_ path: String, _ access: Int32) -> Int32? {
+        guard faccessat(AT_FDCWD, path, access, AT_EACCESS) != 0 else { return nil }
+        return errno == ENOENT ? nil : errno
+    }
+
+    /// The user and group that own `path`, or nil when it cannot be read.
+    public static func owner(_ path: String) -> (uid: uid_t, gid: gid_t)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (info.st_uid, info.st_gid)
+    }
+
     /// `path` made absolute against the working directory, without `.` components or trailing slashes.
     /// Lexical, as the administrator wrote it: `..` takes off the component before it, symbolic links stay.
     public static func absolute(_ path: String) -> String {

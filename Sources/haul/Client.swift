@@ -19,8 +19,8 @@ enum ClientCommand {
           watch [ID]               follow events: every download's changes, or one download's progress until it
                                    ends
           health                   exit 0 if the server answers /healthz (the container's HEALTHCHECK)
-        every command takes --server URL (HAUL_SERVER, default http://127.0.0.1:8080) and --token TOKEN
-        (HAUL_TOKEN)
+        every command takes --server URL (HAUL_SERVER; else the address in HAUL_LISTEN, a wildcard one on
+        loopback; else http://127.0.0.1:8080) and --token TOKEN (HAUL_TOKEN)
         exit status: 0 done, 1 the server refused or the download failed, 2 bad usage, 3 no server reachable
         """
 
@@ -386,7 +386,8 @@ struct Options {
                 throw ClientCommand.Stop(status: .usage, message: "unknown option --\(name)")
             }
         }
-        var server = named["server"]?.last ?? environment["HAUL_SERVER"] ?? "http://127.0.0.1:8080"
+        var server = named["server"]?.last ?? environment["HAUL_SERVER"]
+            ?? environment["HAUL_LISTEN"].flatMap(ListenAddress.init)?.localURL ?? "http://127.0.0.1:8080"
         if !server.contains("://") { server = "http://" + server }
         while server.hasSuffix("/") { server.removeLast() }
         self.server = server

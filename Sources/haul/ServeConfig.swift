@@ -132,11 +132,10 @@ struct ServeConfig {
 
         var config = ServeConfig()
         if let listen = values["listen"] {
-            guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
+            guard let address = ListenAddress(listen) else {
                 throw Invalid(description: "--listen must be HOST:PORT, got '\(listen)'")
             }
-            config.host = listen[..<colon].trimming { $0 == "[" || $0 == "]" }
-            config.port = port
+            (config.host, config.port) = (address.host, address.port)
         }
         if let v = values["download-dir"] { config.downloadDir = v }
         if let v = values["data-dir"] { config.dataDir = v }

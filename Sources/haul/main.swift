@@ -26,8 +26,11 @@ func serve(_ arguments: [String]) -> Int32 {
     do {
         let downloadRoot = Files.absolute(config.downloadDir)
         let dataDir = Files.absolute(config.dataDir)
-        try Files.makeDirectories(downloadRoot)
-        try Files.makePrivateDirectory(dataDir)
+        try ServerDirectories.prepare(downloadRoot, role: "the download directory",
+                                      option: "--download-dir, HAUL_DOWNLOAD_DIR", private: false)
+        try ServerDirectories.prepare(dataDir, role: "the data directory", option: "--data-dir, HAUL_DATA_DIR",
+                                      private: true)
+        try ServerDirectories.checkDatabase(dataDir + "/haul.sqlite", option: "--data-dir, HAUL_DATA_DIR")
         let loop = try EventLoop()
         // Log lines go out once per loop turn: a timer of no delay fires after the events of the current turn.
         let logFlush = LoopTimer(loop: loop, delay: 0) { logBuffer.flush() }

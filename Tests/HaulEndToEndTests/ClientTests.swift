@@ -137,6 +137,28 @@ final class ClientTests: HaulTestCase {
         XCTAssertEqual(finished.status, 0, "a finished download ends the watch at once: \(finished.output)")
     }
 
+    /// With only HAUL_LISTEN set (as in the container, whose HEALTHCHECK is `haul health`), the client finds the
+    /// server at that address, a wildcard one on loopback; HAUL_SERVER and --server still come first.
+    func testTheClientFindsTheServerThroughHAULLISTEN() throws {
+        let port = try XCTUnwrap(URLComponents(string: haul.baseURL)?.port)
+        var environment = ProcessInfo.processInfo.environment
+        environment["HAUL_SERVER"] = nil
+        for listen in ["127.0.0.1:\(port)", "0.0.0.0:\(port)"] {
+            environment["HAUL_LISTEN"] = listen
+            let result = try execute(haulPath, ["health"], environment: environment)
+            XCTAssertEqual(result.status, 0, "HAUL_LISTEN=\(listen): \(result.output)")
+            XCTAssertEqual(result.stdout, "ok\n")
+        }
+        environment["HAUL_LISTEN"] = "0.0.0.0:1"
+        let elsewhere = try execute(haulPath, ["health"], environment: environment)
+        XCTAssertEqual(elsewhere.status, 3, "no server on the port HAUL_LISTEN names")
+        XCTAssertTrue(elsewhere.stderr.contains("http://127.0.0.1:1"), elsewhere.stderr)
+        environment["HAUL_SERVER"] = haul.baseURL
+        XCTAssertEqual(try execute(haulPath, ["health"], environment: environment).status, 0, "HAUL_SERVER wins")
+        XCTAssertEqual(try execute(haulPath, ["health", "--server", "http://127.0.0.1:1"], environment: environment)
+            .status, 3, "--server wins")
+    }
+
     func testAnUnreachableServerAndBadUsageHaveTheirOwnStatus() throws {
         let healthy = try haulCommand(["health"])
         XCTAssertEqual(healthy.status, 0, healthy.output)

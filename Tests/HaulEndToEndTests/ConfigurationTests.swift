@@ -59,4 +59,55 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertTrue(log.hasPrefix("{\"time\":"), "HAUL_LOG_FORMAT=json: \(log)")
         XCTAssertTrue(FileManager.default.fileExists(atPath: sandbox.file("data/haul.sqlite")))
     }
+
+    /// A directory the server cannot write stops it at once, with the path, the option that set it, its owner, the
+    /// user the server runs as and the fix, rather than failing downloads later with an error naming no file. Run
+    /// as another user, which needs root (CI is).
+    func testAnUnwritableDirectoryIsNamedAtStartWithItsOwnerAndTheFix() throws {
+        guard geteuid() == 0 else { throw XCTSkip("runs the server as uid 65534, which needs root") }
+        let sandbox = try Sandbox()
+        // The binary is copied where uid 65534 may run it, whatever the checkout's permissions.
+        let binary = sandbox.file("haul")
+        try FileManager.default.copyItem(atPath: buildDirectory + "/haul", toPath: binary)
+        for directory in ["dl", "data"] {
+            try FileManager.default.createDirectory(atPath: sandbox.file(directory), withIntermediateDirectories: false,
+                                                    attributes: [.posixPermissions: 0o755])
+        }
+        func serveAsNobody() throws -> CommandResult {
+            try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "serve",
+                                             "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("dl"),
+                                             "--data-dir", sandbox.file("data")])
+        }
+        let downloads = try serveAsNobody()
+        XCTAssertEqual(downloads.status, 1, downloads.output)
+        XCTAssertTrue(downloads.stderr.contains("cannot write to \(sandbox.file("dl")), the download directory "
+            + "(--download-dir, HAUL_DOWNLOAD_DIR): permission denied; it belongs to uid 0 gid 0 and Haul runs as "
+            + "uid 65534 gid 65534: chown -R 65534:65534 \(sandbox.file("dl"))"), downloads.stderr)
+        XCTAssertFalse(downloads.stderr.contains("--user 0:0"), "never the advice to run as root")
+
+        XCTAssertEqual(chown(sandbox.file("dl"), 65534, 65534), 0)
+        XCTAssertEqual(chown(sandbox.file("data"), 1234, 1234), 0)
+        let data = try serveAsNobody()
+        XCTAssertEqual(data.status, 1, data.output)
+        XCTAssertTrue(data.stderr.contains("cannot write to \(sandbox.file("data")), the data directory "
+            + "(--data-dir, HAUL_DATA_DIR): permission denied; it belongs to uid 1234 gid 1234"), data.stderr)
+        XCTAssertTrue(data.stderr.contains("or run Haul as its owner (docker run --user 1234:1234)"), data.stderr)
+
+        XCTAssertEqual(chown(sandbox.file("data"), 65534, 65534), 0)
+        XCTAssertTrue(FileManager.default.createFile(atPath: sandbox.file("data/haul.sqlite"), contents: nil,
+                                                    attributes: [.posixPermissions: 0o600]))
+        let database = try serveAsNobody()
+        XCTAssertEqual(database.status, 1, database.output)
+        XCTAssertTrue(database.stderr.contains("cannot open \(sandbox.file("data/haul.sqlite")), the database "
+            + "(--data-dir, HAUL_DATA_DIR): permission denied"), database.stderr)
+
+        XCTAssertEqual(chown(sandbox.file("data/haul.sqlite"), 65534, 65534), 0)
+        let server = try ServerProcess(executable: "/usr/bin/setpriv",
+                                       arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "serve",
+                                                   "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("dl"),
+                                                   "--data-dir", sandbox.file("data")],
+                                       logPath: sandbox.file("log"))
+        defer { server.stop(signal: SIGKILL) }
+        XCTAssertEqual(try Client(base: server.baseURL).get("/healthz").status, 200, "all theirs: it starts")
+    }
 }
