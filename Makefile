@@ -4,16 +4,19 @@ LISTEN ?= 127.0.0.1:8080
 DOWNLOAD_DIR ?= ./downloads
 DATA_DIR ?= ./data
 
-.PHONY: deps build run test check sanitize bench bench-quick fuzz schemathesis embed docker docker-check clean
+.PHONY: deps deps-run build run test check sanitize bench bench-quick fuzz schemathesis embed docker docker-check clean
 
+# Debian packages by need: building and running (make run), the suite and benchmarks.
+deps-run:
+	@./scripts/install-deps.sh run
 deps:
-	@./scripts/install-deps.sh
+	@./scripts/install-deps.sh test
 
 # Release builds link the Swift runtime and Foundation statically, as the container does: 6 MiB less resident
 # memory than mapping the shared libraries (make bench, scenario E), and nothing from the toolchain at run time.
 RELEASE = -c release --static-swift-stdlib
 
-build: deps
+build: deps-run
 	$(SWIFT) build $(RELEASE)
 
 run: build

@@ -1,16 +1,34 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Haul builds, tests and benchmarks with, when they are missing.
-# As root it runs apt-get itself; otherwise it prints the command to run.
+# Installs the Debian packages of the given groups when they are missing: `run` (what building and running Haul
+# needs: `make run`), `test` (the suite and the benchmarks: `make test`), `docker` (building and running the image
+# without a Docker engine: `make docker-test`). As root it runs apt-get itself; otherwise it prints the command.
 set -euo pipefail
 
+# The C libraries' headers and pkg-config, and the CA certificates HTTPS downloads are verified against.
+run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev pkg-config ca-certificates)
 # nginx is the tests' and benchmarks' origin, aria2 and axel their anchors; wrk, python3 and gnuplot run the
 # benchmark harness; openssl makes the tests' TLS certificate; python3-venv holds the PyPI tools (scripts/venv.sh) in
 # .build/venv; chromium and chromium-driver run the dashboard test; prometheus brings promtool, which checks /metrics.
-packages=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev pkg-config nginx curl ca-certificates aria2
-          axel wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver prometheus)
+test=(nginx curl ca-certificates aria2 axel wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver
+      prometheus)
+# mmdebstrap makes the base images from Debian packages, buildah builds and runs the image (chroot isolation) and
+# podman keeps the images; docker-compose checks the compose files (podman-compose has no `config`); iproute2 gives
+# the container a network namespace of its own; nginx and openssl are the origin and the TLS proxy in the test.
+docker=(mmdebstrap buildah podman docker-compose iproute2 nginx openssl python3 curl ca-certificates)
+
+[ $# -gt 0 ] || set -- run
+packages=()
+for group in "$@"; do
+    case $group in
+        run) packages+=("${run[@]}") ;;
+        test) packages+=("${run[@]}" "${test[@]}") ;;
+        docker) packages+=("${run[@]}" "${docker[@]}") ;;
+        *) echo "install-deps: unknown group '$group' (run, test, docker)" >&2; exit 2 ;;
+    esac
+done
 
 missing=()
-for p in "${packages[@]}"; do
+for p in $(printf '%s\n' "${packages[@]}" | sort -u); do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
