@@ -4,15 +4,18 @@ LISTEN ?= 127.0.0.1:8080
 DOWNLOAD_DIR ?= ./downloads
 DATA_DIR ?= ./data
 
-.PHONY: deps deps-run build run test check sanitize bench bench-quick fuzz schemathesis embed docker docker-check clean
+.PHONY: deps deps-run deps-docker build run test check sanitize bench bench-quick fuzz schemathesis embed docker \
+	docker-check docker-test clean
 
-# Debian packages by need: building and running (make run), the suite and benchmarks.
+# Debian packages by need: building and running (make run), the suite and benchmarks, the container test.
 deps-run:
 	@./scripts/install-deps.sh run
 deps:
 	@./scripts/install-deps.sh test
+deps-docker:
+	@./scripts/install-deps.sh docker
 
-# Release builds link the Swift runtime and Foundation statically, as the container does: 6 MiB less resident
+# Release builds link the Swift runtime and FoundationEssentials statically, as the container does: less resident
 # memory than mapping the shared libraries (make bench, scenario E), and nothing from the toolchain at run time.
 RELEASE = -c release --static-swift-stdlib
 
@@ -44,8 +47,8 @@ sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan
 	$(SANITIZER_ENV) $(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan --disable-swift-testing
 
-# What CI runs: the suite, then the suite under the sanitizers.
-check: test sanitize
+# What CI runs: the suite, the suite under the sanitizers, and the container image built and run.
+check: test sanitize docker-test
 
 # Every scenario of bench/bench.py at full size; the report lands in bench/results/latest.md.
 bench: deps
@@ -74,12 +77,18 @@ schemathesis: deps
 	$(SWIFT) build
 	./scripts/schemathesis.sh .build/debug/haul 100
 
-# The container image (needs a Docker engine). `make test` checks the Dockerfile without one (docker/check.sh).
+# The container image, with a Docker engine. `make test` checks the Dockerfile without one (docker/check.sh).
 docker:
-	docker build -f docker/Dockerfile -t haul:latest .
+	docker build -f docker/Dockerfile -t haul:latest --build-arg HAUL_REVISION=$$(git rev-parse HEAD) .
 
 docker-check: deps
 	./docker/check.sh
+
+# The image built from docker/Dockerfile and run as README says, without a Docker engine: buildah builds it from
+# base images made here (mmdebstrap, this machine's Swift toolchain), and each container runs in a network namespace
+# of its own (docker/test_image.py). Needs root, as CI has.
+docker-test: deps-docker
+	python3 docker/test_image.py
 
 # Regenerates the copies of openapi.yaml and dashboard/ compiled into the server (a test fails when they differ).
 embed:

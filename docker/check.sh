@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Checks docker/Dockerfile where no Docker engine runs: hadolint passes, and every shared library the binary needs
-# when built as the Dockerfile builds it (ldd) belongs to a Debian package that the runtime stage installs, that
-# one of those depends on, or that the slim base image holds (priority "required"). A library missing from the
-# runtime stage fails the check before any image is built.
+# Checks docker/Dockerfile where no Docker engine runs (make docker-test builds and runs it): hadolint passes, and
+# every shared library the binary needs when built as the Dockerfile builds it (ldd) belongs to a Debian package
+# that the runtime stage installs, that one of those depends on, or that the slim base image holds (priority
+# "required"). A library missing from the runtime stage fails the check before any image is built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=$(./scripts/venv.sh)
 
-"$venv/bin/hadolint" --config docker/hadolint.yaml docker/Dockerfile
-echo "docker-check: hadolint passes on docker/Dockerfile"
+"$venv/bin/hadolint" --config docker/hadolint.yaml docker/Dockerfile docker/swift-builder.Containerfile
+echo "docker-check: hadolint passes on docker/Dockerfile and docker/swift-builder.Containerfile"
 
 # The build stage's `swift build` flags, run here in a build directory of their own.
 flags=$(sed -n 's/^RUN swift build \(.*\) \\$/\1/p' docker/Dockerfile)
