@@ -690,20 +690,23 @@ http {{ access_log {logs}/access.log; client_body_temp_path {logs}/b; proxy_temp
 
 def compose_files(work):
     """docker/compose.yaml and compose.tls.yaml as Compose reads them (docker compose config, or docker-compose's)."""
-    import yaml
     if shutil.which("docker") and run(["docker", "compose", "version"], check_status=False).returncode == 0:
-        compose = ["docker", "compose"]
+        compose, as_json = ["docker", "compose"], ["--format", "json"]
     else:
-        compose = ["docker-compose"]
+        compose, as_json = ["docker-compose"], []
     env = dict(os.environ, HAUL_TOKEN=secrets.token_hex(24))
     env.pop("HAUL_PUBLISH", None)
 
     def config(name, **extra):
-        result = run(compose + ["-f", os.path.join(ROOT, "docker", name), "config"], check_status=False,
+        result = run(compose + ["-f", os.path.join(ROOT, "docker", name), "config"] + as_json, check_status=False,
                      env=dict(env, **extra))
         if result.returncode != 0:
             raise AssertionError(f"{' '.join(compose)} config -f docker/{name}: {result.stderr}")
-        return yaml.safe_load(result.stdout)
+        if as_json:
+            return json.loads(result.stdout)
+        # docker-compose prints YAML only; Debian's docker-compose brings PyYAML to the system's Python.
+        return json.loads(run(["/usr/bin/python3", "-c", "import json, sys, yaml; json.dump(yaml.safe_load(sys.stdin), "
+                               "sys.stdout)"], input=result.stdout).stdout)
 
     def published(service):
         """HOST_IP:PORT:TARGET of each published port, in either of Compose's spellings."""
