@@ -1,7 +1,6 @@
 import FoundationEssentials
 import Glibc
 import HaulLoop
-import Synchronization
 
 /// One line per event on standard error: time, level, message, then `key=value` metadata with dotted keys; or, in
 /// the JSON format, one object per line with the members `time`, `level`, `msg` and the metadata keys.
@@ -116,24 +115,21 @@ public struct Logger: Sendable {
 /// loop's thread, where a line is written at once; so are a warning, an error, and 64 KiB of lines. The lock keeps
 /// lines whole when a worker thread logs while the loop flushes.
 public final class LogBuffer: @unchecked Sendable {
-    private struct Pending {
-        var lines: [UInt8] = []
-        var scheduled = false
-    }
-    private let pending = Mutex(Pending())
+    private let lock = Lock()
+    private var pending: [UInt8] = []
+    private var scheduled = false
     /// Arranges for `flush` to run at the end of the current loop turn; false when it cannot (another thread).
     public var schedule: (() -> Bool)?
 
     public init() {}
 
     func append(_ line: [UInt8], urgent: Bool) {
-        let schedule = self.schedule
-        let now = pending.withLock { pending in
-            pending.lines += line
-            if urgent || pending.lines.count >= 64 * 1024 { return true }
-            if pending.scheduled { return false }
+        let now = lock.withLock {
+            pending += line
+            if urgent || pending.count >= 64 * 1024 { return true }
+            if scheduled { return false }
             if let schedule, schedule() {
-                pending.scheduled = true
+                scheduled = true
                 return false
             }
             return true
@@ -143,10 +139,10 @@ public final class LogBuffer: @unchecked Sendable {
 
     /// Writes every line waiting, in order.
     public func flush() {
-        let lines = pending.withLock { pending in
-            let lines = pending.lines
-            pending.lines.removeAll(keepingCapacity: true)
-            pending.scheduled = false
+        let lines = lock.withLock {
+            let lines = pending
+            pending.removeAll(keepingCapacity: true)
+            scheduled = false
             return lines
         }
         if !lines.isEmpty { Logger.write(lines) }

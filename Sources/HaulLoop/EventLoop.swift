@@ -1,6 +1,5 @@
 internal import CEvent
 import Glibc
-import Synchronization
 
 /// The one libevent `event_base` of a Haul process and the thread that runs it.
 ///
@@ -128,18 +127,19 @@ private final class SignalWatch {
 
 /// The cross-thread work queue: the only state of a loop that another thread may touch.
 final class Inbox: @unchecked Sendable {
-    private let items = Mutex<[@Sendable () -> Void]>([])
+    private let lock = Lock()
+    private var items: [@Sendable () -> Void] = []
     /// The pipe end whose readiness wakes the loop; set once before the loop runs.
     var wakeFD: Int32 = -1
 
     func append(_ work: @escaping @Sendable () -> Void) {
-        items.withLock { $0.append(work) }
+        lock.withLock { items.append(work) }
         var byte: UInt8 = 1
         _ = write(wakeFD, &byte, 1)
     }
 
     func takeAll() -> [@Sendable () -> Void] {
-        items.withLock { items in
+        lock.withLock {
             var taken: [@Sendable () -> Void] = []
             swap(&taken, &items)
             return taken

@@ -31,8 +31,9 @@ class HaulTestCase: XCTestCase {
         }
         haul?.stop(signal: SIGKILL)
         origin?.stop(signal: SIGKILL)
-        if let run = testRun, run.failureCount > 0, let log = try? String(contentsOfFile: sandbox.file("haul.log"),
-                                                                              encoding: .utf8) {
+        // hasSucceeded counts thrown errors too, which failureCount leaves out.
+        if let run = testRun, !run.hasSucceeded, let log = try? String(contentsOfFile: sandbox.file("haul.log"),
+                                                                        encoding: .utf8) {
             print("---- haul.log ----\n\(log.suffix(6000))")
         }
         haul = nil
