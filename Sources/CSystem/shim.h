@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 
 // fallocate(2) is declared only under _GNU_SOURCE, which Swift's Glibc module is not built with.
 extern int fallocate(int fd, int mode, off_t offset, off_t len);
@@ -32,5 +33,11 @@ static inline int haul_rename_noreplace(int from_dir, const char *_Nonnull from,
 
 // pthread_setname_np(3) is declared only under _GNU_SOURCE: names the worker threads for top, gdb and perf.
 extern int pthread_setname_np(pthread_t thread, const char *_Nonnull name);
+
+// ioctl(2) is variadic, which Swift cannot call: the width of the terminal on `fd` in columns, 0 when it is none.
+static inline int haul_terminal_columns(int fd) {
+    struct winsize size;
+    return ioctl(fd, TIOCGWINSZ, &size) == 0 ? size.ws_col : 0;
+}
 
 #endif

@@ -142,10 +142,31 @@ public final class API {
         }
     }
 
+    /// What POST /downloads makes of a batch body without adding anything: each element's download (nil for one
+    /// refused), or the status of the problem the whole batch would answer. For the fuzzer.
+    public static func decodeBatch(_ request: HTTPRequest) -> (downloads: [NewDownload?], status: Int) {
+        do {
+            var body = try RequestBody(request)
+            let (items, atomic) = try newDownloads(from: request, &body)
+            return (items.map { try? $0.get() }, atomic ? 201 : 200)
+        } catch {
+            return ([], error.status)
+        }
+    }
+
     /// A POST /downloads body as a new download: every field checked, all problems reported at once (422), or
     /// 400/413/415 for a body that is not a JSON object.
     static func newDownload(from http: HTTPRequest) throws(Problem) -> NewDownload {
         var body = try RequestBody(http)
+        let request = newDownload(&body)
+        checkIdempotencyKey(http, &body)
+        try body.finish()
+        return request
+    }
+
+    /// The fields of one download (a POST body, or one element of a batch's `downloads`), their problems
+    /// collected in `body`.
+    static func newDownload(_ body: inout RequestBody) -> NewDownload {
         body.rejectUnknown(except: ["url", "filename", "directory", "connections", "headers", "priority",
                                     "max_speed", "start_paused", "checksum", "insecure", "size"])
         let url = body.string("url", required: true)
@@ -181,12 +202,52 @@ public final class API {
             for (field, message) in checked.errors { body.reject(field, message) }
             request.headers = checked.headers
         }
+        return request
+    }
+
+    private static func checkIdempotencyKey(_ http: HTTPRequest, _ body: inout RequestBody) {
         if let key = http.header("Idempotency-Key"),
            key.isEmpty || key.utf8.count > 255 || !HTTPField.isValue(key) {
             body.reject("Idempotency-Key", "must be 1 to 255 bytes without control characters")
         }
+    }
+
+    /// The most downloads one batch may add.
+    static let maxBatch = 1000
+
+    /// A batch POST body, `{"downloads": [...], "atomic": false}`: each element checked on its own (its problem,
+    /// or the download), or, with `atomic`, every element's problems in one 422 with fields like
+    /// `downloads[3].url`.
+    static func newDownloads(from http: HTTPRequest, _ body: inout RequestBody) throws(Problem)
+        -> (items: [Result<NewDownload, Problem>], atomic: Bool) {
+        body.rejectUnknown(except: ["downloads", "atomic"])
+        let atomic = body.bool("atomic") ?? false
+        let elements = body.array("downloads", count: 1...maxBatch, required: true) ?? []
+        checkIdempotencyKey(http, &body)
         try body.finish()
-        return request
+        var items: [Result<NewDownload, Problem>] = []
+        var all: [(field: String, message: String)] = []
+        for (index, element) in elements.enumerated() {
+            guard case .object(let members) = element else {
+                items.append(.failure(.invalid([("downloads[\(index)]", "must be an object")])))
+                all.append(("downloads[\(index)]", "must be an object"))
+                continue
+            }
+            var item = RequestBody(members: members)
+            let request = newDownload(&item)
+            if item.errors.isEmpty {
+                items.append(.success(request))
+            } else {
+                items.append(.failure(.invalid(item.errors)))
+                all += item.errors.map { ("downloads[\(index)].\($0.field)", $0.message) }
+            }
+        }
+        if atomic && !all.isEmpty {
+            var combined = RequestBody(members: [])
+            for error in all { combined.reject(error.field, error.message) }
+            try combined.finish()
+        }
+        return (items, atomic)
     }
 
     /// What makes two POSTs "the same request" for an Idempotency-Key: the body's JSON, whatever the member order
@@ -196,11 +257,14 @@ public final class API {
     }
 
     private func addDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
-        let request = try API.newDownload(from: c.request)
+        var body = try RequestBody(c.request)
+        if body.has("downloads") { return try addDownloads(c, &body) }
+        let request = API.newDownload(&body)
+        API.checkIdempotencyKey(c.request, &body)
+        try body.finish()
         let key = c.request.header("Idempotency-Key")
         if engine.count >= limits.maxDownloads {
-            throw Problem(status: 507, slug: "too-many-downloads", title: "Too many downloads",
-                          detail: "this server holds at most \(limits.maxDownloads) downloads; remove finished ones")
+            throw tooManyDownloads
         }
         let (snapshot, created): (DownloadSnapshot, Bool)
         if let key {
@@ -211,6 +275,94 @@ public final class API {
         }
         let location = "/downloads/\(snapshot.download.id)"
         return API.json(created ? 201 : 200, DownloadResource.json(snapshot), headers: [("Location", location)])
+    }
+
+    private var tooManyDownloads: Problem {
+        Problem(status: 507, slug: "too-many-downloads", title: "Too many downloads",
+                detail: "this server holds at most \(limits.maxDownloads) downloads; remove finished ones")
+    }
+
+    /// A batch: one answer listing each download's result (`status` 201, 200 for an existing one, or a problem's),
+    /// with one commit for all. Per-item (the default) answers 200; `atomic` adds all (201) or none (the problem).
+    /// A repeated Idempotency-Key answers what the first request did, each download as it is now.
+    private func addDownloads(_ c: RequestContext, _ body: inout RequestBody) throws(Problem) -> HTTPResponse {
+        let (items, atomic) = try API.newDownloads(from: c.request, &body)
+        let key = c.request.header("Idempotency-Key")
+        let hash = API.requestHash(c.request.body)
+        if let key, let first = try attempt(engine.batchAnswer(key: key, requestHash: hash)) {
+            return try replay(first, atomic: atomic)
+        }
+        let requests = items.compactMap { try? $0.get() }
+        let outcomes = try attempt(engine.add(batch: requests, atomic: atomic,
+                                              capacity: max(0, limits.maxDownloads - engine.count)))
+        var results: [(status: Int, json: JSONValue, id: String?)] = []
+        var next = outcomes.makeIterator()
+        for item in items {
+            switch item {
+            case .failure(let problem):
+                results.append((problem.status, problem.json(instance: "/downloads"), nil))
+            case .success:
+                switch next.next()! {
+                case .added(let snapshot):
+                    results.append((201, DownloadResource.json(snapshot), snapshot.download.id))
+                case .existing(let snapshot):
+                    results.append((200, DownloadResource.json(snapshot), snapshot.download.id))
+                case .refused(let error):
+                    let problem = error == .tooMany ? tooManyDownloads : Problem(error)
+                    results.append((problem.status, problem.json(instance: "/downloads"), nil))
+                }
+            }
+        }
+        if atomic, let refusal = results.first(where: { $0.status >= 400 && $0.status != 424 }) {
+            // Nothing was added: the answer is the refusal itself, with the others' fate in `results`.
+            var problem = Problem(status: refusal.status, slug: "batch-refused", title: "Batch refused",
+                                  detail: "one download of the batch was refused, so none was added: "
+                                      + (refusal.json["detail"]?.stringValue ?? ""))
+            problem.extra = [("results", .array(results.map { API.batchResult($0.status, $0.json) }))]
+            throw problem
+        }
+        if let key {
+            let answer = JSONValue.array(results.map { result in
+                result.id.map { .object([("status", JSONValue(result.status)), ("id", .string($0))]) }
+                    ?? .object([("status", JSONValue(result.status)), ("problem", result.json)])
+            })
+            try attempt(engine.rememberBatchAnswer(key: key, requestHash: hash, answer: answer.serialized()))
+        }
+        return API.batchResponse(results.map { ($0.status, $0.json) }, atomic: atomic)
+    }
+
+    /// The answer of the first request with this Idempotency-Key, each download as it is now.
+    private func replay(_ stored: String, atomic: Bool) throws(Problem) -> HTTPResponse {
+        guard case .array(let entries)? = try? JSONValue.parse(Array(stored.utf8)) else {
+            throw Problem.internalError("the stored answer of this Idempotency-Key cannot be read")
+        }
+        let results: [(Int, JSONValue)] = entries.map { entry in
+            let status = Int(entry["status"]?.integerValue ?? 500)
+            if let id = entry["id"]?.stringValue {
+                guard let snapshot = engine.snapshot(id) else {
+                    return (404, Problem.notFound("the download created for this batch, '\(id)', has been removed")
+                        .json(instance: "/downloads"))
+                }
+                return (status, DownloadResource.json(snapshot))
+            }
+            return (status, entry["problem"] ?? .null)
+        }
+        return API.batchResponse(results, atomic: atomic)
+    }
+
+    private static func batchResult(_ status: Int, _ json: JSONValue) -> JSONValue {
+        .object([("status", JSONValue(status)), (status < 300 ? "download" : "problem", json)])
+    }
+
+    private static func batchResponse(_ results: [(status: Int, json: JSONValue)], atomic: Bool) -> HTTPResponse {
+        let created = results.filter { $0.status == 201 }.count
+        let existing = results.filter { $0.status == 200 }.count
+        return API.json(atomic && created > 0 ? 201 : 200, .object([
+            ("results", .array(results.map { batchResult($0.status, $0.json) })),
+            ("created", JSONValue(created)),
+            ("existing", JSONValue(existing)),
+            ("failed", JSONValue(results.count - created - existing)),
+        ]))
     }
 
     private func listDownloads(_ c: RequestContext) throws(Problem) -> HTTPResponse {

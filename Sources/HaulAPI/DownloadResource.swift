@@ -15,8 +15,10 @@ enum DownloadResource {
             ("id", .string(d.id)),
             ("url", .string(Redact.url(d.url))),
             ("final_url", JSONValue(d.finalURL.map(Redact.url))),
-            ("filename", JSONValue(d.filename)),
-            ("path", JSONValue(d.relativePath)),
+            // The name a client gave is shown from the first answer on; the server's is known once probed (a
+            // taken name gets " (1)" then).
+            ("filename", JSONValue(d.filename ?? d.requestedFilename)),
+            ("path", JSONValue(d.relativePath ?? requestedPath(d))),
             ("state", .string(d.state.rawValue)),
             ("total_bytes", JSONValue(d.totalBytes)),
             ("received_bytes", JSONValue(d.receivedBytes)),
@@ -31,14 +33,23 @@ enum DownloadResource {
             ("insecure", .bool(d.insecure)),
             ("priority", JSONValue(d.priority)),
             ("max_speed", JSONValue(d.maxSpeed)),
-            ("error", d.error.map { .object([("code", .string($0.code.rawValue)), ("message", .string($0.message))]) }
-                ?? .null),
+            ("error", error(d.error)),
+            ("last_error", error(snapshot.lastError)),
+            ("next_attempt_at", JSONValue(snapshot.nextAttemptAt.map(Timestamp.rfc3339))),
             ("attempts", JSONValue(d.attempts)),
             ("created_at", .string(Timestamp.rfc3339(d.createdAt))),
             ("updated_at", .string(Timestamp.rfc3339(d.updatedAt))),
             ("started_at", JSONValue(d.startedAt.map(Timestamp.rfc3339))),
             ("completed_at", JSONValue(d.completedAt.map(Timestamp.rfc3339))),
         ])
+    }
+
+    private static func requestedPath(_ d: Download) -> String? {
+        d.requestedFilename.map { d.directory.isEmpty ? $0 : d.directory + "/" + $0 }
+    }
+
+    private static func error(_ error: DownloadError?) -> JSONValue {
+        error.map { .object([("code", .string($0.code.rawValue)), ("message", .string($0.message))]) } ?? .null
     }
 
     /// In file order; an empty file has none.

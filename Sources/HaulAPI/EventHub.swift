@@ -61,12 +61,12 @@ public final class EventHub {
                 dirty.insert(id)
                 return
             }
-            // The last bytes before a download completes always get their own progress event.
-            if engine.snapshot(id)?.download.state == .completed || dirty.contains(id)
-                || engine.receivedBytes(id) != announcedBytes[id] {
-                publish(.progress, about: id)
-            }
+            // The state event comes first, so no progress event shows a state before it was announced; it
+            // carries the bytes too (the last ones before completion among them), which a progress event repeats
+            // for clients that follow progress alone.
+            let moved = dirty.contains(id) || engine.receivedBytes(id) != announcedBytes[id]
             publish(.state, about: id)
+            if moved || engine.snapshot(id)?.download.state == .completed { publish(.progress, about: id) }
         case .removed(let id):
             sequence += 1
             let event = StreamEvent(sequence: sequence, kind: .removed, downloadID: id, payload: .removed(id))
@@ -126,7 +126,8 @@ public final class EventHub {
     // MARK: subscribers
 
     /// Starts streaming to `sink`: first what a reconnecting client missed since `lastEventID` (or one snapshot
-    /// when that is no longer in the buffer), then every new event.
+    /// when that is no longer in the buffer), or for a new follower of one download its current state; then every
+    /// new event.
     func subscribe(_ sink: EventSink, downloadID: String?, lastEventID: Int64?) {
         let now = self.clock.now
         let subscriber = EventSubscriber(sink: sink, downloadID: downloadID, queueLimit: config.slowClientQueue,
@@ -136,7 +137,16 @@ public final class EventHub {
         sink.onDrained = { [unowned self, weak subscriber] in subscriber?.drained(now: self.clock.now) }
         subscribers[key] = subscriber
         sink.write("retry: 2000\n\n")
-        guard let lastEventID, lastEventID < sequence else { return }
+        guard let lastEventID else {
+            // A new follower of one download starts from where it stands (finished or not): a `state` event
+            // numbered with the current sequence, so a reconnect from it misses nothing.
+            if let downloadID, let snapshot = engine.snapshot(downloadID) {
+                subscriber.offer(StreamEvent(sequence: sequence, kind: .state, downloadID: downloadID,
+                                             payload: .download(snapshot)), now: now)
+            }
+            return
+        }
+        guard lastEventID < sequence else { return }
         let ordered = replayInOrder
         if let oldest = ordered.first, lastEventID >= oldest.sequence - 1 {
             for event in ordered where event.sequence > lastEventID { subscriber.offer(event, now: now) }

@@ -125,11 +125,20 @@ paths:
         "422": { $ref: "#/components/responses/Invalid" }
     post:
       operationId: addDownload
-      summary: Add a download.
+      summary: Add a download, or up to 1,000 at once.
       description: |
-        Answers 201 with the new download, or 200 with the existing one when the same URL is already being
-        downloaded to the same place. With an `Idempotency-Key`, a repeated request gets the first answer's
-        status and the download as it is now.
+        One download (`NewDownload`): answers 201 with the new download, or 200 with the existing one when the
+        same URL is already being downloaded to the same place. With an `Idempotency-Key`, a repeated request gets
+        the first answer's status and the download as it is now.
+
+        A batch (`{"downloads": [...]}`, 1 to 1,000): every element is checked and added on its own, stored with
+        one commit, and the answer (200, a `BatchAnswer`) lists each one's result in order: `status` 201 and the
+        `download`, 200 and the existing unfinished one (also for the same URL and destination twice in one batch),
+        or a problem's status and the `problem` (422 invalid fields, 507 no room). With `"atomic": true` it is all
+        or nothing: 201 and the same list when every element was added, else the problem of the first refusal
+        (422 with fields like `downloads[3].url`, or 507) and nothing added; its `results` tell each element's fate,
+        424 for those refused only because another was. An `Idempotency-Key` on a batch answers a repeat with the
+        first answer, each download as it is now.
       parameters:
         - name: Idempotency-Key
           in: header
@@ -139,7 +148,10 @@ paths:
         required: true
         content:
           application/json:
-            schema: { $ref: "#/components/schemas/NewDownload" }
+            schema:
+              oneOf:
+                - { $ref: "#/components/schemas/NewDownload" }
+                - { $ref: "#/components/schemas/NewDownloadBatch" }
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
@@ -147,22 +159,30 @@ paths:
         "507": { $ref: "#/components/responses/TooManyDownloads" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "201":
-          description: Added.
+          description: Added (for an atomic batch, every element).
           headers:
             Location:
-              description: The new download's URL.
+              description: The new download's URL (one download only).
               schema: { type: string }
           content:
             application/json:
-              schema: { $ref: "#/components/schemas/Download" }
+              schema:
+                oneOf:
+                  - { $ref: "#/components/schemas/Download" }
+                  - { $ref: "#/components/schemas/BatchAnswer" }
         "200":
-          description: The same URL to the same destination is already there and unfinished.
+          description: |
+            The same URL to the same destination is already there and unfinished; or a batch's answer, element by
+            element.
           headers:
             Location:
               schema: { type: string }
           content:
             application/json:
-              schema: { $ref: "#/components/schemas/Download" }
+              schema:
+                oneOf:
+                  - { $ref: "#/components/schemas/Download" }
+                  - { $ref: "#/components/schemas/BatchAnswer" }
         "400": { $ref: "#/components/responses/Malformed" }
         "409":
           description: The Idempotency-Key was used with a different request, or its download was removed.
@@ -253,7 +273,10 @@ paths:
     get:
       operationId: downloadEvents
       summary: Server-sent events about one download.
-      description: The events of `/events` about this download only; the stream ends after its `removed` event.
+      description: |
+        The events of `/events` about this download only; the stream ends after its `removed` event. A new
+        stream (no Last-Event-ID) starts with a `state` event of where the download stands now, finished or not,
+        numbered with the current sequence; one that resumes gets what it missed instead.
       parameters:
         - $ref: "#/components/parameters/LastEventIDHeader"
         - $ref: "#/components/parameters/LastEventIDQuery"
@@ -273,8 +296,9 @@ paths:
       description: |
         A `text/event-stream`. Each event has `id:` (a server-wide sequence number, growing across restarts),
         `event:` and `data:` (JSON; one line, except a snapshot's):
-        - `created`, `progress`, `state`: `data` is the download resource. Progress events come at most 4 a
-          second per download, and always once more with the final bytes before the `completed` state event.
+        - `created`, `progress`, `state`: `data` is the download resource. A `state` event announces each new
+          state before any `progress` event in it; progress events come at most 4 a second per download (their
+          `updated_at` moves with the bytes), and once more right after a state event when bytes moved.
         - `removed`: `data` is `{"id": ...}`.
         - `snapshot`: `data` is `{"downloads": [...]}`, sent instead of the missed events when a reconnecting
           client is further behind than the server remembers (the newest 4,096 events). It spans several `data:`
@@ -420,6 +444,49 @@ components:
             The size in bytes the file is expected to have, when the client knows it. A file that would leave less
             than `--min-free-space` free, or is larger than `--max-file-size`, is refused at once (507); an origin
             that announces another size fails the download with size_mismatch.
+    NewDownloadBatch:
+      type: object
+      additionalProperties: false
+      required: [downloads]
+      properties:
+        downloads:
+          type: array
+          minItems: 1
+          maxItems: 1000
+          description: |
+            Each element a `NewDownload`. Elements are checked one by one, not as a whole: one that is not a valid
+            `NewDownload` (not even an object) gets its problem in `results`, and the others are added all the same
+            (unless `atomic`).
+          items: {}
+        atomic:
+          type: boolean
+          default: false
+          description: All or nothing; otherwise each element is added or refused on its own.
+      # An atomic batch is refused whole for one bad element: then each must be a NewDownload.
+      if: { required: [atomic], properties: { atomic: { const: true } } }
+      then: { properties: { downloads: { items: { $ref: "#/components/schemas/NewDownload" } } } }
+    BatchAnswer:
+      type: object
+      additionalProperties: false
+      required: [results, created, existing, failed]
+      properties:
+        results:
+          type: array
+          description: One result per element of `downloads`, in order.
+          items: { $ref: "#/components/schemas/BatchResult" }
+        created: { type: integer, minimum: 0 }
+        existing: { type: integer, minimum: 0 }
+        failed: { type: integer, minimum: 0 }
+    BatchResult:
+      type: object
+      additionalProperties: false
+      required: [status]
+      properties:
+        status:
+          type: integer
+          description: 201 added, 200 the existing unfinished one; else the status of `problem`.
+        download: { $ref: "#/components/schemas/Download" }
+        problem: { $ref: "#/components/schemas/Problem" }
     DownloadPatch:
       type: object
       additionalProperties: false
@@ -459,12 +526,17 @@ components:
       type: object
       required: [id, url, final_url, filename, path, state, total_bytes, received_bytes, progress, speed,
                  eta_seconds, connections, active_connections, resumable, segments, checksum, insecure, priority,
-                 max_speed, error, attempts, created_at, updated_at, started_at, completed_at]
+                 max_speed, error, last_error, next_attempt_at, attempts, created_at, updated_at, started_at,
+                 completed_at]
       properties:
         id: { type: string }
         url: { type: string }
         final_url: { type: [string, "null"], description: After redirects. }
-        filename: { type: [string, "null"] }
+        filename:
+          type: [string, "null"]
+          description: |
+            The file's name: the one the client gave from the first answer on, else the server's once probed (a
+            name already taken gets " (1)" before its extension).
         path: { type: [string, "null"], description: Relative to the download root. }
         state: { $ref: "#/components/schemas/State" }
         total_bytes: { type: [integer, "null"] }
@@ -484,12 +556,27 @@ components:
         priority: { type: integer }
         max_speed: { type: [integer, "null"] }
         error:
+          description: Why the download failed (state failed only).
           oneOf:
             - { $ref: "#/components/schemas/DownloadError" }
             - { type: "null" }
-        attempts: { type: integer }
+        last_error:
+          description: |
+            The failure that made the download try again (a connection cut, a 503, ...), while it retries and after,
+            until it completes or a client resumes it.
+          oneOf:
+            - { $ref: "#/components/schemas/DownloadError" }
+            - { type: "null" }
+        next_attempt_at:
+          type: [string, "null"]
+          format: date-time
+          description: |
+            While the download waits to try again and nothing else of it is under way (its first request after a
+            failed attempt, or every connection waiting): when it will. The state stays what it was (probing or
+            downloading).
+        attempts: { type: integer, description: Attempts that failed and were retried in this run. }
         created_at: { type: string, format: date-time }
-        updated_at: { type: string, format: date-time }
+        updated_at: { type: string, format: date-time, description: The last change, progress included. }
         started_at: { type: [string, "null"], format: date-time }
         completed_at: { type: [string, "null"], format: date-time }
     DownloadList:
@@ -557,6 +644,10 @@ components:
             properties:
               field: { type: string }
               message: { type: string }
+        results:
+          type: array
+          description: A refused atomic batch's elements, each one's fate.
+          items: { $ref: "#/components/schemas/BatchResult" }
   parameters:
     IfNoneMatch:
       name: If-None-Match

@@ -11,6 +11,8 @@ struct Problem: Error {
     /// For 422: the offending fields.
     var fieldErrors: [(field: String, message: String)] = []
     var headers: [(name: String, value: String)] = []
+    /// Members beyond RFC 9457's (a refused batch's `results`).
+    var extra: [(String, JSONValue)] = []
 
     static func badRequest(_ detail: String) -> Problem {
         Problem(status: 400, slug: "malformed-request", title: "Malformed request", detail: detail)
@@ -50,6 +52,12 @@ struct Problem: Error {
     }
 
     func response(instance: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/problem+json")] + headers,
+                     body: json(instance: instance).serializedBytes())
+    }
+
+    /// The problem document: the body of its response, or one result of a batch.
+    func json(instance: String) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("type", .string("urn:haul:problem:\(slug)")),
             ("title", .string(title)),
@@ -62,9 +70,7 @@ struct Problem: Error {
                 .object([("field", .string($0.field)), ("message", .string($0.message))])
             })))
         }
-        return HTTPResponse(status: status,
-                            headers: [("Content-Type", "application/problem+json")] + headers,
-                            body: JSONValue.object(members).serializedBytes())
+        return .object(members + extra)
     }
 }
 
@@ -79,6 +85,12 @@ extension Problem {
             self = Problem(status: 507, slug: refusal.code.rawValue.replacing("_", with: "-"),
                            title: refusal.code == .fileTooLarge ? "File too large" : "Insufficient storage",
                            detail: refusal.message)
+        case .tooMany:
+            self = Problem(status: 507, slug: "too-many-downloads", title: "Too many downloads",
+                           detail: "this server holds as many downloads as it may; remove finished ones")
+        case .notAdded:
+            self = Problem(status: 424, slug: "batch-refused", title: "Not added",
+                           detail: "this download was valid, but the batch is all-or-nothing and another was refused")
         }
     }
 }

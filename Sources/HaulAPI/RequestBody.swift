@@ -29,6 +29,13 @@ struct RequestBody {
         self.members = members
     }
 
+    /// The members of an object inside a body (one download of a batch), checked the same way.
+    init(members: [(String, JSONValue)]) {
+        self.members = members
+    }
+
+    func has(_ field: String) -> Bool { value(field) != nil }
+
     /// Whether a Content-Type names exactly `application/json`, in any case, with or without parameters
     /// (`; charset=utf-8`); `application/jsonx` or `text/plain` are not JSON.
     static func isJSON(_ contentType: String) -> Bool {
@@ -85,6 +92,23 @@ struct RequestBody {
             return nil
         }
         return bool
+    }
+
+    /// An array of `count` elements.
+    mutating func array(_ field: String, count: ClosedRange<Int>, required: Bool = false) -> [JSONValue]? {
+        guard let value = value(field) else {
+            if required { reject(field, "is required") }
+            return nil
+        }
+        guard case .array(let elements) = value else {
+            reject(field, "must be an array")
+            return nil
+        }
+        guard count.contains(elements.count) else {
+            reject(field, "must hold \(count.lowerBound) to \(count.upperBound) elements, not \(elements.count)")
+            return nil
+        }
+        return elements
     }
 
     mutating func object(_ field: String) -> [(String, JSONValue)]? {

@@ -95,6 +95,10 @@ public struct DownloadSnapshot: Sendable {
     /// Bytes per second, smoothed.
     public var speed: Double
     public var activeConnections: Int
+    /// When a download waiting to try again does (nil while anything of it is under way, or it waits for nothing).
+    public var nextAttemptAt: Date?
+    /// The failure that made it try again, until it completes or a client resumes it.
+    public var lastError: DownloadError?
 
     public var etaSeconds: Double? {
         guard let total = download.totalBytes, speed > 0, download.state == .downloading else { return nil }

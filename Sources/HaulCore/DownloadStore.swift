@@ -64,6 +64,10 @@ public final class DownloadStore {
         """
         ALTER TABLE downloads ADD COLUMN expected_bytes INTEGER;
         """,
+        // 5: a batch's answer for its Idempotency-Key (download_id is '' for a batch).
+        """
+        ALTER TABLE idempotency_keys ADD COLUMN answer TEXT;
+        """,
     ]
 
     /// Another process holds the database.
@@ -186,6 +190,20 @@ public final class DownloadStore {
                                                .integer(Int64(status)), .real(Date().timeIntervalSince1970)])
     }
 
+    /// The answer a batch with this `Idempotency-Key` got: its request's hash and the answer (nil for a key
+    /// used by a single download).
+    public func batchAnswer(key: String) throws -> (requestHash: String, answer: String?)? {
+        guard let row = try db.query("SELECT request_hash, answer FROM idempotency_keys WHERE key = ?",
+                                     [.text(key)]).first, let hash = row[0].string else { return nil }
+        return (hash, row[1].string)
+    }
+
+    public func rememberBatchAnswer(key: String, requestHash: String, answer: String) throws {
+        try db.run("INSERT OR IGNORE INTO idempotency_keys (key, download_id, request_hash, status, created_at, answer) "
+                   + "VALUES (?, '', ?, 200, ?, ?)", [.text(key), .text(requestHash),
+                                                     .real(Date().timeIntervalSince1970), .text(answer)])
+    }
+
     public func delete(id: String) throws {
         writtenJournals.removeValue(forKey: id)
         try db.run("DELETE FROM downloads WHERE id = ?", [.text(id)])
@@ -217,8 +235,9 @@ public final class DownloadStore {
         var current: (download: Download, received: Int64)?
         func finish() throws {
             // Moved out, not copied: a copy retains every string and array of the download once more.
-            guard var (download, receivedBytes) = current.take() else { return }
-            if download.journal.isEmpty { download.journal = Self.legacyJournal(download, received: receivedBytes) }
+            guard let taken = current.take() else { return }
+            var download = taken.download
+            if download.journal.isEmpty { download.journal = Self.legacyJournal(download, received: taken.received) }
             download.segments = download.journal
             try body(download)
         }

@@ -139,8 +139,16 @@ public final class Engine {
 
     public func snapshot(_ id: String) -> DownloadSnapshot? {
         guard let box = machines[id] else { return nil }
-        return DownloadSnapshot(download: box.machine.download, speed: box.machine.speed,
-                                activeConnections: box.machine.activeConnections)
+        var download = box.machine.download
+        if let written = box.lastWriteAt {
+            let wall = Date().addingTimeInterval(written - clock.now)
+            if wall > download.updatedAt { download.updatedAt = wall }
+        }
+        var snapshot = DownloadSnapshot(download: download, speed: box.machine.speed,
+                                        activeConnections: box.machine.activeConnections)
+        snapshot.lastError = box.machine.lastRetryError
+        snapshot.nextAttemptAt = box.machine.nextAttemptAt.map { Date().addingTimeInterval($0 - clock.now) }
+        return snapshot
     }
 
     /// How many downloads are stored.
@@ -220,34 +228,100 @@ public final class Engine {
 
     /// Adds a download, or returns the unfinished one with the same URL and destination (`created` false).
     public func add(_ request: NewDownload) throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool) {
-        if let existing = destinations[Engine.destination(request.url, request.directory, request.filename)] {
-            return (snapshot(existing)!, false)
+        switch try add(batch: [request], atomic: true)[0] {
+        case .added(let snapshot): return (snapshot, true)
+        case .existing(let snapshot): return (snapshot, false)
+        case .refused(let error): throw error
         }
-        if let size = request.expectedBytes, let refusal = spaceRefusal(for: size) {
-            throw .insufficientStorage(refusal)
+    }
+
+    /// What became of one download of a batch.
+    public enum AddOutcome {
+        case added(DownloadSnapshot)
+        /// The unfinished download with the same URL and destination (also an earlier one of the same batch).
+        case existing(DownloadSnapshot)
+        case refused(EngineError)
+    }
+
+    /// Adds several downloads, stored with one commit, each answered on its own: added, the existing one, or why
+    /// not. With `atomic`, a refusal of any adds none (the answers then tell which were refused), and a store that
+    /// fails adds none either way (thrown). At most `capacity` new downloads are added; the rest are refused.
+    public func add(batch requests: [NewDownload], atomic: Bool, capacity: Int = .max)
+        throws(EngineError) -> [AddOutcome] {
+        enum Plan {
+            case new(Int)
+            case same(String)
+            case sameAsNew(Int)
+            case refused(EngineError)
         }
+        var plans: [Plan] = []
+        var fresh: [Download] = []
+        var claimed: [String: Int] = [:]
+        var reservedBytes: Int64 = 0
         let now = Date()
-        var download = Download(
-            id: Engine.newID(), sequence: nextSequence, url: request.url, headers: request.headers,
-            requestedFilename: request.filename, directory: request.directory,
-            state: request.startPaused ? .paused : .queued,
-            connections: request.connections ?? config.defaultConnections, priority: request.priority,
-            maxSpeed: request.maxSpeed, createdAt: now)
-        download.checksum = request.checksum
-        download.insecure = request.insecure
-        download.expectedBytes = request.expectedBytes
-        do {
-            try store.save(download)
-        } catch {
-            throw .storage("\(error)")
+        for request in requests {
+            let destination = Engine.destination(request.url, request.directory, request.filename)
+            if let existing = destinations[destination] {
+                plans.append(.same(existing))
+                continue
+            }
+            if let index = claimed[destination] {
+                plans.append(.sameAsNew(index))
+                continue
+            }
+            if fresh.count >= capacity {
+                plans.append(.refused(.tooMany))
+                continue
+            }
+            // Sizes of one batch add up: each must fit beside the ones before it.
+            if let size = request.expectedBytes, let refusal = spaceRefusal(for: reservedBytes + size) {
+                plans.append(.refused(.insufficientStorage(refusal)))
+                continue
+            }
+            reservedBytes += request.expectedBytes ?? 0
+            var download = Download(
+                id: Engine.newID(), sequence: nextSequence + Int64(fresh.count), url: request.url,
+                headers: request.headers, requestedFilename: request.filename, directory: request.directory,
+                state: request.startPaused ? .paused : .queued,
+                connections: request.connections ?? config.defaultConnections, priority: request.priority,
+                maxSpeed: request.maxSpeed, createdAt: now)
+            download.checksum = request.checksum
+            download.insecure = request.insecure
+            download.expectedBytes = request.expectedBytes
+            claimed[destination] = fresh.count
+            plans.append(.new(fresh.count))
+            fresh.append(download)
         }
-        nextSequence += 1
-        machines[download.id] = MachineBox(DownloadMachine(download: download, settings: settings))
-        index(download, was: nil)
-        log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
-        onChange?(.created(download.id))
-        schedule()
-        return (snapshot(download.id)!, true)
+        let refused = plans.contains { if case .refused = $0 { true } else { false } }
+        if atomic && refused {
+            return plans.map { plan in
+                if case .refused(let error) = plan { return .refused(error) }
+                return .refused(.notAdded)
+            }
+        }
+        if !fresh.isEmpty {
+            do {
+                try store.transaction { for download in fresh { try store.save(download) } }
+            } catch {
+                throw .storage("\(error)")
+            }
+        }
+        nextSequence += Int64(fresh.count)
+        for download in fresh {
+            machines[download.id] = MachineBox(DownloadMachine(download: download, settings: settings))
+            index(download, was: nil)
+            log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
+            onChange?(.created(download.id))
+        }
+        if !fresh.isEmpty { schedule() }
+        return plans.map { plan in
+            switch plan {
+            case .new(let index): return .added(snapshot(fresh[index].id)!)
+            case .same(let id): return .existing(snapshot(id)!)
+            case .sameAsNew(let index): return .existing(snapshot(fresh[index].id)!)
+            case .refused(let error): return .refused(error)
+            }
+        }
     }
 
     /// Adds a download once per `key`: a repeated request with the same key and body gets the first answer's
@@ -277,6 +351,30 @@ public final class Engine {
             log.error("cannot record an Idempotency-Key", ["error": "\(error)"])
         }
         return answer
+    }
+
+    /// What the first batch with this `key` was answered (stored by `rememberBatchAnswer`), or nil for a new key;
+    /// the same key with another body, or one a single download used, is a conflict.
+    public func batchAnswer(key: String, requestHash: String) throws(EngineError) -> String? {
+        let first: (requestHash: String, answer: String?)?
+        do {
+            first = try store.batchAnswer(key: key)
+        } catch {
+            throw .storage("\(error)")
+        }
+        guard let first else { return nil }
+        guard first.requestHash == requestHash, let answer = first.answer else {
+            throw .conflict("Idempotency-Key '\(key)' was used before with a different request")
+        }
+        return answer
+    }
+
+    public func rememberBatchAnswer(key: String, requestHash: String, answer: String) throws(EngineError) {
+        do {
+            try store.rememberBatchAnswer(key: key, requestHash: requestHash, answer: answer)
+        } catch {
+            throw .storage("\(error)")
+        }
     }
 
     public func update(_ id: String, _ changes: DownloadChanges) throws(EngineError) -> DownloadSnapshot {
@@ -370,7 +468,9 @@ public final class Engine {
         case .wrote, .synced:
             // Progress and the journal (which `saveJournal` stores) only.
             let receivedBefore = box.machine.download.receivedBytes
-            let actions = box.machine.handle(event, at: clock.now)
+            let now = clock.now
+            if case .wrote = event { box.lastWriteAt = now }
+            let actions = box.machine.handle(event, at: now)
             receivedTotal += box.machine.download.receivedBytes - receivedBefore
             return actions
         default:
@@ -602,6 +702,9 @@ public final class Engine {
 /// A download's machine on the heap, so the engine's dictionary holds a reference, not the value.
 final class MachineBox {
     var machine: DownloadMachine
+    /// The clock's time of the last bytes written, which stamp no `updatedAt` on the hot path; a snapshot makes
+    /// `updated_at` follow them.
+    var lastWriteAt: Double?
 
     init(_ machine: DownloadMachine) { self.machine = machine }
 }

@@ -83,6 +83,10 @@ public enum EngineError: Error, Equatable {
     case storage(String)
     /// The file cannot be stored here (its known size does not fit, or is over the largest file accepted).
     case insufficientStorage(DownloadError)
+    /// The server holds as many downloads as it may.
+    case tooMany
+    /// One of an all-or-nothing batch that was fine, not added because another was refused.
+    case notAdded
 }
 
 /// Keeping secrets out of logs and API answers.

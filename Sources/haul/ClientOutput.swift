@@ -42,6 +42,9 @@ struct DownloadView {
     let speed: Double
     let eta: Double?
     let error: (code: String, message: String)?
+    /// Why it is trying again, and in how many seconds (nil while anything of it is under way).
+    let lastError: (code: String, message: String)?
+    let retryIn: Double?
 
     init(_ json: JSONValue) {
         id = json["id"]?.stringValue ?? "?"
@@ -55,17 +58,27 @@ struct DownloadView {
         if case .number(let p) = json["progress"] { progress = p } else { progress = nil }
         if case .number(let s) = json["speed"] { speed = s } else { speed = 0 }
         if case .number(let e) = json["eta_seconds"] { eta = e } else { eta = nil }
-        if let error = json["error"], let code = error["code"]?.stringValue {
-            self.error = (code, error["message"]?.stringValue ?? "")
-        } else {
-            error = nil
+        func reason(_ value: JSONValue?) -> (code: String, message: String)? {
+            guard let value, let code = value["code"]?.stringValue else { return nil }
+            return (code, value["message"]?.stringValue ?? "")
         }
+        error = reason(json["error"])
+        lastError = reason(json["last_error"])
+        retryIn = json["next_attempt_at"]?.stringValue.flatMap(Timestamp.parse).map { max(0, $0.timeIntervalSinceNow) }
     }
 
     var isRunning: Bool { ["probing", "downloading", "verifying"].contains(state) }
     var isFinished: Bool { state == "completed" || state == "failed" }
 
     var percent: String { progress.map { "\(Int(($0 * 100).rounded(.down)))%" } ?? "" }
+
+    /// "retrying in 4 s" while it waits to try again.
+    var retrying: String? { retryIn.map { "retrying in \(Format.duration($0))" } }
+
+    /// "retrying in 4 s: http_503: the server answered HTTP 503", for lines that have room for the reason.
+    var retryNote: String? {
+        retrying.map { note in lastError.map { "\(note): \($0.code): \($0.message)" } ?? note }
+    }
 
     var size: String {
         total.map { "\(Format.bytes(received)) of \(Format.bytes($0))" } ?? Format.bytes(received)
@@ -76,14 +89,20 @@ struct DownloadView {
 /// progress line a second when the output is a file or a pipe.
 final class ProgressDisplay {
     private let terminal: Bool
-    private let width: Int
     private var lastState = ""
     private var lastLineAt = 0.0
     private var drawn = false
+    /// The longest tail drawn yet: the bar keeps its width while the numbers after it change.
+    private var tailWidth = 0
 
     init(terminal: Bool = isatty(STDERR_FILENO) == 1) {
         self.terminal = terminal
-        width = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init).map { max(40, $0) } ?? 80
+    }
+
+    /// The terminal's width now (it may be resized while the bar runs), else COLUMNS, else 80.
+    private var width: Int {
+        Terminal.columns(STDERR_FILENO)
+            ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil } ?? 80
     }
 
     func show(_ d: DownloadView) {
@@ -100,6 +119,7 @@ final class ProgressDisplay {
                 if d.isRunning, d.speed > 0 { line += ", \(Format.bytes(Int64(d.speed)))/s" }
                 line += ")"
             }
+            if let note = d.retryNote { line += ", " + note }
             printError(line)
         }
         lastState = d.state
@@ -112,19 +132,33 @@ final class ProgressDisplay {
     }
 
     private func draw(_ d: DownloadView) {
+        writeError("\r" + ProgressDisplay.line(d, width: width, tailWidth: &tailWidth) + "\u{1B}[K")
+        drawn = true
+    }
+
+    /// The bar's line for a terminal `width` columns wide: name, bar, then the numbers, which are never cut (the
+    /// ETA is the last of them); the name shrinks first, then the bar, then the bar goes. The last column stays
+    /// free, as some terminals wrap a line that fills it.
+    static func line(_ d: DownloadView, width: Int, tailWidth: inout Int) -> String {
         var tail = " \(Format.column(d.percent, 4)) \(d.size)"
         if d.isRunning, d.speed > 0 { tail += "  \(Format.bytes(Int64(d.speed)))/s" }
         if d.isRunning, let eta = d.eta { tail += "  ETA \(Format.duration(eta))" }
+        if let retrying = d.retrying { tail += "  " + retrying }
         if !d.isRunning { tail += "  \(d.state)" }
-        // The bar keeps its width while the numbers after it change: room is kept for the longest tail.
-        let nameWidth = min(24, max(8, d.name.count))
-        let barWidth = max(10, width - nameWidth - 52)
-        tail = Format.column(tail, width - nameWidth - barWidth - 4)
-        let filled = Int(((d.progress ?? (d.state == "completed" ? 1 : 0)) * Double(barWidth)).rounded(.down))
+        tailWidth = max(tailWidth, tail.count)
+        let room = width - 1
+        let reserved = min(tailWidth, max(tail.count, room - 8 - 3 - 5))
+        let nameWidth = max(8, min(24, d.name.count, room - reserved - 3 - 10))
+        let barWidth = room - nameWidth - 3 - reserved
+        guard barWidth >= 5 else {
+            // Too narrow for a bar: as much of the name as fits before the numbers.
+            let nameRoom = room - tail.count
+            return nameRoom >= 2 ? Format.column(d.name, nameRoom) + tail : String(tail.dropFirst())
+        }
+        let fraction = d.progress ?? (d.state == "completed" ? 1 : 0)
+        let filled = min(barWidth, Int((fraction * Double(barWidth)).rounded(.down)))
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled)
-        // Carriage return and erase-to-end-of-line: the bar redraws itself in place.
-        writeError("\r\(Format.column(d.name, nameWidth)) [\(bar)]\(tail)\u{1B}[K")
-        drawn = true
+        return Format.column(d.name, nameWidth) + " [" + bar + "]" + Format.column(tail, reserved)
     }
 }
 

@@ -113,15 +113,5 @@ func raiseOpenFileLimit() {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-switch arguments.first {
-case "serve":
-    exit(serve(Array(arguments.dropFirst())))
-case "add", "ls", "pause", "resume", "rm", "watch", "health":
-    exit(ClientCommand.run(arguments[0], Array(arguments.dropFirst())))
-case "help", "--help", "-h", nil:
-    print(ClientCommand.usage)
-    exit(arguments.isEmpty ? 2 : 0)
-default:
-    writeError("haul: unknown command '\(arguments[0])'\n\n\(ClientCommand.usage)\n")
-    exit(2)
-}
+if arguments.first == "serve" { exit(serve(Array(arguments.dropFirst()))) }
+exit(ClientCommand.main(arguments, environment: ProcessInfo.processInfo.environment))

@@ -42,6 +42,15 @@ func exercise(_ data: [UInt8]) {
                                   headers: [("Content-Type", "application/json")], body: input)
         let (download, status) = API.decodeNewDownload(request)
         precondition([201, 400, 413, 415, 422].contains(status), "status \(status)")
+        // The same bytes as the elements of a batch: each is checked as a download on its own.
+        let batch = HTTPRequest(method: "POST", target: "/downloads", headers: [("Content-Type", "application/json")],
+                                body: Array("{\"downloads\":[".utf8) + input + Array("]}".utf8))
+        let (elements, batchStatus) = API.decodeBatch(batch)
+        precondition([200, 201, 400, 413, 422].contains(batchStatus), "batch status \(batchStatus)")
+        precondition(elements.count <= 1000)
+        for element in elements.compactMap({ $0 }) {
+            precondition(!element.url.isEmpty && !(element.filename ?? "").contains("/"))
+        }
         if let download {
             precondition(!download.url.isEmpty)
             precondition(!(download.filename ?? "").contains("/"))

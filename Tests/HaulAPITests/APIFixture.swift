@@ -17,7 +17,7 @@ final class APIFixture {
     let fetcher = SilentFetcher()
 
     init(access: AccessPolicy = AccessPolicy(), events: EventStreamConfig = EventStreamConfig(),
-         maxActive: Int = 5) throws {
+         maxActive: Int = 5, limits: APILimits = APILimits()) throws {
         directory = NSTemporaryDirectory() + "haul-api-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory + "/downloads", withIntermediateDirectories: true)
         loop = try EventLoop()
@@ -28,7 +28,7 @@ final class APIFixture {
         engine = try Engine(loop: loop, store: store, config: config, log: Logger(minimum: .error), fetcher: fetcher,
                             clock: clock)
         try engine.start()
-        api = API(engine: engine, loop: loop, events: events, access: access)
+        api = API(engine: engine, loop: loop, events: events, access: access, limits: limits)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }

@@ -141,6 +141,31 @@ final class DownloadMachineTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(harness.scheduledDelays.first ?? 0, 30)
     }
 
+    func testAWaitToRetryTellsWhenAndWhy() {
+        let harness = MachineHarness()
+        harness.script[0] = .init(status: 503, headers: [("Retry-After", "30")])
+        harness.start()
+        XCTAssertEqual(harness.state, .probing, "a retry keeps the state")
+        XCTAssertEqual(harness.machine.lastRetryError?.code.rawValue, "http_503")
+        let due = try? XCTUnwrap(harness.machine.nextAttemptAt)
+        XCTAssertGreaterThanOrEqual(due ?? 0, harness.now + 30)
+        harness.advance(29)
+        XCTAssertNotNil(harness.machine.nextAttemptAt, "still waiting before the time the server asked for")
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertNil(harness.machine.nextAttemptAt)
+        XCTAssertNil(harness.machine.lastRetryError, "completed: nothing to tell")
+    }
+
+    func testOneConnectionWaitingWhileOthersFetchIsNoWaitOfTheDownload() {
+        let harness = MachineHarness(size: 64 * 1024, connections: 4)
+        harness.script[2] = .init(status: 503, headers: [("Retry-After", "20")])
+        harness.stallRequests = [1, 3]
+        harness.start()
+        XCTAssertEqual(harness.machine.lastRetryError?.code.rawValue, "http_503")
+        XCTAssertNil(harness.machine.nextAttemptAt, "other connections are under way")
+    }
+
     func testAnEmptyFileCompletesWithoutABody() {
         let harness = MachineHarness(size: 0)
         harness.runToEnd()

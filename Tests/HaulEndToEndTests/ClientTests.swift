@@ -51,8 +51,9 @@ final class ClientTests: HaulTestCase {
     func testProblemsAreShownWithTheirFields() throws {
         let result = try haulCommand(["add", "ftp://example.com/x", "--connections", "99"])
         XCTAssertEqual(result.status, 1, result.output)
-        XCTAssertTrue(result.stderr.contains("\n  url: "), result.stderr)
-        XCTAssertTrue(result.stderr.contains("\n  connections: "), result.stderr)
+        // Each problem once, on one line (the detail repeats the fields, so it is not printed beside them).
+        XCTAssertEqual(result.stderr, "haul: url: scheme must be http or https, not ftp; connections: must be an "
+                       + "integer from 1 to 32\n")
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)
     }
 
@@ -137,6 +138,158 @@ final class ClientTests: HaulTestCase {
         XCTAssertEqual(finished.status, 0, "a finished download ends the watch at once: \(finished.output)")
     }
 
+    func testEveryCommandHasItsHelpAndTheVersionIsTheSpecs() throws {
+        for command in ["add", "ls", "pause", "resume", "rm", "watch", "health"] {
+            for arguments in [[command, "--help"], [command, "-h"], ["help", command]] {
+                let result = try execute(haulPath, arguments)
+                XCTAssertEqual(result.status, 0, "\(arguments): \(result.output)")
+                XCTAssertTrue(result.stdout.hasPrefix("usage: haul \(command)"), "\(arguments): \(result.stdout)")
+                XCTAssertTrue(result.stdout.contains("--server URL"), "\(arguments)")
+                XCTAssertEqual(result.stderr, "")
+            }
+        }
+        let add = try execute(haulPath, ["add", "--help"]).stdout
+        for option in ["-i, --input FILE", "--wait", "--max-speed SIZE", "--header", "--paused"] {
+            XCTAssertTrue(add.contains(option), "add --help lacks \(option)")
+        }
+        let serve = try execute(haulPath, ["help", "serve"])
+        XCTAssertTrue(serve.stdout.hasPrefix("usage: haul serve"), serve.output)
+        let version = try execute(haulPath, ["--version"])
+        XCTAssertEqual(version.status, 0)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let spec = try String(contentsOf: root.appendingPathComponent("openapi.yaml"), encoding: .utf8)
+        let specVersion = try XCTUnwrap(spec.split(separator: "\n").first { $0.hasPrefix("  version: ") })
+        XCTAssertEqual(version.stdout, "haul \(specVersion.dropFirst("  version: ".count))\n")
+        let usage = try execute(haulPath, ["--help"])
+        XCTAssertEqual(usage.status, 0)
+        for command in ["add URL...", "ls", "pause ID...", "watch [ID]", "serve"] {
+            XCTAssertTrue(usage.stdout.contains(command), "haul --help lacks \(command)")
+        }
+        XCTAssertEqual(try execute(haulPath, []).status, 2, "no command is a usage error")
+    }
+
+    func testGlobalOptionsComeBeforeTheCommand() throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["HAUL_SERVER"] = nil
+        environment["HAUL_LISTEN"] = nil
+        let id = try add(["url": originURL("g.bin"), "start_paused": true])
+        let before = try execute(haulPath, ["--server", haul.baseURL, "ls"], environment: environment)
+        XCTAssertEqual(before.status, 0, before.output)
+        XCTAssertTrue(before.stdout.contains(id), before.stdout)
+        let equals = try execute(haulPath, ["--server=" + haul.baseURL, "rm", id], environment: environment)
+        XCTAssertEqual(equals.status, 0, equals.output)
+        XCTAssertEqual(equals.stdout, "\(id) removed\n")
+        XCTAssertEqual(try execute(haulPath, ["--server", "http://127.0.0.1:1", "ls"], environment: environment).status,
+                       3)
+    }
+
+    func testOneBadIDDoesNotStopTheOthers() throws {
+        let first = try add(["url": originURL("one.bin"), "start_paused": true])
+        let second = try add(["url": originURL("two.bin"), "start_paused": true])
+        let result = try haulCommand(["resume", first, "nosuchid", second])
+        XCTAssertEqual(result.status, 1, result.output)
+        XCTAssertEqual(result.stderr, "haul: nosuchid: no download with id 'nosuchid'\n", "printed once, and alone")
+        let lines = result.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.count, 2, result.stdout)
+        XCTAssertTrue(lines.first?.hasPrefix("\(first) ") ?? false, result.stdout)
+        XCTAssertTrue(lines.last?.hasPrefix("\(second) ") ?? false, result.stdout)
+        let removed = try haulCommand(["rm", "nosuchid", first, second])
+        XCTAssertEqual(removed.status, 1, removed.output)
+        XCTAssertEqual(removed.stdout, "\(first) removed\n\(second) removed\n")
+        XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)
+    }
+
+    func testAWaitToRetryIsShownWithItsReason() throws {
+        let hash = try sandbox.makeRandomFile("www/busy.bin", size: 50_000)
+        // Three 503s, each with Retry-After: 1: about three seconds of waiting to retry.
+        let url = originURL("busy.bin", "fail=3&status=503")
+        let wait = Process()
+        wait.executableURL = URL(fileURLWithPath: haulPath)
+        wait.arguments = ["add", url, "--wait"]
+        wait.environment = ProcessInfo.processInfo.environment.merging(["HAUL_SERVER": haul.baseURL]) { _, new in new }
+        let errors = Pipe()
+        wait.standardError = errors
+        wait.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        try wait.run()
+        var listed = ""
+        try waitFor("ls to show the wait", timeout: 10) {
+            listed = try haulCommand(["ls"]).stdout
+            return listed.contains("retrying in")
+        }
+        XCTAssertTrue(listed.contains("(retrying in 1 s: http_503: the server answered HTTP 503)")
+                      || listed.contains("(retrying in 0 s: http_503: the server answered HTTP 503)"), listed)
+        wait.waitUntilExit()
+        let progress = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(wait.terminationStatus, 0, progress)
+        XCTAssertTrue(progress.contains("busy.bin: probing, retrying in "), progress)
+        XCTAssertTrue(progress.contains(": http_503: the server answered HTTP 503"), progress)
+        XCTAssertEqual(try sha256(sandbox.file("downloads/busy.bin")), hash)
+    }
+
+    func testSizesAreReadAsPeopleWriteThem() throws {
+        for (text, bytes) in [("1.5M", 1_572_864), ("10MB", 10_485_760), ("500k", 512_000), ("2048", 2048),
+                              ("1GiB", 1_073_741_824)] {
+            let result = try haulCommand(["add", originURL("s\(bytes).bin"), "--paused", "--max-speed", text])
+            XCTAssertEqual(result.status, 0, result.output)
+            let id = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            XCTAssertEqual(int(try download(id)["max_speed"]), Int64(bytes), text)
+        }
+        for text in ["fast", "1.5", "-1k", "1e3", "k", "1.2.3m"] {
+            let result = try haulCommand(["add", originURL("bad.bin"), "--max-speed", text])
+            XCTAssertEqual(result.status, 2, "\(text): \(result.output)")
+        }
+    }
+
+    func testSeveralURLsGoAsOneBatchEachAnsweredOnItsOwn() throws {
+        let hashes = try (0..<3).map { try sandbox.makeRandomFile("www/b\($0).bin", size: 100_000 + $0) }
+        let result = try haulCommand(["add", originURL("b0.bin"), "ftp://nope/x", originURL("b1.bin"), "--wait"])
+        XCTAssertEqual(result.status, 1, result.output)
+        let ids = result.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(ids.count, 2, result.stdout)
+        XCTAssertTrue(result.stderr.contains("haul: ftp://nope/x: url: scheme must be http or https, not ftp\n"),
+                      result.stderr)
+        XCTAssertTrue(result.stderr.contains("b0.bin: completed"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("b1.bin: completed"), result.stderr)
+        XCTAssertEqual(try sha256(sandbox.file("downloads/b0.bin")), hashes[0])
+        XCTAssertEqual(try sha256(sandbox.file("downloads/b1.bin")), hashes[1])
+
+        // From standard input, comments and blank lines skipped; all good, so exit 0.
+        let list = "# mirrors\n\n  \(originURL("b2.bin"))  \n\(originURL("b0.bin"))\n"
+        let piped = try execute(haulPath, ["add", "-i", "-", "--paused"], input: Data(list.utf8),
+                                environment: ProcessInfo.processInfo.environment.merging(["HAUL_SERVER": haul.baseURL])
+                                    { _, new in new })
+        XCTAssertEqual(piped.status, 0, piped.output)
+        XCTAssertEqual(piped.stdout.split(separator: "\n").count, 2, piped.stdout)
+        XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 4)
+        _ = hashes
+    }
+
+    func testTheBarFitsTheTerminalAndKeepsTheETA() throws {
+        _ = try sandbox.makeRandomFile("www/narrow-terminal-file-with-a-long-name.bin", size: 600_000)
+        // stty sets the pseudo-terminal's size, which the client reads with TIOCGWINSZ; COLUMNS is not set.
+        let url = originURL("narrow-terminal-file-with-a-long-name.bin", "rate=150000")
+        let command = "stty cols 72 rows 20; unset COLUMNS; HAUL_SERVER=\(haul.baseURL) \(haulPath) add '\(url)' "
+            + "--wait --connections 1"
+        let result = try execute("/usr/bin/script", ["-qefc", command, "/dev/null"])
+        XCTAssertEqual(result.status, 0, result.output)
+        // The terminal ends lines with CR LF, one Character to Swift: made LF first, so the bar's own CRs split.
+        let frames = result.stdout.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\r")
+            .map { $0.replacingOccurrences(of: "\u{1B}[K", with: "") }
+            .filter { $0.contains("[") && $0.contains("]") }
+        XCTAssertGreaterThan(frames.count, 2, result.stdout)
+        for frame in frames {
+            let line = frame.split(separator: "\n").first.map(String.init) ?? ""
+            XCTAssertLessThanOrEqual(line.count, 71, "wider than the terminal: '\(line)'")
+        }
+        let withETA = frames.compactMap { $0.split(separator: "\n").first }.filter { $0.contains("  ETA ") }
+        XCTAssertFalse(withETA.isEmpty, "no frame shows the ETA: \(frames)")
+        for frame in withETA {
+            XCTAssertNotNil(frame.range(of: #"ETA [0-9]+ (s|min [0-9]{2} s) *$"#, options: .regularExpression),
+                            "the ETA is cut: '\(frame)'")
+        }
+    }
+
     /// With only HAUL_LISTEN set (as in the container, whose HEALTHCHECK is `haul health`), the client finds the
     /// server at that address, a wildcard one on loopback; HAUL_SERVER and --server still come first.
     func testTheClientFindsTheServerThroughHAULLISTEN() throws {
@@ -168,10 +321,19 @@ final class ClientTests: HaulTestCase {
         XCTAssertEqual(unreachable.status, 3)
         XCTAssertTrue(unreachable.stderr.hasPrefix("haul: cannot reach the server at http://127.0.0.1:1: "),
                       unreachable.stderr)
-        for arguments in [["add"], ["ls", "--bogus"], ["pause"], ["frobnicate"], ["add", "http://x/", "--connections"]] {
+        // A usage error is one line that says where the help is.
+        for (arguments, message) in [
+            (["add"], "haul: give at least one URL (or -i FILE) (haul add --help)"),
+            (["ls", "--bogus"], "haul: unknown option --bogus (haul ls --help)"),
+            (["pause"], "haul: give the id of at least one download (haul pause --help)"),
+            (["frobnicate"], "haul: unknown command 'frobnicate' (haul --help)"),
+            (["add", "http://x/", "--connections"], "haul: --connections needs a value (N) (haul add --help)"),
+            (["--bogus", "ls"], "haul: unknown option --bogus before the command (haul --help)"),
+        ] {
             let result = try haulCommand(arguments)
             XCTAssertEqual(result.status, 2, "\(arguments): \(result.output)")
-            XCTAssertTrue(result.stderr.contains("usage: haul"), "\(arguments)")
+            XCTAssertEqual(result.stderr, message + "\n", "\(arguments)")
+            XCTAssertEqual(result.stdout, "")
         }
     }
 }

@@ -84,6 +84,57 @@ final class EventStreamTests: HaulTestCase {
         XCTAssertEqual(client.events.last?.event, "removed")
     }
 
+    func testADownloadStreamStartsWithWhereTheDownloadStands() throws {
+        try sandbox.makeRandomFile("www/done.bin", size: 2000)
+        try sandbox.makeRandomFile("www/slow.bin", size: 400_000)
+        let done = try add(["url": originURL("done.bin")])
+        _ = try waitForState(done, "completed")
+        let finished = try SSEClient(port: haul.port, path: "/downloads/\(done)/events")
+        XCTAssertTrue(finished.read(timeout: 5) { $0.events.count >= 1 })
+        let first = try XCTUnwrap(finished.events.first)
+        XCTAssertEqual(first.event, "state")
+        XCTAssertEqual(first.json["state"] as? String, "completed")
+        XCTAssertEqual(first.json["id"] as? String, done)
+        XCTAssertEqual(first.id.flatMap { Int64($0) }, int(try api.get("/stats").json["sequence"]),
+                       "numbered with the current sequence: a reconnect from it misses nothing")
+
+        let running = try add(["url": originURL("slow.bin", "rate=200000")])
+        try waitForState(running, "downloading")
+        let follower = try SSEClient(port: haul.port, path: "/downloads/\(running)/events")
+        XCTAssertTrue(follower.read(timeout: 5) { $0.has("state", id: running, state: "completed") })
+        XCTAssertEqual(follower.events.first?.event, "state")
+        XCTAssertEqual(follower.events.first?.json["state"] as? String, "downloading")
+        XCTAssertGreaterThan(int(follower.events.first?.json["received_bytes"]), -1)
+        // A reconnect with Last-Event-ID replays what was missed instead.
+        let resumed = try SSEClient(port: haul.port, path: "/downloads/\(done)/events",
+                                    headers: ["Last-Event-ID": first.id ?? ""])
+        resumed.read(timeout: 0.5) { _ in false }
+        XCTAssertTrue(resumed.events.isEmpty, "\(resumed.events)")
+    }
+
+    func testEachStateIsAnnouncedBeforeItsProgressAndUpdatedAtFollowsProgress() throws {
+        try sandbox.makeRandomFile("www/order.bin", size: 1_000_000)
+        let client = try SSEClient(port: haul.port, path: "/events")
+        XCTAssertTrue(client.read(timeout: 5) { $0.status == 200 })
+        let id = try add(["url": originURL("order.bin", "rate=400000"), "connections": 2])
+        XCTAssertTrue(client.read { $0.has("state", id: id, state: "completed") })
+        var announced: String?
+        var stamps: [String] = []
+        for event in client.events where event.json["id"] as? String == id {
+            let state = event.json["state"] as? String
+            switch event.event {
+            case "created", "state": announced = state
+            case "progress":
+                XCTAssertEqual(state, announced, "a progress event in \(state ?? "?") before its state event")
+                if state == "downloading", let stamp = event.json["updated_at"] as? String { stamps.append(stamp) }
+            default: break
+            }
+        }
+        XCTAssertGreaterThanOrEqual(stamps.count, 3)
+        XCTAssertEqual(stamps, stamps.sorted())
+        XCTAssertGreaterThanOrEqual(Set(stamps).count, stamps.count - 1, "updated_at moves with the bytes: \(stamps)")
+    }
+
     func testDisconnectsAreNoticedAtOnce() throws {
         let clients = try (0..<50).map { _ in try SSEClient(port: haul.port, path: "/events") }
         try waitFor("50 streams", timeout: 5) { int(try api.get("/stats").json["event_streams"]) == 50 }

@@ -31,9 +31,10 @@ class HaulTestCase: XCTestCase {
         }
         haul?.stop(signal: SIGKILL)
         origin?.stop(signal: SIGKILL)
-        // hasSucceeded counts thrown errors too, which failureCount leaves out.
-        if let run = testRun, !run.hasSucceeded, let log = try? String(contentsOfFile: sandbox.file("haul.log"),
-                                                                        encoding: .utf8) {
+        // totalFailureCount counts thrown errors too, which failureCount leaves out (and hasSucceeded is false
+        // until the run has stopped, after this).
+        if let run = testRun, run.totalFailureCount > 0,
+           let log = try? String(contentsOfFile: sandbox.file("haul.log"), encoding: .utf8) {
             print("---- haul.log ----\n\(log.suffix(6000))")
         }
         haul = nil

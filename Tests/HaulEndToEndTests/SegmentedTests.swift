@@ -120,9 +120,24 @@ final class SegmentedTests: HaulTestCase {
         let started = Date()
         // Two 503s with Retry-After: 1; our own backoff would retry after 0.1 s and 0.2 s.
         let id = try add(["url": originURL("busy.bin", "fail=2&status=503")])
+        // While it waits the resource says until when and why, in the state it was in.
+        var waiting: [String: Any] = [:]
+        try waitFor("the wait to retry", timeout: 5) {
+            waiting = try download(id)
+            return waiting["next_attempt_at"] is String
+        }
+        XCTAssertEqual(waiting["state"] as? String, "probing")
+        XCTAssertEqual((waiting["last_error"] as? [String: Any])?["code"] as? String, "http_503")
+        let parser = ISO8601DateFormatter()
+        parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let due = try XCTUnwrap(parser.date(from: waiting["next_attempt_at"] as? String ?? ""))
+        XCTAssertGreaterThan(due.timeIntervalSinceNow, -0.5)
+        XCTAssertLessThan(due.timeIntervalSinceNow, 2)
         let done = try waitForState(id, "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 1.9)
+        XCTAssertTrue(done["next_attempt_at"] is NSNull)
+        XCTAssertTrue(done["last_error"] is NSNull)
     }
 
     func testAStalledConnectionIsClosedAndItsRangeFetchedAgain() throws {

@@ -39,6 +39,7 @@ extension DownloadMachine {
 
     mutating func published(_ name: String) {
         guard phase == .publishing else { return }
+        retry = nil
         end(.verified) {
             $0.filename = name
             $0.journal = $0.segments
@@ -109,6 +110,7 @@ extension DownloadMachine {
     }
 
     mutating func resume() {
+        retry = nil
         transition(.resume) {
             $0.error = nil
             $0.attempts = 0
@@ -135,6 +137,11 @@ extension DownloadMachine {
     // MARK: time
 
     mutating func timerFired(_ timer: TimerID) {
+        if let retry, retry.deadlines[timer] != nil {
+            var deadlines = retry.deadlines
+            deadlines[timer] = nil
+            self.retry = RetryWait(error: retry.error, deadlines: deadlines)
+        }
         if phase == .probeBackoff(timer) { return probe() }
         guard let index = connections.firstIndex(where: { $0.state == .backoff(timer) }) else { return }
         launch(index)

@@ -88,7 +88,7 @@ extension DownloadMachine {
             ["error.code": error.code.rawValue])
         let timer = newTimer()
         phase = .probeBackoff(timer)
-        emit(.schedule(timer, after: delay))
+        scheduleRetry(timer, after: delay, because: error)
     }
 
     mutating func probed(_ probe: ProbeResult) {

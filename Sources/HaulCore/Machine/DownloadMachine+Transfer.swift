@@ -324,7 +324,7 @@ extension DownloadMachine {
             ["error.code": error.code.rawValue, "segment.index": String(connections[index].segment)])
         let timer = newTimer()
         connections[index].state = .backoff(timer)
-        emit(.schedule(timer, after: delay))
+        scheduleRetry(timer, after: delay, because: error)
     }
 
     mutating func couldNotStart(_ id: TransferID, _ message: String) {

@@ -156,6 +156,8 @@ public struct DownloadMachine {
     var recentRates: [Double] = []
     /// The clock's time of the event being handled.
     var now: Double = 0
+    /// Why the download had to try again, and when each wait for a retry ends (nil before any retry of this run).
+    var retry: RetryWait?
     private var counter = 0
     private var random: SplitMix64
     private var pending: [MachineAction] = []
@@ -172,6 +174,31 @@ public struct DownloadMachine {
     public var activeConnections: Int { connections.filter { $0.transfer != nil }.count }
     /// Whether the machine holds a running download (it has a slot).
     public var isRunning: Bool { phase != .idle }
+
+    /// When the download tries again, on the runner's clock, while it waits for nothing else: its first request
+    /// after a failed attempt, or every connection waiting to retry. nil while anything is under way.
+    public var nextAttemptAt: Double? {
+        guard let retry else { return nil }
+        if case .probeBackoff(let timer) = phase { return retry.deadlines[timer] }
+        guard phase == .transferring, !connections.isEmpty else { return nil }
+        var earliest: Double?
+        for connection in connections {
+            guard case .backoff(let timer) = connection.state else { return nil }
+            if let due = retry.deadlines[timer] { earliest = min(earliest ?? due, due) }
+        }
+        return earliest
+    }
+
+    /// The failure that made the download try again, until it completes or a client resumes it.
+    public var lastRetryError: DownloadError? { retry?.error }
+
+    /// Schedules `timer` for a retry after `delay` because of `error`.
+    mutating func scheduleRetry(_ timer: TimerID, after delay: Double, because error: DownloadError) {
+        var deadlines = retry?.deadlines ?? [:]
+        deadlines[timer] = now + delay
+        retry = RetryWait(error: error, deadlines: deadlines)
+        emit(.schedule(timer, after: delay))
+    }
 
     /// Applies `event`, which happened at `now` on the runner's clock (monotonic seconds), and returns what the
     /// runner must do, in order.
@@ -265,5 +292,17 @@ public struct DownloadMachine {
 
     private func pow2(_ exponent: Int) -> Double {
         exponent >= 62 ? .infinity : Double(Int64(1) << Int64(exponent))
+    }
+}
+
+/// Why a download waits to try again and until when, per timer. Never changed in place (a new one replaces it), so
+/// a copied machine shares it safely; one reference in the machine instead of the error and a table.
+final class RetryWait: Sendable {
+    let error: DownloadError
+    let deadlines: [TimerID: Double]
+
+    init(error: DownloadError, deadlines: [TimerID: Double]) {
+        self.error = error
+        self.deadlines = deadlines
     }
 }

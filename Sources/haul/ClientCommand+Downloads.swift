@@ -1,0 +1,297 @@
+import FoundationEssentials
+import Glibc
+import HaulCore
+import HaulLoop
+
+extension ClientCommand {
+    static func add(_ client: Client, _ options: Options) throws(Stop) {
+        var urls = options.positional
+        if let input = options.value("input") { urls += try readURLs(input) }
+        guard !urls.isEmpty else { throw .usage("give at least one URL (or -i FILE)", command: options.spec) }
+        guard urls.count <= 1000 else { throw .usage("at most 1000 URLs at once, not \(urls.count)") }
+        var shared: [(String, JSONValue)] = []
+        if let name = options.value("filename") {
+            guard urls.count == 1 else { throw .usage("--filename names one download, not \(urls.count)") }
+            shared.append(("filename", .string(name)))
+        }
+        if let checksum = options.value("checksum") {
+            guard urls.count == 1 else { throw .usage("--checksum is one file's, not \(urls.count)'s") }
+            shared.append(("checksum", .string(checksum)))
+        }
+        if let directory = options.value("directory") { shared.append(("directory", .string(directory))) }
+        if let text = options.value("connections") {
+            guard let n = Int64(text) else { throw .usage("--connections takes a number, not '\(text)'") }
+            shared.append(("connections", JSONValue(n)))
+        }
+        if let text = options.value("max-speed") {
+            guard let speed = ByteSize.parse(text) else {
+                throw .usage("--max-speed takes bytes per second like 500k or 1.5M, not '\(text)'")
+            }
+            shared.append(("max_speed", JSONValue(speed)))
+        }
+        if options.flag("paused") { shared.append(("start_paused", .bool(true))) }
+        if options.flag("insecure") { shared.append(("insecure", .bool(true))) }
+        var headers: [(String, JSONValue)] = []
+        for header in options.values("header") {
+            guard let colon = header.firstIndex(of: ":") else {
+                throw .usage("--header takes 'Name: value', not '\(header)'")
+            }
+            headers.append((String(header[..<colon]), .string(header[header.index(after: colon)...].trimmingSpaces())))
+        }
+        if !headers.isEmpty { shared.append(("headers", .object(headers))) }
+        let wait = options.flag("wait")
+
+        // The sequence before the POST: following from it, no event of the new downloads can be missed.
+        let sequence = wait ? try client.call("GET", "/stats")["sequence"]?.integerValue : nil
+        if urls.count == 1 {
+            let download = DownloadView(try client.call("POST", "/downloads",
+                                                        body: .object([("url", .string(urls[0]))] + shared)))
+            printOutput(download.id)
+            if wait { try follow(client, download, after: sequence) }
+            return
+        }
+        let body = JSONValue.object([("downloads", .array(urls.map { .object([("url", .string($0))] + shared) }))])
+        let answer = try client.call("POST", "/downloads", body: body)
+        guard case .array(let results)? = answer["results"], results.count == urls.count else {
+            throw Stop(status: .failed, message: "the server's answer to the batch lists no results")
+        }
+        var added: [DownloadView] = []
+        var refused = 0
+        for (url, result) in zip(urls, results) {
+            if let download = result["download"] {
+                let view = DownloadView(download)
+                printOutput(view.id)
+                added.append(view)
+            } else {
+                refused += 1
+                printError("haul: \(url): \(Client.message(of: result["problem"] ?? .null))")
+            }
+        }
+        if wait, !added.isEmpty { try followAll(client, added, after: sequence) }
+        // Each refusal is printed already.
+        if refused > 0 { throw Stop(status: .failed, message: "") }
+    }
+
+    /// The URLs in `path` (or standard input for "-"), one a line; blank lines and # comments are skipped.
+    private static func readURLs(_ path: String) throws(Stop) -> [String] {
+        var bytes: [UInt8] = []
+        let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw Stop(status: .failed, message: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { if fd != STDIN_FILENO { close(fd) } }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else {
+                throw Stop(status: .failed, message: "cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            bytes += buffer[0..<n]
+            guard bytes.count <= 1 << 20 else { throw Stop(status: .failed, message: "\(path) is over 1 MiB") }
+        }
+        return String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimming(while: \.isWhitespace) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+    }
+
+    static func list(_ client: Client, _ options: Options) throws(Stop) {
+        let state = options.value("state")
+        let json = options.flag("json")
+        _ = try options.positionals(0...0, "ls takes no arguments")
+        var all: [JSONValue] = []
+        var cursor: String?
+        repeat {
+            var path = "/downloads?limit=1000"
+            if let state { path += "&state=" + Client.escape(state) }
+            if let cursor { path += "&cursor=" + Client.escape(cursor) }
+            let page = try client.call("GET", path)
+            if case .array(let downloads) = page["downloads"] { all += downloads }
+            cursor = page["next_cursor"]?.stringValue
+        } while cursor != nil
+        if json {
+            printOutput(JSONValue.array(all).serialized())
+            return
+        }
+        printOutput("\(Format.column("ID", 17)) \(Format.column("STATE", 12)) \(Format.column("DONE", 5)) "
+                    + "\(Format.column("SIZE", 24)) \(Format.column("SPEED", 12)) NAME")
+        for item in all {
+            let d = DownloadView(item)
+            let speed = d.isRunning && d.speed > 0 ? Format.bytes(Int64(d.speed)) + "/s" : ""
+            var line = "\(Format.column(d.id, 17)) \(Format.column(d.state, 12)) \(Format.column(d.percent, 5)) "
+                + "\(Format.column(d.size, 24)) \(Format.column(speed, 12)) \(d.name)"
+            if let error = d.error { line += "  (\(error.code): \(error.message))" }
+            if let note = d.retryNote { line += "  (\(note))" }
+            printOutput(line)
+        }
+    }
+
+    static func setState(_ client: Client, _ options: Options, _ state: String) throws(Stop) {
+        let ids = try options.positionals(1...Int.max, "give the id of at least one download")
+        try eachID(ids) { id throws(Stop) in
+            let download = DownloadView(try client.call("PATCH", "/downloads/" + Client.escape(id),
+                                                        body: .object([("state", .string(state))])))
+            printOutput("\(download.id) \(download.state) \(download.name)")
+        }
+    }
+
+    static func remove(_ client: Client, _ options: Options) throws(Stop) {
+        let deleteFile = options.flag("delete-file")
+        let ids = try options.positionals(1...Int.max, "give the id of at least one download")
+        try eachID(ids) { id throws(Stop) in
+            _ = try client.call("DELETE", "/downloads/" + Client.escape(id) + (deleteFile ? "?delete_file=true" : ""))
+            printOutput("\(id) removed")
+        }
+    }
+
+    /// Runs `body` for every id: one that fails is reported (once) and the rest go on; then the exit status is 1.
+    /// No server reachable stops at once, as every other id would fail the same way.
+    private static func eachID(_ ids: [String], _ body: (String) throws(Stop) -> Void) throws(Stop) {
+        var failed = 0
+        for id in ids {
+            do {
+                try body(id)
+            } catch where error.status == .unreachable {
+                throw error
+            } catch {
+                printError("haul: \(id): \(error.message)")
+                failed += 1
+            }
+        }
+        if failed > 0 { throw Stop(status: .failed, message: "") }
+    }
+
+    static func watch(_ client: Client, _ options: Options) throws(Stop) {
+        let ids = try options.positionals(0...1, "watch takes at most one id")
+        if let id = ids.first {
+            let sequence = try client.call("GET", "/stats")["sequence"]?.integerValue
+            let download = DownloadView(try client.call("GET", "/downloads/" + Client.escape(id)))
+            return try follow(client, download, after: sequence)
+        }
+        var lastProgress: [String: Double] = [:]
+        func describe(_ d: DownloadView) -> String {
+            var line = "\(d.id) \(d.state) \(d.name)"
+            if let error = d.error { line += " (\(error.code): \(error.message))" }
+            if let note = d.retryNote { line += " (\(note))" }
+            if d.state == "completed", let path = d.path { line += " -> \(path)" }
+            return line
+        }
+        try client.events("/events") { event in
+            guard let data = try? JSONValue.parse(event.data) else { return true }
+            switch event.name {
+            case "created", "state":
+                printOutput(describe(DownloadView(data)))
+            case "snapshot":
+                // Away longer than the server remembers: where everything stands now.
+                if case .array(let all)? = data["downloads"] { for d in all { printOutput(describe(DownloadView(d))) } }
+            case "progress":
+                let d = DownloadView(data)
+                let now = ProcessInfo.processInfo.systemUptime
+                guard now - (lastProgress[d.id] ?? 0) >= 1 else { break }
+                lastProgress[d.id] = now
+                printOutput("\(d.id) \(d.state) \(d.name) \(d.percent) \(d.size) \(Format.bytes(Int64(d.speed)))/s"
+                            + (d.retryNote.map { " (\($0))" } ?? ""))
+            case "removed":
+                printOutput("\(data["id"]?.stringValue ?? "?") removed")
+            default:
+                break
+            }
+            return true
+        }
+    }
+
+    static func health(_ client: Client, _ options: Options) throws(Stop) {
+        _ = try options.positionals(0...0, "health takes no arguments")
+        let answer = try client.call("GET", "/healthz")
+        guard answer["status"]?.stringValue == "ok" else {
+            throw Stop(status: .failed, message: "the server at \(client.server) is not healthy: \(answer.serialized())")
+        }
+        printOutput("ok")
+    }
+
+    /// Shows one download's progress until it completes (returns) or fails or is removed (throws).
+    static func follow(_ client: Client, _ start: DownloadView, after sequence: Int64?) throws(Stop) {
+        let display = ProgressDisplay()
+        var current = start
+        var removed = false
+        // The events replayed from `sequence` tell the whole story; `start` may be newer than the first of them.
+        if !current.isFinished {
+            var path = "/downloads/" + Client.escape(current.id) + "/events"
+            if let sequence { path += "?last_event_id=\(sequence)" }
+            try client.events(path) { event in
+                switch event.name {
+                case "created", "progress", "state":
+                    guard let data = try? JSONValue.parse(event.data) else { return true }
+                    current = DownloadView(data)
+                case "snapshot":
+                    guard let data = try? JSONValue.parse(event.data), case .array(let all)? = data["downloads"],
+                          let first = all.first else { return true }
+                    current = DownloadView(first)
+                case "removed":
+                    removed = true
+                    return false
+                default:
+                    return true
+                }
+                display.show(current)
+                return !current.isFinished
+            }
+        }
+        display.finish()
+        if removed { throw Stop(status: .failed, message: "\(current.id) was removed") }
+        switch current.state {
+        case "completed":
+            printError("\(current.name): completed, \(Format.bytes(current.received))"
+                       + (current.path.map { " -> \($0)" } ?? ""))
+        case "failed":
+            let reason = current.error.map { "\($0.code): \($0.message)" } ?? "no reason given"
+            throw Stop(status: .failed, message: "\(current.name) failed: \(reason)")
+        default:
+            throw Stop(status: .failed, message: "the event stream ended while \(current.id) was \(current.state)")
+        }
+    }
+
+    /// Follows several downloads until each has ended: a line for each change of state, one for each end.
+    private static func followAll(_ client: Client, _ downloads: [DownloadView], after sequence: Int64?)
+        throws(Stop) {
+        var open = Set(downloads.filter { !$0.isFinished }.map(\.id))
+        var failed = downloads.filter { $0.state == "failed" }.count
+        var lastState: [String: String] = Dictionary(uniqueKeysWithValues: downloads.map { ($0.id, $0.state) })
+        func report(_ d: DownloadView) {
+            guard open.contains(d.id), lastState[d.id] != d.state else { return }
+            lastState[d.id] = d.state
+            switch d.state {
+            case "completed":
+                open.remove(d.id)
+                printError("\(d.name): completed, \(Format.bytes(d.received))" + (d.path.map { " -> \($0)" } ?? ""))
+            case "failed":
+                open.remove(d.id)
+                failed += 1
+                printError("haul: \(d.name) failed: " + (d.error.map { "\($0.code): \($0.message)" } ?? "no reason given"))
+            default:
+                printError("\(d.name): \(d.state)")
+            }
+        }
+        if !open.isEmpty {
+            try client.events("/events" + (sequence.map { "?last_event_id=\($0)" } ?? "")) { event in
+                guard let data = try? JSONValue.parse(event.data) else { return true }
+                switch event.name {
+                case "created", "state", "progress":
+                    report(DownloadView(data))
+                case "snapshot":
+                    if case .array(let all)? = data["downloads"] { for d in all { report(DownloadView(d)) } }
+                case "removed":
+                    if let id = data["id"]?.stringValue, open.remove(id) != nil {
+                        failed += 1
+                        printError("haul: \(id) was removed")
+                    }
+                default:
+                    break
+                }
+                return !open.isEmpty
+            }
+        }
+        if failed > 0 { throw Stop(status: .failed, message: "") }
+    }
+}

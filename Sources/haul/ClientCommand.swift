@@ -1,0 +1,176 @@
+import HaulCore
+import HaulLoop
+
+/// The command-line client: `haul add|ls|pause|resume|rm|watch|health`, talking to a running `haul serve`.
+enum ClientCommand {
+    /// Exit statuses.
+    enum Status: Int32 {
+        case ok = 0, failed = 1, usage = 2, unreachable = 3
+    }
+
+    struct Stop: Error {
+        let status: Status
+        let message: String
+        /// The command whose help a usage error points to.
+        var command: CommandSpec?
+
+        static func usage(_ message: String, command: CommandSpec? = nil) -> Stop {
+            Stop(status: .usage, message: message, command: command)
+        }
+    }
+
+    static let commands: [CommandSpec] = [
+        CommandSpec(
+            name: "add", arguments: "URL...",
+            summary: "Adds downloads and prints each one's id on its own line.",
+            details: "Several URLs (or -i FILE) go as one batch: each is added or refused on its own, and the exit "
+                + "status is 1 if any was refused. With --wait the command follows the downloads until they end: a "
+                + "progress bar for one on a terminal, a line per change otherwise.",
+            options: [
+                .init(name: "input", value: "FILE", help: "also add the URLs in FILE, one a line ('-' for standard "
+                      + "input; blank lines and lines starting with # are skipped)", short: "i"),
+                .init(name: "wait", value: nil, help: "follow the downloads until they complete or fail"),
+                .init(name: "filename", value: "NAME", help: "the file's name (one URL only)"),
+                .init(name: "directory", value: "DIR", help: "a folder under the download root"),
+                .init(name: "connections", value: "N", help: "connections per download, 1-32"),
+                .init(name: "checksum", value: "ALGO:HEX", help: "sha256:, sha1: or md5: digest to verify (one URL "
+                      + "only)"),
+                .init(name: "max-speed", value: "SIZE", help: "bytes per second, like 500k or 1.5M"),
+                .init(name: "header", value: "'Name: value'", help: "a header sent to the origin (repeatable)",
+                      repeatable: true),
+                .init(name: "paused", value: nil, help: "add them paused"),
+                .init(name: "insecure", value: nil, help: "do not verify the origin's TLS certificate"),
+            ]),
+        CommandSpec(
+            name: "ls", arguments: "",
+            summary: "Lists downloads: id, state, progress, size, speed and name (every page).",
+            details: "",
+            options: [
+                .init(name: "state", value: "S,...", help: "only these states: queued, probing, downloading, "
+                      + "verifying, paused, completed, failed"),
+                .init(name: "json", value: nil, help: "print the downloads as a JSON array"),
+            ]),
+        CommandSpec(name: "pause", arguments: "ID...", summary: "Pauses downloads; the part file stays.",
+                    details: "An id that fails is reported and the others go on; the exit status is then 1.",
+                    options: []),
+        CommandSpec(name: "resume", arguments: "ID...", summary: "Resumes paused downloads and retries failed ones.",
+                    details: "An id that fails is reported and the others go on; the exit status is then 1.",
+                    options: []),
+        CommandSpec(
+            name: "rm", arguments: "ID...", summary: "Removes downloads; an unfinished one's part file goes too.",
+            details: "An id that fails is reported and the others go on; the exit status is then 1.",
+            options: [.init(name: "delete-file", value: nil, help: "also delete a finished download's file")]),
+        CommandSpec(
+            name: "watch", arguments: "[ID]",
+            summary: "Follows events: every download's changes, or one download's progress until it ends.",
+            details: "A stream that drops is opened again with Last-Event-ID, so nothing is missed.",
+            options: []),
+        CommandSpec(name: "health", arguments: "",
+                    summary: "Exits 0 if the server answers /healthz (the container's HEALTHCHECK).", details: "",
+                    options: []),
+    ]
+
+    static var usage: String {
+        var text = """
+            usage: haul [--server URL] [--token TOKEN] COMMAND [ARGS] [options]
+                   haul serve [options]      run the server (haul serve --help lists its options)
+                   haul --version
+            commands:
+
+            """
+        for command in commands {
+            text += CommandSpec.entry(command.name + (command.arguments.isEmpty ? "" : " " + command.arguments),
+                                      command.summary)
+        }
+        text += """
+
+            haul COMMAND --help tells more of each. Sizes take k, m, g or t (powers of 1024): 500k, 1.5M, 10MB.
+            exit status: 0 done, 1 the server refused or a download failed, 2 bad usage, 3 no server reachable
+            """
+        return text
+    }
+
+    /// Runs the client for `arguments` (what follows `haul`): global options, the command, its arguments.
+    static func main(_ arguments: [String], environment: [String: String]) -> Int32 {
+        var globals: [String] = []
+        var index = 0
+        while index < arguments.count, arguments[index].hasPrefix("-") {
+            let argument = arguments[index]
+            switch argument {
+            case "--version", "-V":
+                printOutput("haul \(HaulVersion.current)")
+                return Status.ok.rawValue
+            case "--help", "-h":
+                printOutput(usage)
+                return Status.ok.rawValue
+            case "--server", "--token":
+                guard index + 1 < arguments.count else { return fail(.usage("\(argument) needs a value")) }
+                globals += [argument, arguments[index + 1]]
+                index += 2
+            default:
+                guard argument.hasPrefix("--server=") || argument.hasPrefix("--token=") else {
+                    return fail(.usage("unknown option \(argument) before the command"))
+                }
+                globals.append(argument)
+                index += 1
+            }
+        }
+        guard index < arguments.count else {
+            writeError(usage + "\n")
+            return Status.usage.rawValue
+        }
+        let name = arguments[index]
+        let rest = Array(arguments[(index + 1)...])
+        if name == "help" {
+            guard let topic = rest.first else {
+                printOutput(usage)
+                return Status.ok.rawValue
+            }
+            guard let spec = commands.first(where: { $0.name == topic }) else {
+                return topic == "serve" ? help(ServeConfig.usage) : fail(.usage("unknown command '\(topic)'"))
+            }
+            return help(spec.help)
+        }
+        if name == "serve" {
+            return fail(.usage("--server and --token are the client's; haul serve takes --listen and --token after "
+                               + "serve"))
+        }
+        guard let spec = commands.first(where: { $0.name == name }) else {
+            return fail(.usage("unknown command '\(name)'"))
+        }
+        do throws(Stop) {
+            let options = try Options(globals + rest, spec: spec)
+            if options.flag("help") { return help(spec.help) }
+            let client = try Client(options: options, environment: environment)
+            switch name {
+            case "add": try add(client, options)
+            case "ls": try list(client, options)
+            case "pause": try setState(client, options, "paused")
+            case "resume": try setState(client, options, "queued")
+            case "rm": try remove(client, options)
+            case "watch": try watch(client, options)
+            default: try health(client, options)
+            }
+            return Status.ok.rawValue
+        } catch {
+            return fail(error)
+        }
+    }
+
+    private static func help(_ text: String) -> Int32 {
+        printOutput(text)
+        return Status.ok.rawValue
+    }
+
+    /// Prints the error once (a Stop without a message follows errors already printed, one each); a usage error
+    /// also says where the help is.
+    private static func fail(_ stop: Stop) -> Int32 {
+        guard !stop.message.isEmpty else { return stop.status.rawValue }
+        var text = "haul: \(stop.message)"
+        if stop.status == .usage {
+            text += stop.command.map { " (haul \($0.name) --help)" } ?? " (haul --help)"
+        }
+        printError(text)
+        return stop.status.rawValue
+    }
+}
