@@ -5,7 +5,7 @@ import HaulLoop
 /// The REST API: routes, handlers and JSON shapes, independent of any transport. `handle` turns a request into a
 /// response; the HTTP server only carries bytes.
 public final class API {
-    private let engine: Engine
+    let engine: Engine
     public let events: EventHub
     private var router: Router!
     private let gate: AccessGate
@@ -24,37 +24,55 @@ public final class API {
         self.events = EventHub(engine: engine, config: events)
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
-                "GET": .read { [unowned self] c throws(Problem) in .response(try self.listDownloads(c)) },
+                "GET": .read(query: ["state", "limit", "cursor", "changed_since", "q", "sort"]) {
+                    [unowned self] c throws(Problem) in .response(try self.listDownloads(c))
+                },
                 "POST": .write { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },
+            ]),
+            Route(pattern: "/downloads/actions", handlers: [
+                "POST": .write { [unowned self] c throws(Problem) in .response(try self.act(c)) },
             ]),
             Route(pattern: "/downloads/{id}", handlers: [
                 "GET": .read { [unowned self] c throws(Problem) in .response(try self.getDownload(c)) },
                 "PATCH": .write { [unowned self] c throws(Problem) in .response(try self.patchDownload(c)) },
-                "DELETE": .write { [unowned self] c throws(Problem) in .response(try self.deleteDownload(c)) },
+                "DELETE": .write(query: ["delete_file"]) { [unowned self] c throws(Problem) in
+                    .response(try self.deleteDownload(c))
+                },
+            ]),
+            Route(pattern: "/downloads/{id}/file", access: .streamToken, handlers: [
+                "GET": .read(query: ["download"]) { [unowned self] c throws(Problem) in .response(try self.file(c)) },
             ]),
             Route(pattern: "/downloads/{id}/events", access: .streamToken, handlers: [
-                "GET": .read { [unowned self] c throws(Problem) in
+                "GET": .read(query: ["last_event_id"]) { [unowned self] c throws(Problem) in
                     try self.eventStream(c, downloadID: c.parameters["id"])
                 },
             ]),
             Route(pattern: "/events", access: .streamToken, handlers: [
-                "GET": .read { [unowned self] c throws(Problem) in try self.eventStream(c, downloadID: nil) },
+                "GET": .read(query: ["last_event_id"]) { [unowned self] c throws(Problem) in
+                    try self.eventStream(c, downloadID: nil)
+                },
             ]),
             Route(pattern: "/stats", handlers: [
                 "GET": .read { [unowned self] _ in .response(self.stats()) },
             ]),
+            Route(pattern: "/settings", handlers: [
+                "GET": .read { [unowned self] c throws(Problem) in
+                    .response(try self.conditional(c.request, self.settings()))
+                },
+                "PATCH": .write { [unowned self] c throws(Problem) in .response(try self.patchSettings(c)) },
+            ]),
             Route(pattern: "/", access: .open, handlers: [
-                "GET": .read { c in
+                "GET": .read(query: nil) { c in
                     .response(Dashboard.asset(DashboardAssets.indexHTML, type: "text/html", for: c.request))
                 },
             ]),
             Route(pattern: "/ui/app.js", access: .open, handlers: [
-                "GET": .read { c in
+                "GET": .read(query: nil) { c in
                     .response(Dashboard.asset(DashboardAssets.appJS, type: "text/javascript", for: c.request))
                 },
             ]),
             Route(pattern: "/ui/app.css", access: .open, handlers: [
-                "GET": .read { c in
+                "GET": .read(query: nil) { c in
                     .response(Dashboard.asset(DashboardAssets.appCSS, type: "text/css", for: c.request))
                 },
             ]),
@@ -62,7 +80,7 @@ public final class API {
                 "GET": .read { [unowned self] _ in .response(self.prometheusMetrics()) },
             ]),
             Route(pattern: "/healthz", access: .open, handlers: [
-                "GET": .read { _ in .response(API.json(200, .object([("status", .string("ok"))]))) },
+                "GET": .read(query: nil) { _ in .response(API.json(200, .object([("status", .string("ok"))]))) },
             ]),
             Route(pattern: "/openapi.yaml", handlers: [
                 "GET": .read { _ in
@@ -383,9 +401,38 @@ public final class API {
             if let value = Int(text), (1...1000).contains(value) { limit = value }
             else { errors.append(("limit", "must be an integer from 1 to 1000")) }
         }
+        var order = DownloadOrder.created
+        var descending = false
+        if var text = c.query["sort"] {
+            descending = text.hasPrefix("-")
+            if descending { text.removeFirst() }
+            if let value = DownloadOrder(rawValue: text) {
+                order = value
+            } else {
+                errors.append(("sort", "must be created, name, size, progress or speed, with - before it for "
+                               + "descending"))
+            }
+        }
+        // Creation order pages by sequence number (stable while downloads come and go); another order by position.
         var after: Int64 = 0
+        var offset = 0
+        var byPosition = order != .created || descending
         if let cursor = c.query["cursor"] {
-            if let value = Int64(cursor), value >= 0 { after = value } else { errors.append(("cursor", "is not valid")) }
+            // A position ("o200", or a bare number in an order other than creation), or a sequence number.
+            let position = cursor.hasPrefix("o") ? Int(cursor.dropFirst()) : byPosition ? Int(cursor) : nil
+            if let position, position >= 0 {
+                offset = position
+                byPosition = true
+            } else if let value = Int64(cursor), value >= 0 {
+                after = value
+            } else {
+                errors.append(("cursor", "is not the next_cursor of an earlier page"))
+            }
+        }
+        var search: String?
+        if let text = c.query["q"] {
+            if (1...200).contains(text.count) { search = text.lowercased() }
+            else { errors.append(("q", "must be 1 to 200 characters")) }
         }
         var changes: (changed: Set<String>, removed: [String])??
         if let text = c.query["changed_since"] {
@@ -395,13 +442,21 @@ public final class API {
         if !errors.isEmpty { throw Problem.invalid(errors) }
         // Read before listing: a change made after this number shows up in the next delta, never lost.
         let sequence = events.sequence
-        let wanted = { (download: Download) in states?.contains(download.state) ?? true }
-        let (page, more) = if let changed = changes??.changed {
+        let changed = changes??.changed
+        let wanted = { (download: Download) in
+            (states?.contains(download.state) ?? true) && (search.map(download.matches(search:)) ?? true)
+        }
+        let (page, more) = if byPosition {
+            engine.page(by: order, descending: descending, offset: offset, limit: limit) { download in
+                (changed?.contains(download.id) ?? true) && wanted(download)
+            }
+        } else if let changed {
             engine.page(of: changed, after: after, limit: limit, where: wanted)
         } else {
             engine.page(after: after, limit: limit, where: wanted)
         }
-        let next: JSONValue = more ? .string(String(page.last!.download.sequence)) : .null
+        let next: JSONValue = !more ? .null
+            : byPosition ? .string("o\(offset + page.count)") : .string(String(page.last!.download.sequence))
         var members: [(String, JSONValue)] = [
             ("downloads", .array(page.map(DownloadResource.json))),
             ("next_cursor", next),
@@ -433,6 +488,26 @@ public final class API {
             return .response(HTTPResponse(status: 200, headers: EventStreamRequest.standardHeaders))
         }
         return .eventStream(EventStreamRequest(downloadID: downloadID, lastEventID: lastEventID))
+    }
+
+    /// The settings in force, the speed limit of this moment (the schedule's), and the defaults the flags gave.
+    private func settings() -> HTTPResponse {
+        guard case .object(var members) = engine.currentSettings.json else { return API.json(200, .null) }
+        members.append(("current_max_speed", JSONValue(engine.currentSpeedLimit ?? 0)))
+        members.append(("defaults", engine.defaultSettings.json))
+        return API.json(200, .object(members))
+    }
+
+    private func patchSettings(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        let body = try RequestBody(c.request)
+        let (change, errors) = SettingsChange.parse(body.allMembers)
+        if !errors.isEmpty {
+            var invalid = RequestBody(members: [])
+            for error in errors { invalid.reject(error.field, error.message) }
+            try invalid.finish()
+        }
+        _ = try attempt(engine.changeSettings(change))
+        return settings()
     }
 
     private func stats() -> HTTPResponse {
@@ -519,6 +594,60 @@ public final class API {
         return API.json(200, DownloadResource.json(try attempt(engine.update(id, changes))))
     }
 
+    /// The most downloads one action names.
+    static let maxActionIDs = 10_000
+
+    /// `POST /downloads/actions`: pause, resume or remove the downloads named by `ids` or the ones in `state`
+    /// (`{"action": "remove", "state": ["completed"]}` clears the finished ones); each answered on its own.
+    private func act(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        var body = try RequestBody(c.request)
+        body.rejectUnknown(except: ["action", "ids", "state", "delete_file"])
+        let action = body.string("action", required: true)
+        if let action, !["pause", "resume", "remove"].contains(action) {
+            body.reject("action", "must be pause, resume or remove")
+        }
+        let deleteFile = body.bool("delete_file") ?? false
+        if deleteFile, action != "remove" { body.reject("delete_file", "goes with remove only") }
+        var ids: [String] = []
+        if let list = body.array("ids", count: 1...API.maxActionIDs) {
+            ids = list.compactMap(\.stringValue)
+            if ids.count != list.count { body.reject("ids", "must be download ids (strings)") }
+        }
+        var states: Set<DownloadState>?
+        if let list = body.array("state", count: 1...DownloadState.allCases.count) {
+            let parsed = list.compactMap { $0.stringValue.flatMap(DownloadState.init(rawValue:)) }
+            if parsed.count == list.count { states = Set(parsed) } else { body.reject("state", "must be states") }
+        }
+        if body.has("ids") == body.has("state") { body.reject("ids", "give ids or state, one of them") }
+        try body.finish()
+        if let states {
+            ids = engine.list().filter { states.contains($0.download.state) }.map(\.download.id)
+        }
+        var results: [JSONValue] = []
+        var failed = 0
+        for id in ids {
+            do throws(EngineError) {
+                switch action {
+                case "remove":
+                    try engine.remove(id, deleteFile: deleteFile)
+                    results.append(.object([("id", .string(id)), ("status", JSONValue(204))]))
+                default:
+                    let target: DownloadState = action == "pause" ? .paused : .queued
+                    let snapshot = try engine.update(id, DownloadChanges(state: target))
+                    results.append(.object([("id", .string(id)), ("status", JSONValue(200)),
+                                            ("download", DownloadResource.json(snapshot))]))
+                }
+            } catch {
+                failed += 1
+                let problem = Problem(error)
+                results.append(.object([("id", .string(id)), ("status", JSONValue(problem.status)),
+                                        ("problem", problem.json(instance: "/downloads/" + id))]))
+            }
+        }
+        return API.json(200, .object([("results", .array(results)), ("succeeded", JSONValue(ids.count - failed)),
+                                      ("failed", JSONValue(failed))]))
+    }
+
     private func deleteDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let id = c.parameters["id"]!
         var deleteFile = false
@@ -536,7 +665,7 @@ public final class API {
 
     /// Adds an ETag (a hash of the body) and answers 304 when the client's If-None-Match names it: a poller that
     /// already has the current state pays for no body.
-    private func conditional(_ request: HTTPRequest, _ response: HTTPResponse) throws(Problem) -> HTTPResponse {
+    func conditional(_ request: HTTPRequest, _ response: HTTPResponse) throws(Problem) -> HTTPResponse {
         let tag = ETag.of(response.body)
         var response = response
         response.headers.append(("ETag", tag))
@@ -547,7 +676,7 @@ public final class API {
     }
 
     /// Evaluates an engine call, mapping its error to a problem.
-    private func attempt<T>(_ call: @autoclosure () throws(EngineError) -> T) throws(Problem) -> T {
+    func attempt<T>(_ call: @autoclosure () throws(EngineError) -> T) throws(Problem) -> T {
         do {
             return try call()
         } catch {

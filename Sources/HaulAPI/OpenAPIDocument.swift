@@ -88,7 +88,12 @@ paths:
   /downloads:
     get:
       operationId: listDownloads
-      summary: List downloads in creation order.
+      summary: List downloads, in creation order or another.
+      description: |
+        Filtered by `state` and by `q` (a search of the name and the URL, without case), sorted by `sort`. Pages
+        follow `next_cursor`: in creation order it is the last download's sequence number, stable while downloads
+        come and go; in another order it is a position (`o200`) in that order as it stands at each request. Any
+        other query parameter is refused (400).
       parameters:
         - name: state
           in: query
@@ -99,8 +104,18 @@ paths:
           schema: { type: integer, minimum: 1, maximum: 1000, default: 100 }
         - name: cursor
           in: query
-          description: The `next_cursor` of the previous page.
-          schema: { type: string, pattern: "^[0-9]{1,18}$" }
+          description: |
+            The `next_cursor` of the previous page of the same order: in creation order a sequence number, in
+            another a position (`o200`, or the bare number).
+          schema: { type: string, pattern: "^([0-9]{1,18}|o[0-9]{1,9})$" }
+        - name: q
+          in: query
+          description: Only downloads whose name or URL holds this text, without case (a URL's password is not searched).
+          schema: { type: string, minLength: 1, maxLength: 200 }
+        - name: sort
+          in: query
+          description: The order, `-` before it for descending; ties in creation order.
+          schema: { type: string, enum: [created, -created, name, -name, size, -size, progress, -progress, speed, -speed] }
         - name: changed_since
           in: query
           description: |
@@ -110,6 +125,7 @@ paths:
           schema: { type: integer, minimum: 0, maximum: 9223372036854775807 }
         - $ref: "#/components/parameters/IfNoneMatch"
       responses:
+        "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -192,6 +208,101 @@ paths:
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/UnsupportedMediaType" }
         "422": { $ref: "#/components/responses/Invalid" }
+  /downloads/actions:
+    post:
+      operationId: downloadActions
+      summary: Pause, resume or remove many downloads at once.
+      description: |
+        The downloads named in `ids`, or every one in a `state` (`{"action": "remove", "state": ["completed"]}`
+        clears the finished ones), each answered on its own, as `PATCH` and `DELETE /downloads/{id}` would:
+        200 with the download, 204 removed, or its problem (404, 409).
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/DownloadAction" }
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+        "422": { $ref: "#/components/responses/Invalid" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "200":
+          description: Each download's result.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/ActionAnswer" }
+  /downloads/{id}/file:
+    parameters:
+      - name: id
+        in: path
+        required: true
+        schema: { type: string }
+    get:
+      operationId: downloadFile
+      summary: The finished file.
+      description: |
+        The file of a completed download, as an attachment (`Content-Disposition` with the name, `filename*` for
+        one beyond ASCII; `?download=0` for `inline`). One byte range (`Range: bytes=...`, `If-Range` with the
+        `ETag` or `Last-Modified`) answers 206; several get the whole file. The type is the origin's only for
+        images, audio, video, PDF and archives, else `application/octet-stream`, with `nosniff` and a sandboxing
+        Content-Security-Policy: nothing in a file runs in this origin. Served only while the file is still the one
+        Haul wrote: a link or another hard link in its place is refused (409); a file deleted by hand is 410. With a
+        token, a browser's link carries it as `?access_token=`.
+      parameters:
+        - name: download
+          in: query
+          schema: { type: string, enum: ["0", "1"], default: "1" }
+        - name: access_token
+          in: query
+          schema: { type: string }
+        - name: Range
+          in: header
+          schema: { type: string }
+        - name: If-Range
+          in: header
+          schema: { type: string }
+        - $ref: "#/components/parameters/IfNoneMatch"
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "422": { $ref: "#/components/responses/Invalid" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "304": { $ref: "#/components/responses/NotModified" }
+        "409":
+          description: The download is not completed, or what has its name is not the file Haul wrote.
+          content:
+            application/problem+json:
+              schema: { $ref: "#/components/schemas/Problem" }
+        "410":
+          description: The file was deleted.
+          content:
+            application/problem+json:
+              schema: { $ref: "#/components/schemas/Problem" }
+        "416":
+          description: "The range starts past the end (`Content-Range: bytes */SIZE`)."
+          content:
+            application/problem+json:
+              schema: { $ref: "#/components/schemas/Problem" }
+        "200":
+          description: The whole file.
+          headers:
+            ETag: { $ref: "#/components/headers/ETag" }
+            Content-Disposition: { schema: { type: string } }
+          content:
+            application/octet-stream:
+              schema: { type: string, format: binary }
+        "206":
+          description: "One range of it (`Content-Range`)."
+          content:
+            application/octet-stream:
+              schema: { type: string, format: binary }
   /downloads/{id}:
     parameters:
       - name: id
@@ -204,6 +315,7 @@ paths:
       parameters:
         - $ref: "#/components/parameters/IfNoneMatch"
       responses:
+        "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -257,6 +369,7 @@ paths:
           description: Also delete the finished file.
           schema: { type: boolean, default: false }
       responses:
+        "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -281,6 +394,7 @@ paths:
         - $ref: "#/components/parameters/LastEventIDHeader"
         - $ref: "#/components/parameters/LastEventIDQuery"
       responses:
+        "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -310,6 +424,7 @@ paths:
         - $ref: "#/components/parameters/LastEventIDHeader"
         - $ref: "#/components/parameters/LastEventIDQuery"
       responses:
+        "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -322,6 +437,7 @@ paths:
       operationId: stats
       summary: Totals over all downloads.
       responses:
+        "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -331,6 +447,58 @@ paths:
           content:
             application/json:
               schema: { $ref: "#/components/schemas/Stats" }
+  /settings:
+    get:
+      operationId: getSettings
+      summary: The settings a client may change while the server runs.
+      description: |
+        The settings in force, `current_max_speed` (the limit of this moment: the speed schedule's window that holds
+        it, else `max_speed`; 0 for none), and `defaults`, what the server's flags set. Speeds are bytes per second,
+        0 for no limit.
+      parameters:
+        - $ref: "#/components/parameters/IfNoneMatch"
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "304": { $ref: "#/components/responses/NotModified" }
+        "200":
+          description: The settings.
+          headers:
+            ETag: { $ref: "#/components/headers/ETag" }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/SettingsAnswer" }
+    patch:
+      operationId: changeSettings
+      summary: Change settings at once; kept in the store.
+      description: |
+        Any of the fields; null puts one back to the flags' default. A change takes effect at once (a lower
+        `max_active` lets running downloads finish, `default_connections` is for downloads added later) and is kept
+        in the store, winning over the flags at the next start. The speed schedule's windows are in the server's
+        time zone (TZ; UTC in the container), looked at every 30 seconds; the first window that holds the moment
+        sets the limit, else `max_speed`. A body with one bad field changes nothing (422).
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/SettingsChange" }
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+        "422": { $ref: "#/components/responses/Invalid" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "200":
+          description: The settings now.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/SettingsAnswer" }
   /metrics:
     get:
       operationId: metrics
@@ -342,6 +510,7 @@ paths:
         histogram `haul_http_request_duration_seconds{route}`, and the standard `process_*` gauges. Routes are
         labelled by pattern (`/downloads/{id}`); paths no route serves share the label `unmatched`.
       responses:
+        "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -373,6 +542,7 @@ paths:
       operationId: openapi
       summary: This document.
       responses:
+        "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -444,6 +614,46 @@ components:
             The size in bytes the file is expected to have, when the client knows it. A file that would leave less
             than `--min-free-space` free, or is larger than `--max-file-size`, is refused at once (507); an origin
             that announces another size fails the download with size_mismatch.
+    DownloadAction:
+      type: object
+      additionalProperties: false
+      required: [action]
+      oneOf:
+        - { required: [ids] }
+        - { required: [state] }
+      properties:
+        action: { type: string, enum: [pause, resume, remove] }
+        ids:
+          type: array
+          minItems: 1
+          maxItems: 10000
+          items: { type: string }
+        state:
+          type: array
+          minItems: 1
+          maxItems: 7
+          items: { $ref: "#/components/schemas/State" }
+        delete_file:
+          type: boolean
+          description: With remove, also delete finished files.
+      if: { required: [delete_file], properties: { delete_file: { const: true } } }
+      then: { properties: { action: { const: remove } } }
+    ActionAnswer:
+      type: object
+      required: [results, succeeded, failed]
+      properties:
+        results:
+          type: array
+          items:
+            type: object
+            required: [id, status]
+            properties:
+              id: { type: string }
+              status: { type: integer, description: "200 (with the download), 204 removed, or the problem's." }
+              download: { $ref: "#/components/schemas/Download" }
+              problem: { $ref: "#/components/schemas/Problem" }
+        succeeded: { type: integer, minimum: 0 }
+        failed: { type: integer, minimum: 0 }
     NewDownloadBatch:
       type: object
       additionalProperties: false
@@ -487,6 +697,54 @@ components:
           description: 201 added, 200 the existing unfinished one; else the status of `problem`.
         download: { $ref: "#/components/schemas/Download" }
         problem: { $ref: "#/components/schemas/Problem" }
+    Settings:
+      type: object
+      required: [max_active, max_speed, default_connections, max_connections_per_host, speed_schedule]
+      properties:
+        max_active: { type: integer, minimum: 1, maximum: 1000, description: Downloads running at once. }
+        max_speed: { type: integer, minimum: 0, description: "Over all downloads, outside the schedule's windows; 0 for none." }
+        default_connections: { type: integer, minimum: 1, maximum: 32, description: For a download that asks for none. }
+        max_connections_per_host: { type: integer, minimum: 1, maximum: 1024 }
+        speed_schedule:
+          type: array
+          maxItems: 50
+          items: { $ref: "#/components/schemas/SpeedWindow" }
+    SettingsAnswer:
+      allOf:
+        - { $ref: "#/components/schemas/Settings" }
+      type: object
+      required: [current_max_speed, defaults]
+      properties:
+        current_max_speed: { type: integer, minimum: 0, description: "The limit in force now; 0 for none." }
+        defaults: { $ref: "#/components/schemas/Settings" }
+    SettingsChange:
+      type: object
+      additionalProperties: false
+      properties:
+        max_active: { type: [integer, "null"], minimum: 1, maximum: 1000 }
+        max_speed: { type: [integer, "null"], minimum: 0, maximum: 1125899906842624 }
+        default_connections: { type: [integer, "null"], minimum: 1, maximum: 32 }
+        max_connections_per_host: { type: [integer, "null"], minimum: 1, maximum: 1024 }
+        speed_schedule:
+          type: [array, "null"]
+          maxItems: 50
+          items: { $ref: "#/components/schemas/SpeedWindow" }
+    SpeedWindow:
+      type: object
+      additionalProperties: false
+      required: [from, to, max_speed]
+      description: |
+        From `from` to `to` on each of `days` (all when absent); a window whose `to` is before its `from` runs past
+        midnight into the next day, and one whose `to` is its `from` lasts 24 hours.
+      properties:
+        days:
+          type: array
+          minItems: 1
+          maxItems: 7
+          items: { type: string, enum: [mon, tue, wed, thu, fri, sat, sun] }
+        from: { type: string, pattern: "^([01][0-9]|2[0-3]):[0-5][0-9]$" }
+        to: { type: string, pattern: "^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$" }
+        max_speed: { type: integer, minimum: 0, maximum: 1125899906842624, description: "0 for no limit in the window." }
     DownloadPatch:
       type: object
       additionalProperties: false
@@ -687,7 +945,9 @@ components:
             removed: { $ref: "#/components/schemas/RemovedEvent" }
             snapshot: { $ref: "#/components/schemas/SnapshotEvent" }
     Malformed:
-      description: The body is not valid JSON, or not an object.
+      description: |
+        The body is not valid JSON, or not an object; or the query has a parameter the operation does not take
+        (a misspelt filter is refused rather than read as "all").
       content:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }

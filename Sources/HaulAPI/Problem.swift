@@ -88,6 +88,8 @@ extension Problem {
         case .tooMany:
             self = Problem(status: 507, slug: "too-many-downloads", title: "Too many downloads",
                            detail: "this server holds as many downloads as it may; remove finished ones")
+        case .gone(let message):
+            self = Problem(status: 410, slug: "gone", title: "Gone", detail: message)
         case .notAdded:
             self = Problem(status: 424, slug: "batch-refused", title: "Not added",
                            detail: "this download was valid, but the batch is all-or-nothing and another was refused")

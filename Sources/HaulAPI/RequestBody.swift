@@ -36,6 +36,9 @@ struct RequestBody {
 
     func has(_ field: String) -> Bool { value(field) != nil }
 
+    /// Every member, for a body read by rules of its own (the settings').
+    var allMembers: [(String, JSONValue)] { members }
+
     /// Whether a Content-Type names exactly `application/json`, in any case, with or without parameters
     /// (`; charset=utf-8`); `application/jsonx` or `text/plain` are not JSON.
     static func isJSON(_ contentType: String) -> Bool {

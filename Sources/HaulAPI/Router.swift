@@ -18,14 +18,19 @@ struct Route {
     struct Handler {
         /// A state change (POST, PATCH, DELETE): refused to browsers from origins not allowed, token or not.
         let changesState: Bool
+        /// The query parameters it reads; any other is a 400 (a misspelt filter must not pass for "all"). nil for
+        /// a page that reads none and ignores any (the dashboard's, /healthz).
+        let query: Set<String>?
         let run: (RequestContext) throws(Problem) -> APIResult
 
-        static func read(_ run: @escaping (RequestContext) throws(Problem) -> APIResult) -> Handler {
-            Handler(changesState: false, run: run)
+        static func read(query: Set<String>? = [],
+                         _ run: @escaping (RequestContext) throws(Problem) -> APIResult) -> Handler {
+            Handler(changesState: false, query: query, run: run)
         }
 
-        static func write(_ run: @escaping (RequestContext) throws(Problem) -> APIResult) -> Handler {
-            Handler(changesState: true, run: run)
+        static func write(query: Set<String> = [],
+                          _ run: @escaping (RequestContext) throws(Problem) -> APIResult) -> Handler {
+            Handler(changesState: true, query: query, run: run)
         }
     }
 
@@ -121,8 +126,18 @@ struct Router {
             if allowed.contains("GET") { allowed.append("HEAD") }
             return .response(Problem.methodNotAllowed(request.method, allowed: allowed).response(instance: path))
         }
+        let query = request.query
+        if var allowed = handler.query {
+            // The token of a route that takes it as a parameter (a browser's EventSource or link cannot send one).
+            if route.access == .streamToken { allowed.insert("access_token") }
+            if let unknown = query.keys.sorted().first(where: { !allowed.contains($0) }) {
+                let known = allowed.isEmpty ? "none" : allowed.sorted().joined(separator: ", ")
+                return .response(Problem.badRequest("unknown query parameter '\(unknown)' (this route takes \(known))")
+                    .response(instance: path))
+            }
+        }
         do {
-            return try handler.run(RequestContext(request: request, parameters: parameters, query: request.query))
+            return try handler.run(RequestContext(request: request, parameters: parameters, query: query))
         } catch {
             return .response(error.response(instance: path))
         }

@@ -72,6 +72,19 @@ public struct Download: Sendable, Equatable {
     /// What a ranged request sends as `If-Range`: the strong ETag, else Last-Modified.
     public var validator: String? { etag ?? lastModified }
 
+    /// The name people see: the file's, else the one asked for, else the URL's last path segment, else the URL.
+    public var displayName: String {
+        if let name = filename ?? requestedFilename { return name }
+        let path = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+        let segment = path.split(separator: "/").last.map(String.init) ?? url
+        return segment.contains(":") ? url : segment
+    }
+
+    /// Whether `text` (lowercased) is in the name or the URL (as shown: without its password), without case.
+    public func matches(search text: String) -> Bool {
+        displayName.lowercased().contains(text) || Redact.url(url).lowercased().contains(text)
+    }
+
     /// The path of the file relative to the download root, once a name is chosen.
     public var relativePath: String? {
         filename.map { directory.isEmpty ? $0 : directory + "/" + $0 }
@@ -154,4 +167,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
 
     /// `http_404`, `http_503`, ...: the origin answered with this status.
     public static func http(_ status: Int) -> ErrorCode { ErrorCode(rawValue: "http_\(status)") }
+}
+
+/// The orders a list can be sorted in (`?sort=`).
+public enum DownloadOrder: String, Sendable, CaseIterable {
+    case created, name, size, progress, speed
 }

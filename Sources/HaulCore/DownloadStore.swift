@@ -68,6 +68,10 @@ public final class DownloadStore {
         """
         ALTER TABLE idempotency_keys ADD COLUMN answer TEXT;
         """,
+        // 6: settings changed at run time (PATCH /settings), as JSON, over the defaults the flags give.
+        """
+        CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+        """,
     ]
 
     /// Another process holds the database.
@@ -199,9 +203,19 @@ public final class DownloadStore {
     }
 
     public func rememberBatchAnswer(key: String, requestHash: String, answer: String) throws {
-        try db.run("INSERT OR IGNORE INTO idempotency_keys (key, download_id, request_hash, status, created_at, answer) "
-                   + "VALUES (?, '', ?, 200, ?, ?)", [.text(key), .text(requestHash),
-                                                     .real(Date().timeIntervalSince1970), .text(answer)])
+        try db.run("INSERT OR IGNORE INTO idempotency_keys "
+                   + "(key, download_id, request_hash, status, created_at, answer) VALUES (?, '', ?, 200, ?, ?)",
+                   [.text(key), .text(requestHash), .real(Date().timeIntervalSince1970), .text(answer)])
+    }
+
+    /// The settings a client changed (JSON), or nil.
+    public func settings() throws -> String? {
+        try db.query("SELECT value FROM settings WHERE name = 'server'").first?.first?.string
+    }
+
+    public func saveSettings(_ json: String) throws {
+        try db.run("INSERT INTO settings (name, value) VALUES ('server', ?) "
+                   + "ON CONFLICT (name) DO UPDATE SET value = excluded.value", [.text(json)])
     }
 
     public func delete(id: String) throws {

@@ -10,7 +10,14 @@ public final class Engine {
     /// The engine's time: the loop's, or a test's manual clock. The event hub keeps time by it too.
     public let clock: Clock
     let store: DownloadStore
-    public let config: EngineConfig
+    /// The flags' settings; `maxActive`, `defaultConnections`, `maxConnectionsPerHost` and `maxSpeed` follow
+    /// `settings` while it runs.
+    public private(set) var config: EngineConfig
+    /// What the flags set of what a client may change (`PATCH /settings`).
+    public let defaultSettings: ServerSettings
+    /// A client's changes, kept in the store, over `defaultSettings`.
+    private var settingsChange = SettingsChange()
+    private var scheduleTimer: ClockTimer?
     let log: Logger
     /// The curl multi handle when the engine made its own fetcher; closed at shutdown.
     private let multi: CurlMulti?
@@ -72,11 +79,21 @@ public final class Engine {
         settings.minSplitSize = config.minSplitSize
         settings.space = config.space
         self.settings = settings
+        defaultSettings = ServerSettings(maxActive: config.maxActive, maxSpeed: config.maxSpeed,
+                                         defaultConnections: config.defaultConnections,
+                                         maxConnectionsPerHost: config.maxConnectionsPerHost)
         globalBucket = config.maxSpeed.map { TokenBucket(rate: Double($0)) }
     }
 
     /// Loads the stored downloads, puts the ones that were running back in the queue and starts the queue.
     public func start() throws {
+        if let stored = try store.settings(), let value = try? JSONValue.parse(Array(stored.utf8)),
+           case .object(let members) = value {
+            let (change, errors) = SettingsChange.parse(members)
+            if !errors.isEmpty { log.warning("stored settings partly unreadable", ["error": "\(errors)"]) }
+            settingsChange = change.kept
+            applySettings()
+        }
         let count = try store.count()
         machines.reserveCapacity(count)
         order.reserveCapacity(count)
@@ -120,8 +137,60 @@ public final class Engine {
         file.release(download.segments.compactMap { segment in segment.end.map { (segment.cursor, $0) } })
     }
 
+    // MARK: settings
+
+    /// The settings in force: the defaults with a client's changes.
+    public var currentSettings: ServerSettings { settingsChange.applied(to: defaultSettings) }
+
+    /// The speed limit over all downloads now, the schedule's window's or the base one (nil: none).
+    public var currentSpeedLimit: Int64? { globalBucket.map { Int64($0.rate) } }
+
+    /// Changes the settings (a field set to nil goes back to its default), stores them and puts them in force.
+    public func changeSettings(_ change: SettingsChange) throws(EngineError) -> ServerSettings {
+        let next = settingsChange.merged(with: change).kept
+        do {
+            try store.saveSettings(next.json.serialized())
+        } catch {
+            throw .storage("\(error)")
+        }
+        settingsChange = next
+        applySettings()
+        log.info("settings changed", ["settings": currentSettings.json.serialized()])
+        return currentSettings
+    }
+
+    private func applySettings() {
+        let settings = currentSettings
+        config.maxActive = settings.maxActive
+        config.defaultConnections = settings.defaultConnections
+        config.maxConnectionsPerHost = settings.maxConnectionsPerHost
+        config.maxSpeed = settings.maxSpeed
+        updateSpeedLimit()
+        // The schedule is looked at every half minute while it has windows.
+        if settings.speedSchedule.isEmpty {
+            scheduleTimer?.cancel()
+            scheduleTimer = nil
+        } else if scheduleTimer == nil {
+            scheduleTimer = clock.every(30) { [unowned self] in self.updateSpeedLimit() }
+        }
+        schedule()
+    }
+
+    /// Puts the limit of this moment in force: the window of the schedule that holds it, else the base one.
+    func updateSpeedLimit() {
+        let limit = currentSettings.speedLimit(at: WeekTime(Date()))
+        guard limit != currentSpeedLimit else { return }
+        if let limit, globalBucket != nil {
+            globalBucket?.rate = Double(limit)
+        } else {
+            globalBucket = limit.map { TokenBucket(rate: Double($0)) }
+        }
+        log.info("speed limit now", ["speed.limit": limit.map(String.init) ?? "none"])
+    }
+
     /// Stops every transfer and checkpoints it (fdatasync, then the journal); they resume on the next start.
     public func shutdown() {
+        scheduleTimer?.cancel()
         tick?.cancel()
         for runner in Array(runners.values) { runner.deliver(.stop(keepFile: true)) }
         runners.removeAll()
@@ -177,6 +246,34 @@ public final class Engine {
 
     public func list() -> [DownloadSnapshot] {
         order.compactMap { snapshot($0.id) }
+    }
+
+    /// Up to `limit` downloads that pass `filter` from position `offset` of `order` (ties in creation order),
+    /// and whether more follow. Sorts all that pass: a page of a sort other than creation order costs every match.
+    public func page(by order: DownloadOrder, descending: Bool, offset: Int, limit: Int,
+                     where filter: (Download) -> Bool) -> (items: [DownloadSnapshot], more: Bool) {
+        var rows: [(id: String, sequence: Int64, number: Double, text: String)] = []
+        for (id, box) in machines where filter(box.machine.download) {
+            let d = box.machine.download
+            switch order {
+            case .created: rows.append((id, d.sequence, 0, ""))
+            case .name: rows.append((id, d.sequence, 0, d.displayName.lowercased()))
+            case .size: rows.append((id, d.sequence, d.totalBytes.map(Double.init) ?? -1, ""))
+            case .progress:
+                let fraction = d.totalBytes.map { $0 == 0 ? (d.state == .completed ? 1 : 0)
+                    : Double(d.receivedBytes) / Double($0) } ?? -1
+                rows.append((id, d.sequence, fraction, ""))
+            case .speed: rows.append((id, d.sequence, box.machine.speed, ""))
+            }
+        }
+        rows.sort { a, b in
+            if a.text != b.text { return descending ? a.text > b.text : a.text < b.text }
+            if a.number != b.number { return descending ? a.number > b.number : a.number < b.number }
+            return descending ? a.sequence > b.sequence : a.sequence < b.sequence
+        }
+        let start = min(offset, rows.count)
+        let slice = rows[start...].prefix(limit)
+        return (slice.compactMap { snapshot($0.id) }, rows.count > start + limit)
     }
 
     /// As `page`, over the downloads of `ids` only (a `changed_since` answer): costs those, not every download.
@@ -432,6 +529,21 @@ public final class Engine {
         log.info("download removed", ["download.id": id])
         onChange?(.removed(id))
         schedule()
+    }
+
+    /// The finished file of `id`, opened for reading (never through a link, and only while it is still the file
+    /// Haul wrote), with its download.
+    public func finishedFile(_ id: String) throws(EngineError) -> (file: OpenFile, download: Download) {
+        guard let download = machines[id]?.machine.download else { throw .notFound(id) }
+        guard download.state == .completed, let name = download.filename else {
+            throw .conflict("the download is \(download.state.rawValue), not completed: it has no file yet")
+        }
+        do {
+            return (try directory(download.directory, create: false).openForReading(name), download)
+        } catch {
+            if error.isMissing { throw .gone("the file \(download.relativePath ?? name) is not there any more") }
+            throw .conflict("the file cannot be served: \(error)")
+        }
     }
 
     /// Why a file of `size` bytes cannot be stored under the root now, or nil when it can.

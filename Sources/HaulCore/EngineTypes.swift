@@ -87,6 +87,8 @@ public enum EngineError: Error, Equatable {
     case tooMany
     /// One of an all-or-nothing batch that was fine, not added because another was refused.
     case notAdded
+    /// What was asked for existed and is gone (a finished file deleted by hand).
+    case gone(String)
 }
 
 /// Keeping secrets out of logs and API answers.

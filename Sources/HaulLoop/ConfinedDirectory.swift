@@ -79,6 +79,27 @@ public final class ConfinedDirectory {
         return file
     }
 
+    /// Opens the finished file `name` for reading, never through a link, and only if it is still the file Haul
+    /// wrote (a regular file of this user with no other name): what stands there now may have been planted.
+    public func openForReading(_ name: String) throws(FileError) -> OpenFile {
+        let file = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard file >= 0 else {
+            let code = errno
+            if code == ELOOP { throw FileError(call: "open", path: shown(name), reason: .symbolicLink) }
+            throw FileError(call: "open", path: shown(name), code: code)
+        }
+        let opened = OpenFile(descriptor: file)
+        var info = stat()
+        guard fstat(file, &info) == 0 else { throw FileError(call: "fstat", path: shown(name), code: errno) }
+        if let why = ConfinedDirectory.foreignReason(info) {
+            throw FileError(call: "open", path: shown(name), reason: .foreign(why))
+        }
+        opened.size = Int64(info.st_size)
+        opened.modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        opened.identity = FileIdentity(info)
+        return opened
+    }
+
     /// Why a file is not one Haul may write or name, or nil when it may: a regular file of this user, with
     /// exactly one name.
     public static func foreignReason(_ info: stat) -> String? {
@@ -173,5 +194,34 @@ public struct FileIdentity: Equatable, Sendable {
     init(_ info: stat) {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
+    }
+
+    init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
+/// A file open for reading, closed when released unless its descriptor was handed on (to libevent, which sends
+/// it with sendfile and closes it).
+public final class OpenFile: @unchecked Sendable {
+    private var descriptor: Int32
+    public internal(set) var size: Int64 = 0
+    /// Seconds since 1970.
+    public internal(set) var modified: Double = 0
+    public internal(set) var identity = FileIdentity(device: 0, inode: 0)
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// The descriptor, now the caller's to close; -1 once taken.
+    func take() -> Int32 {
+        defer { descriptor = -1 }
+        return descriptor
+    }
+
+    deinit {
+        if descriptor >= 0 { Glibc.close(descriptor) }
     }
 }

@@ -1,5 +1,6 @@
-/// Numbers with a fixed count of decimals, as `%.Nf` prints them but for halves, which go away from zero. `String(format:)` lives in the half of
-/// Foundation the server does not link, and cost a tenth of an API request where it was used.
+/// Numbers with a fixed count of decimals, as `%.Nf` prints them but for halves, which go away from zero.
+/// `String(format:)` lives in the half of Foundation the server does not link, and cost a tenth of an API request
+/// where it was used.
 public enum Decimals {
     /// `value` rounded to `places` decimals: `format(0.4123, places: 3)` is "0.412", `format(12.5, places: 2)`
     /// "12.50", `format(7, places: 0)` "7".

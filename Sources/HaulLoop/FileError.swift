@@ -40,6 +40,9 @@ public struct FileError: Error, CustomStringConvertible, Sendable {
 
     public var isNoSpace: Bool { code == ENOSPC || code == EDQUOT }
 
+    /// Nothing has the name.
+    public var isMissing: Bool { code == ENOENT }
+
     /// The file is someone else's (other hard links, another owner): never to be written or named.
     public var isForeign: Bool {
         if case .foreign = reason { return true }

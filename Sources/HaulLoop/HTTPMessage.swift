@@ -59,6 +59,8 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// A body read from a file instead (`body` is then empty): `length` bytes from `offset`, sent by the kernel.
+    public var file: (file: OpenFile, offset: Int64, length: Int64)?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status

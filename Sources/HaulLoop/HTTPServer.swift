@@ -128,7 +128,18 @@ public final class HTTPExchange {
             evhttp_add_header(evhttp_request_get_output_headers(request), "Connection", "close")
         }
         let buffer = evbuffer_new()
-        response.body.withUnsafeBytes { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
+        if let part = response.file {
+            if message.method == "HEAD" {
+                // evhttp sends no body for HEAD and would count an empty one: the length is told here.
+                evhttp_add_header(evhttp_request_get_output_headers(request), "Content-Length", String(part.length))
+            } else {
+                // libevent owns the descriptor from here (closed with the buffer) and sends it with sendfile.
+                let descriptor = part.file.take()
+                if evbuffer_add_file(buffer, descriptor, part.offset, part.length) != 0 { close(descriptor) }
+            }
+        } else {
+            response.body.withUnsafeBytes { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
+        }
         evhttp_send_reply(request, Int32(response.status), HTTPExchange.reason(response.status), buffer)
         evbuffer_free(buffer)
         self.request = nil

@@ -205,7 +205,8 @@ extension ClientCommand {
         _ = try options.positionals(0...0, "health takes no arguments")
         let answer = try client.call("GET", "/healthz")
         guard answer["status"]?.stringValue == "ok" else {
-            throw Stop(status: .failed, message: "the server at \(client.server) is not healthy: \(answer.serialized())")
+            throw Stop(status: .failed,
+                       message: "the server at \(client.server) is not healthy: \(answer.serialized())")
         }
         printOutput("ok")
     }
@@ -268,7 +269,8 @@ extension ClientCommand {
             case "failed":
                 open.remove(d.id)
                 failed += 1
-                printError("haul: \(d.name) failed: " + (d.error.map { "\($0.code): \($0.message)" } ?? "no reason given"))
+                let reason = d.error.map { "\($0.code): \($0.message)" } ?? "no reason given"
+                printError("haul: \(d.name) failed: " + reason)
             default:
                 printError("\(d.name): \(d.state)")
             }

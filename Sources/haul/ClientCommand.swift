@@ -65,6 +65,14 @@ enum ClientCommand {
             summary: "Follows events: every download's changes, or one download's progress until it ends.",
             details: "A stream that drops is opened again with Last-Event-ID, so nothing is missed.",
             options: []),
+        CommandSpec(
+            name: "settings", arguments: "[NAME=VALUE...]",
+            summary: "Shows the settings that can change while the server runs, or changes them.",
+            details: "Names: max-active, max-speed (like 2M; 0 or none for no limit), default-connections, "
+                + "max-connections-per-host, schedule (windows separated by ';', each [DAYS] HH:MM-HH:MM SPEED, "
+                + "like 'mon-fri 09:00-18:00 2M; sat,sun 00:00-24:00 0'; none for no schedule). VALUE default puts "
+                + "a setting back to the server's flag. Changes are kept by the server across restarts.",
+            options: [.init(name: "json", value: nil, help: "print the settings as JSON")]),
         CommandSpec(name: "health", arguments: "",
                     summary: "Exits 0 if the server answers /healthz (the container's HEALTHCHECK).", details: "",
                     options: []),
@@ -149,6 +157,7 @@ enum ClientCommand {
             case "resume": try setState(client, options, "queued")
             case "rm": try remove(client, options)
             case "watch": try watch(client, options)
+            case "settings": try settings(client, options)
             default: try health(client, options)
             }
             return Status.ok.rawValue

@@ -37,6 +37,8 @@ struct ServeConfig {
 
     static let usage = """
         usage: haul serve [options]
+          --config PATH          read options from a file, TOML (max-active = 10) or, ending in .json, JSON
+                                 ({"max_active": 10}), named as here; flags and the environment win (HAUL_CONFIG)
           --listen HOST:PORT     address to listen on (HAUL_LISTEN, default 127.0.0.1:8080; port 0 picks one)
           --download-dir PATH    where files are saved (HAUL_DOWNLOAD_DIR, default ./downloads)
           --data-dir PATH        where the database lives (HAUL_DATA_DIR, default ./data)
@@ -101,11 +103,12 @@ struct ServeConfig {
     }
 
     static func parse(_ arguments: [String], environment: [String: String]) throws -> ServeConfig {
+        // Lowest first: the config file, the environment, the flags. Each value remembers how its user wrote its
+        // name, which is how an error names it.
         var values: [String: String] = [:]
-        for name in names {
-            let variable = "HAUL_" + name.uppercased().replacing("-", with: "_")
-            if let value = environment[variable] { values[name] = value }
-        }
+        var spelling: [String: String] = [:]
+        func variable(_ name: String) -> String { "HAUL_" + name.uppercased().replacing("-", with: "_") }
+        var flags: [(name: String, value: String)] = []
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -118,73 +121,103 @@ struct ServeConfig {
             }
             guard names.contains(name) else { throw Invalid(description: "unknown option --\(name)") }
             if ServeConfig.switches.contains(name) {
-                values[name] = value ?? "1"
+                flags.append((name, value ?? "1"))
             } else {
                 if value == nil {
                     index += 1
                     guard index < arguments.count else { throw Invalid(description: "--\(name) needs a value") }
                     value = arguments[index]
                 }
-                values[name] = value
+                flags.append((name, value!))
             }
             index += 1
         }
+        let configPath = flags.last(where: { $0.name == "config" })?.value ?? environment["HAUL_CONFIG"]
+        if let configPath {
+            for entry in try ConfigFile.read(configPath) {
+                let name = entry.name.replacing("_", with: "-")
+                guard names.contains(name), name != "config" else {
+                    throw Invalid(description: "\(entry.place): no such option (haul serve --help lists them)")
+                }
+                values[name] = entry.value
+                spelling[name] = entry.place
+            }
+        }
+        for name in names {
+            if let value = environment[variable(name)] {
+                values[name] = value
+                spelling[name] = variable(name)
+            }
+        }
+        for (name, value) in flags {
+            values[name] = value
+            spelling[name] = "--" + name
+        }
+        func label(_ name: String) -> String { spelling[name] ?? "--" + name }
 
         var config = ServeConfig()
         if let listen = values["listen"] {
             guard let address = ListenAddress(listen) else {
-                throw Invalid(description: "--listen must be HOST:PORT, got '\(listen)'")
+                throw Invalid(description: "\(label("listen")) must be HOST:PORT, got '\(listen)'")
             }
             (config.host, config.port) = (address.host, address.port)
         }
         if let v = values["download-dir"] { config.downloadDir = v }
         if let v = values["data-dir"] { config.dataDir = v }
-        config.maxActive = try integer(values["max-active"], "max-active", 1...1000) ?? config.maxActive
-        config.connections = try integer(values["connections"], "connections", 1...32) ?? config.connections
-        config.maxAttempts = try integer(values["max-attempts"], "max-attempts", 1...100) ?? config.maxAttempts
-        config.retryWait = try seconds(values["retry-wait"], "retry-wait", 0...3600) ?? config.retryWait
-        config.stallTimeout = try integer(values["stall-timeout"], "stall-timeout", 1...3600) ?? config.stallTimeout
-        config.heartbeat = try seconds(values["sse-heartbeat"], "sse-heartbeat", 0.05...3600) ?? config.heartbeat
-        config.progressInterval = try seconds(values["progress-interval"], "progress-interval", 0.01...60)
+        config.maxActive = try integer(values["max-active"], label("max-active"), 1...1000) ?? config.maxActive
+        config.connections = try integer(values["connections"], label("connections"), 1...32) ?? config.connections
+        config.maxAttempts = try integer(values["max-attempts"], label("max-attempts"), 1...100) ?? config.maxAttempts
+        config.retryWait = try seconds(values["retry-wait"], label("retry-wait"), 0...3600) ?? config.retryWait
+        config.stallTimeout = try integer(values["stall-timeout"], label("stall-timeout"), 1...3600)
+            ?? config.stallTimeout
+        config.heartbeat = try seconds(values["sse-heartbeat"], label("sse-heartbeat"), 0.05...3600)
+            ?? config.heartbeat
+        config.progressInterval = try seconds(values["progress-interval"], label("progress-interval"), 0.01...60)
             ?? config.progressInterval
-        config.maxConnectionsPerHost = try integer(values["max-connections-per-host"], "max-connections-per-host",
+        config.maxConnectionsPerHost = try integer(values["max-connections-per-host"],
+                                                   label("max-connections-per-host"),
                                                    1...1024) ?? config.maxConnectionsPerHost
-        config.minSplitSize = try bytes(values["min-split-size"], "min-split-size", 1...(Int64(1) << 40))
+        config.minSplitSize = try bytes(values["min-split-size"], label("min-split-size"), 1...(Int64(1) << 40))
             ?? config.minSplitSize
-        if let speed = try bytes(values["max-speed"], "max-speed", 0...(Int64(1) << 50)) {
+        if let speed = try bytes(values["max-speed"], label("max-speed"), 0...(Int64(1) << 50)) {
             config.maxSpeed = speed == 0 ? nil : speed
         }
-        config.lowestSpeed = try bytes(values["lowest-speed"], "lowest-speed", 0...(Int64(1) << 50))
+        config.lowestSpeed = try bytes(values["lowest-speed"], label("lowest-speed"), 0...(Int64(1) << 50))
             ?? config.lowestSpeed
-        config.minFreeSpace = try bytes(values["min-free-space"], "min-free-space", 0...(Int64(1) << 60))
+        config.minFreeSpace = try bytes(values["min-free-space"], label("min-free-space"), 0...(Int64(1) << 60))
             ?? config.minFreeSpace
-        if let size = try bytes(values["max-file-size"], "max-file-size", 0...(Int64(1) << 60)) {
+        if let size = try bytes(values["max-file-size"], label("max-file-size"), 0...(Int64(1) << 60)) {
             config.maxFileSize = size == 0 ? nil : size
         }
-        config.slowClientTimeout = try seconds(values["slow-client-timeout"], "slow-client-timeout", 0.1...3600)
+        config.slowClientTimeout = try seconds(values["slow-client-timeout"], label("slow-client-timeout"),
+                                               0.1...3600)
             ?? config.slowClientTimeout
-        config.maxDownloads = try integer(values["max-downloads"], "max-downloads", 1...10_000_000)
+        config.maxDownloads = try integer(values["max-downloads"], label("max-downloads"), 1...10_000_000)
             ?? config.maxDownloads
-        config.maxEventStreams = try integer(values["max-event-streams"], "max-event-streams", 1...1_000_000)
+        config.maxEventStreams = try integer(values["max-event-streams"], label("max-event-streams"),
+                                             1...1_000_000)
             ?? config.maxEventStreams
         config.maxConnectionsPerClient = try integer(values["max-connections-per-client"],
-                                                     "max-connections-per-client", 0...1_000_000)
+                                                     label("max-connections-per-client"), 0...1_000_000)
             ?? config.maxConnectionsPerClient
-        config.httpTimeout = try integer(values["http-timeout"], "http-timeout", 1...3600) ?? config.httpTimeout
+        config.httpTimeout = try integer(values["http-timeout"], label("http-timeout"), 1...3600)
+            ?? config.httpTimeout
         if config.heartbeat >= Double(config.httpTimeout) {
-            throw Invalid(description: "--sse-heartbeat must be shorter than --http-timeout, or idle streams are cut")
+            throw Invalid(description: "\(label("sse-heartbeat")) must be shorter than \(label("http-timeout")), "
+                + "or idle streams are cut")
         }
         if let v = values["allow-unauthenticated"] { config.allowUnauthenticated = isOn(v) }
         if let v = values["deny-private-networks"] { config.denyPrivateNetworks = isOn(v) }
         for text in list(values["allow-networks"]) {
             guard let network = AddressPolicy.network(text) else {
-                throw Invalid(description: "--allow-networks takes networks like 10.1.2.0/24 or fd00::/8, not '\(text)'")
+                throw Invalid(description: "\(label("allow-networks")) takes networks like 10.1.2.0/24 or fd00::/8, "
+                    + "not '\(text)'")
             }
             config.allowNetworks.append(network)
         }
         if let v = values["token"] {
             guard v.utf8.count >= 16, v.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-                throw Invalid(description: "--token must be at least 16 printable characters without spaces")
+                throw Invalid(description: "\(label("token")) must be at least 16 printable characters without spaces")
             }
             config.token = v
         }
@@ -192,16 +225,19 @@ struct ServeConfig {
         config.corsOrigins = list(values["cors-origin"])
         for origin in config.corsOrigins where !(origin.hasPrefix("http://") || origin.hasPrefix("https://"))
             || origin.dropFirst(8).contains("/") {
-            throw Invalid(description: "--cors-origin takes origins like https://dash.example:8443, not '\(origin)'")
+            throw Invalid(description: "\(label("cors-origin")) takes origins like https://dash.example:8443, not "
+                + "'\(origin)'")
         }
         if let v = values["log-level"] {
             let levels: [String: Logger.Level] = ["debug": .debug, "info": .info, "warning": .warning, "error": .error]
-            guard let level = levels[v.lowercased()] else { throw Invalid(description: "unknown log level '\(v)'") }
+            guard let level = levels[v.lowercased()] else {
+                throw Invalid(description: "\(label("log-level")) must be debug, info, warning or error, not '\(v)'")
+            }
             config.logLevel = level
         }
         if let v = values["log-format"] {
             guard let format = Logger.Format(rawValue: v.lowercased()) else {
-                throw Invalid(description: "--log-format must be text or json, not '\(v)'")
+                throw Invalid(description: "\(label("log-format")) must be text or json, not '\(v)'")
             }
             config.logFormat = format
         }
@@ -233,19 +269,16 @@ struct ServeConfig {
     /// A byte count, with an optional k, m or g suffix (powers of 1024).
     private static func bytes(_ text: String?, _ name: String, _ range: ClosedRange<Int64>) throws -> Int64? {
         guard let text else { return nil }
-        let lower = text.lowercased()
-        let shift: Int64 = lower.hasSuffix("k") ? 10 : lower.hasSuffix("m") ? 20 : lower.hasSuffix("g") ? 30 : 0
-        let digits = shift == 0 ? lower : String(lower.dropLast())
-        guard let value = Int64(digits), range.contains(value << shift) else {
-            throw Invalid(description: "--\(name) must be a byte count like 4194304 or 4m")
+        guard let value = ByteSize.parse(text), range.contains(value) else {
+            throw Invalid(description: "\(name) must be a byte count like 4194304, 4m or 1.5G")
         }
-        return value << shift
+        return value
     }
 
     private static func seconds(_ text: String?, _ name: String, _ range: ClosedRange<Double>) throws -> Double? {
         guard let text else { return nil }
         guard let value = Double(text), range.contains(value) else {
-            throw Invalid(description: "--\(name) must be seconds from \(range.lowerBound) to \(range.upperBound)")
+            throw Invalid(description: "\(name) must be seconds from \(range.lowerBound) to \(range.upperBound)")
         }
         return value
     }
@@ -253,7 +286,7 @@ struct ServeConfig {
     private static func integer(_ text: String?, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {
         guard let text else { return nil }
         guard let value = Int(text), range.contains(value) else {
-            throw Invalid(description: "--\(name) must be an integer from \(range.lowerBound) to \(range.upperBound)")
+            throw Invalid(description: "\(name) must be an integer from \(range.lowerBound) to \(range.upperBound)")
         }
         return value
     }

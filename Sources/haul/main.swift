@@ -14,7 +14,7 @@ func serve(_ arguments: [String]) -> Int32 {
     do {
         config = try ServeConfig.parse(arguments, environment: ProcessInfo.processInfo.environment)
     } catch {
-        writeError("haul: \(error)\n\n\(ServeConfig.usage)\n")
+        writeError("haul: \(error) (haul serve --help lists the options)\n")
         return 2
     }
     let logBuffer = LogBuffer()

@@ -46,6 +46,21 @@ final class TextCodingTests: XCTestCase {
         }
     }
 
+    func testHTTPDatesAreWrittenAsIMFFixdate() {
+        XCTAssertEqual(HTTPDate.format(Date(timeIntervalSince1970: 784_111_777)), "Sun, 06 Nov 1994 08:49:37 GMT")
+        XCTAssertEqual(HTTPDate.format(Date(timeIntervalSince1970: 0)), "Thu, 01 Jan 1970 00:00:00 GMT")
+        XCTAssertEqual(HTTPDate.format(Date(timeIntervalSince1970: 951_782_400)), "Tue, 29 Feb 2000 00:00:00 GMT")
+        for seconds in stride(from: -86_400.0 * 400, to: 86_400 * 365 * 80, by: 86_400 * 37.3) {
+            let date = Date(timeIntervalSince1970: seconds.rounded(.down))
+            XCTAssertEqual(HTTPDate.parse(HTTPDate.format(date)), date, "\(seconds)")
+        }
+        XCTAssertEqual(Timestamp.parse(Timestamp.rfc3339(Date(timeIntervalSince1970: 1_795_640_000.25))),
+                       Date(timeIntervalSince1970: 1_795_640_000.25))
+        XCTAssertEqual(Timestamp.parse("2026-12-01T10:00:00Z"), Date(timeIntervalSince1970: 1_796_119_200))
+        XCTAssertNil(Timestamp.parse("2026-12-01 10:00:00Z"))
+        XCTAssertNil(Timestamp.parse("2026-13-01T10:00:00.000Z"))
+    }
+
     func testRetryAfterTakesSecondsOrADate() {
         let now = Date(timeIntervalSince1970: 784_111_700)
         XCTAssertEqual(RetryAfter.seconds("120", now: now), 120)

@@ -139,7 +139,7 @@ final class ClientTests: HaulTestCase {
     }
 
     func testEveryCommandHasItsHelpAndTheVersionIsTheSpecs() throws {
-        for command in ["add", "ls", "pause", "resume", "rm", "watch", "health"] {
+        for command in ["add", "ls", "pause", "resume", "rm", "watch", "settings", "health"] {
             for arguments in [[command, "--help"], [command, "-h"], ["help", command]] {
                 let result = try execute(haulPath, arguments)
                 XCTAssertEqual(result.status, 0, "\(arguments): \(result.output)")
@@ -225,6 +225,35 @@ final class ClientTests: HaulTestCase {
         XCTAssertTrue(progress.contains("busy.bin: probing, retrying in "), progress)
         XCTAssertTrue(progress.contains(": http_503: the server answered HTTP 503"), progress)
         XCTAssertEqual(try sha256(sandbox.file("downloads/busy.bin")), hash)
+    }
+
+    func testSettingsAreShownAndChanged() throws {
+        let shown = try haulCommand(["settings"])
+        XCTAssertEqual(shown.status, 0, shown.output)
+        XCTAssertTrue(shown.stdout.hasPrefix("max-active                5\nmax-speed                 none\n"), shown.stdout)
+        let changed = try haulCommand(["settings", "max-active=2", "max-speed=1.5M",
+                                       "schedule=mon-fri 09:00-18:00 2M; sat,sun 00:00-24:00 0"])
+        XCTAssertEqual(changed.status, 0, changed.output)
+        XCTAssertTrue(changed.stdout.contains("max-active                2 (default 5)\n"), changed.stdout)
+        XCTAssertTrue(changed.stdout.contains("max-speed                 1.50 MiB/s (default none)\n"), changed.stdout)
+        XCTAssertTrue(changed.stdout.contains("schedule                  mon-fri 09:00-18:00 2.00 MiB/s; sat,sun "
+                                              + "00:00-24:00 none (default none)\n"), changed.stdout)
+        let settings = try api.get("/settings").json
+        XCTAssertEqual(settings["max_speed"] as? Int, 1_572_864)
+        XCTAssertEqual((settings["speed_schedule"] as? [[String: Any]])?.first?["days"] as? [String],
+                       ["mon", "tue", "wed", "thu", "fri"])
+        let reset = try haulCommand(["settings", "max-active=default", "schedule=none", "--json"])
+        XCTAssertEqual(reset.status, 0, reset.output)
+        let json = try JSONSerialization.jsonObject(with: Data(reset.stdout.utf8)) as? [String: Any]
+        XCTAssertEqual(json?["max_active"] as? Int, 5)
+        XCTAssertEqual((json?["speed_schedule"] as? [Any])?.count, 0)
+        for arguments in [["settings", "max-active=lots"], ["settings", "colour=red"], ["settings", "max-active"],
+                          ["settings", "schedule=someday 9-5 fast"]] {
+            XCTAssertEqual(try haulCommand(arguments).status, 2, "\(arguments)")
+        }
+        let refused = try haulCommand(["settings", "max-active=0"])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertEqual(refused.stderr, "haul: max_active: must be an integer from 1 to 1000, or null for the default\n")
     }
 
     func testSizesAreReadAsPeopleWriteThem() throws {

@@ -47,7 +47,10 @@ final class ConfigurationTests: XCTestCase {
         let refused = try execute(buildDirectory + "/haul", ["serve", "--data-dir", sandbox.file("d")],
                                   environment: environment)
         XCTAssertEqual(refused.status, 2, "HAUL_MAX_ACTIVE=0 is out of range")
-        XCTAssertTrue(refused.stderr.contains("--max-active must be an integer from 1"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("haul: HAUL_MAX_ACTIVE must be an integer from 1 to 1000"),
+                      "the variable is named as the user wrote it: \(refused.stderr)")
+        let flagged = try execute(buildDirectory + "/haul", ["serve", "--max-active", "0"], environment: environment)
+        XCTAssertTrue(flagged.stderr.contains("haul: --max-active must be an integer from 1 to 1000"), flagged.stderr)
         environment["HAUL_LISTEN"] = "127.0.0.1:0"
         environment["HAUL_DOWNLOAD_DIR"] = sandbox.file("dl")
         environment["HAUL_DATA_DIR"] = sandbox.file("data")
@@ -109,5 +112,75 @@ final class ConfigurationTests: XCTestCase {
                                        logPath: sandbox.file("log"))
         defer { server.stop(signal: SIGKILL) }
         XCTAssertEqual(try Client(base: server.baseURL).get("/healthz").status, 200, "all theirs: it starts")
+    }
+
+    /// --config FILE (TOML, or JSON for .json) for every option --help lists; the environment and flags win, and an
+    /// error names the file and line.
+    func testAConfigFileGivesOptionsUnderTheEnvironmentAndTheFlags() throws {
+        let sandbox = try Sandbox()
+        let toml = sandbox.file("haul.toml")
+        try """
+            # Haul's settings
+            listen = "127.0.0.1:0"
+            download-dir = "\(sandbox.file("dl"))"
+            data_dir = '\(sandbox.file("data"))'
+            max-active = 7            # downloads at once
+            max-speed = "1.5M"
+            log-format = "json"
+            cors-origin = ["https://a.example", "https://b.example:8443"]
+            deny-private-networks = false
+
+            """.write(toFile: toml, atomically: true, encoding: .utf8)
+        var environment = ProcessInfo.processInfo.environment
+        for name in ["HAUL_MAX_ACTIVE", "HAUL_LOG_FORMAT", "HAUL_CONFIG"] { environment[name] = nil }
+        let server = try ServerProcess(executable: buildDirectory + "/haul", arguments: ["serve", "--config", toml],
+                                       environment: environment, logPath: sandbox.file("log"))
+        let client = Client(base: server.baseURL)
+        var settings = try client.get("/settings").json
+        XCTAssertEqual(settings["max_active"] as? Int, 7)
+        XCTAssertEqual(settings["max_speed"] as? Int, 1_572_864)
+        let preflight = try client.request("OPTIONS", "/downloads", headers: [
+            "Origin": "https://b.example:8443", "Access-Control-Request-Method": "POST"])
+        XCTAssertEqual(preflight.header("Access-Control-Allow-Origin"), "https://b.example:8443", "the list's second")
+        server.stop(signal: SIGKILL)
+        XCTAssertTrue(try String(contentsOfFile: sandbox.file("log"), encoding: .utf8).hasPrefix("{\"time\":"))
+
+        // HAUL_CONFIG finds the file; the environment beats it, a flag beats the environment.
+        environment["HAUL_CONFIG"] = toml
+        environment["HAUL_MAX_ACTIVE"] = "3"
+        let second = try ServerProcess(executable: buildDirectory + "/haul", arguments: ["serve"],
+                                       environment: environment, logPath: sandbox.file("log2"))
+        settings = try Client(base: second.baseURL).get("/settings").json
+        XCTAssertEqual((settings["defaults"] as? [String: Any])?["max_active"] as? Int, 3)
+        second.stop(signal: SIGKILL)
+        let third = try ServerProcess(executable: buildDirectory + "/haul", arguments: ["serve", "--max-active", "2"],
+                                      environment: environment, logPath: sandbox.file("log3"))
+        settings = try Client(base: third.baseURL).get("/settings").json
+        XCTAssertEqual((settings["defaults"] as? [String: Any])?["max_active"] as? Int, 2)
+        third.stop(signal: SIGKILL)
+
+        environment["HAUL_CONFIG"] = nil
+        environment["HAUL_MAX_ACTIVE"] = nil
+        for (text, expected) in [
+            ("listen = \"127.0.0.1:0\"\nmax-active = 0\n", "max-active in \(toml):2 must be an integer from 1 to 1000"),
+            ("colour = \"red\"\n", "colour in \(toml):1: no such option"),
+            ("[serve]\n", "\(toml):1: tables are not used"),
+            ("token = \"unterminated\n", "token in \(toml):1: a string is not closed"),
+            ("max-speed = fast lane\n", "max-speed in \(toml):1: unexpected text after the value"),
+        ] {
+            try text.write(toFile: toml, atomically: true, encoding: .utf8)
+            let result = try execute(buildDirectory + "/haul", ["serve", "--config", toml], environment: environment)
+            XCTAssertEqual(result.status, 2, text)
+            XCTAssertTrue(result.stderr.contains(expected), "\(text): \(result.stderr)")
+        }
+        let json = sandbox.file("haul.json")
+        try #"{"listen": "127.0.0.1:0", "max_connections_per_host": 9, "allow_unauthenticated": true, "max_active": "x"}"#
+            .write(toFile: json, atomically: true, encoding: .utf8)
+        let refused = try execute(buildDirectory + "/haul", ["serve", "--config", json], environment: environment)
+        XCTAssertTrue(refused.stderr.contains("max_active in \(json) must be an integer from 1 to 1000"), refused.stderr)
+        let missing = try execute(buildDirectory + "/haul", ["serve", "--config", sandbox.file("nope.toml")],
+                                  environment: environment)
+        XCTAssertTrue(missing.stderr.contains("cannot read the config file \(sandbox.file("nope.toml")): No such file"),
+                      missing.stderr)
     }
 }

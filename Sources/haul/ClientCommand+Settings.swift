@@ -1,0 +1,126 @@
+import HaulCore
+
+extension ClientCommand {
+    /// `haul settings`: shows them; `haul settings max-active=3 schedule='mon-fri 09:00-18:00 2M'` changes them.
+    static func settings(_ client: Client, _ options: Options) throws(Stop) {
+        var members: [(String, JSONValue)] = []
+        for assignment in options.positional {
+            guard let equals = assignment.firstIndex(of: "=") else {
+                throw .usage("settings are changed as NAME=VALUE, not '\(assignment)'", command: options.spec)
+            }
+            let name = assignment[..<equals].replacing("-", with: "_")
+            let text = String(assignment[assignment.index(after: equals)...]).trimmingSpaces()
+            members.append(try setting(String(name), text, spec: options.spec))
+        }
+        let answer = members.isEmpty ? try client.call("GET", "/settings")
+            : try client.call("PATCH", "/settings", body: .object(members))
+        if options.flag("json") { return printOutput(answer.serialized()) }
+        let defaults = answer["defaults"] ?? .null
+        func line(_ label: String, _ key: String, _ show: (JSONValue) -> String) {
+            let value = answer[key] ?? .null
+            var text = show(value)
+            if let base = defaults[key], base != value { text += " (default \(show(base)))" }
+            printOutput(Format.column(label, 26) + text)
+        }
+        let number = { (value: JSONValue) in value.integerValue.map(String.init) ?? "?" }
+        line("max-active", "max_active", number)
+        line("max-speed", "max_speed", speed)
+        line("default-connections", "default_connections", number)
+        line("max-connections-per-host", "max_connections_per_host", number)
+        line("schedule", "speed_schedule", schedule)
+        printOutput(Format.column("speed limit now", 26) + speed(answer["current_max_speed"] ?? .null))
+    }
+
+    private static func setting(_ name: String, _ text: String, spec: CommandSpec) throws(Stop) -> (String, JSONValue) {
+        if text == "default" { return (name == "schedule" ? "speed_schedule" : name, .null) }
+        switch name {
+        case "max_active", "default_connections", "max_connections_per_host":
+            guard let value = Int64(text) else { throw .usage("\(name) takes a number, not '\(text)'", command: spec) }
+            return (name, JSONValue(value))
+        case "max_speed":
+            return (name, JSONValue(try speedValue(text, spec: spec)))
+        case "schedule", "speed_schedule":
+            return ("speed_schedule", try scheduleValue(text, spec: spec))
+        default:
+            throw .usage("no setting '\(name)': max-active, max-speed, default-connections, "
+                         + "max-connections-per-host, schedule", command: spec)
+        }
+    }
+
+    private static func speedValue(_ text: String, spec: CommandSpec) throws(Stop) -> Int64 {
+        if ["none", "unlimited"].contains(text.lowercased()) { return 0 }
+        guard let bytes = ByteSize.parse(text) else {
+            throw .usage("a speed is bytes per second like 500k or 2M (0 or none: no limit), not '\(text)'",
+                         command: spec)
+        }
+        return bytes
+    }
+
+    /// `mon-fri 09:00-18:00 2M; sat,sun 00:00-24:00 0` as the API's windows; `none` for no schedule.
+    private static func scheduleValue(_ text: String, spec: CommandSpec) throws(Stop) -> JSONValue {
+        if text.lowercased() == "none" { return .array([]) }
+        var windows: [JSONValue] = []
+        for part in text.split(separator: ";") {
+            let words = part.split(separator: " ").map(String.init)
+            guard words.count == 2 || words.count == 3, let dash = words[words.count - 2].firstIndex(of: "-") else {
+                throw .usage("a schedule window is [DAYS] HH:MM-HH:MM SPEED, not '\(part.trimmingSpaces())'",
+                             command: spec)
+            }
+            let times = words[words.count - 2]
+            var members: [(String, JSONValue)] = []
+            if words.count == 3 { members.append(("days", .array(try days(words[0], spec: spec).map { .string($0) }))) }
+            members.append(("from", .string(String(times[..<dash]))))
+            members.append(("to", .string(String(times[times.index(after: dash)...]))))
+            members.append(("max_speed", JSONValue(try speedValue(words[words.count - 1], spec: spec))))
+            windows.append(.object(members))
+        }
+        return .array(windows)
+    }
+
+    /// `mon-fri`, `sat,sun`, `mon,wed-fri`: the day names in order.
+    private static func days(_ text: String, spec: CommandSpec) throws(Stop) -> [String] {
+        let names = SpeedWindow.dayNames
+        var days: Set<Int> = []
+        for item in text.lowercased().split(separator: ",") {
+            let ends = item.split(separator: "-").map(String.init)
+            guard (1...2).contains(ends.count), let first = names.firstIndex(of: ends[0]),
+                  let last = names.firstIndex(of: ends.last!), first <= last else {
+                throw .usage("days are like mon-fri or sat,sun, not '\(text)'", command: spec)
+            }
+            days.formUnion(first...last)
+        }
+        return days.sorted().map { names[$0] }
+    }
+
+    private static func speed(_ value: JSONValue) -> String {
+        guard let bytes = value.integerValue else { return "?" }
+        return bytes == 0 ? "none" : Format.bytes(bytes) + "/s"
+    }
+
+    private static func schedule(_ value: JSONValue) -> String {
+        guard case .array(let windows) = value, !windows.isEmpty else { return "none" }
+        return windows.map { window in
+            var days: [String] = []
+            if case .array(let names)? = window["days"] { days = names.compactMap(\.stringValue) }
+            let from = window["from"]?.stringValue ?? "?", to = window["to"]?.stringValue ?? "?"
+            return "\(dayRanges(days)) \(from)-\(to) \(speed(window["max_speed"] ?? .null))"
+        }.joined(separator: "; ")
+    }
+
+    /// `mon-fri`, `sat,sun`, `every day`.
+    private static func dayRanges(_ days: [String]) -> String {
+        let indices = days.compactMap { SpeedWindow.dayNames.firstIndex(of: $0) }.sorted()
+        if indices.count == 7 { return "every day" }
+        var ranges: [String] = []
+        var start = 0
+        while start < indices.count {
+            var end = start
+            while end + 1 < indices.count, indices[end + 1] == indices[end] + 1 { end += 1 }
+            let first = SpeedWindow.dayNames[indices[start]], last = SpeedWindow.dayNames[indices[end]]
+            let each = (start...end).map { SpeedWindow.dayNames[indices[$0]] }.joined(separator: ",")
+            ranges.append(end - start >= 2 ? "\(first)-\(last)" : each)
+            start = end + 1
+        }
+        return ranges.joined(separator: ",")
+    }
+}
