@@ -5,7 +5,7 @@ DOWNLOAD_DIR ?= ./downloads
 DATA_DIR ?= ./data
 
 .PHONY: deps deps-run deps-docker build run test check sanitize bench bench-quick fuzz schemathesis embed docker \
-	docker-check docker-test clean
+	docker-check docker-test screenshots clean
 
 # Debian packages by need: building and running (make run), the suite and benchmarks, the container test.
 deps-run:
@@ -29,7 +29,7 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
 	$$(./scripts/venv.sh)/bin/openapi-spec-validator openapi.yaml
-	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/dashboard_test.py .build/debug .build/dashboard.png
+	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/dashboard_test.py .build/debug .build/screenshots
 	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/cors_test.py .build/debug
 	./docker/check.sh
 	.build/debug/HaulFuzz Tests/Fuzz/corpus
@@ -89,6 +89,11 @@ docker-check: deps
 # of its own (docker/test_image.py). Needs root, as CI has.
 docker-test: deps-docker
 	python3 docker/test_image.py
+
+# The dashboard test, writing its screenshots over the committed ones in dashboard/screenshots.
+screenshots: deps
+	$(SWIFT) build
+	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/dashboard_test.py .build/debug dashboard/screenshots
 
 # Regenerates the copies of openapi.yaml and dashboard/ compiled into the server (a test fails when they differ).
 embed:

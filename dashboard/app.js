@@ -2,7 +2,12 @@
 "use strict";
 
 const TOKEN_KEY = "haul.token";
+const DENSITY_KEY = "haul.density";
 const ACTIVE = new Set(["probing", "downloading", "verifying"]);
+const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+// Rows are drawn only where the list is scrolled to: 10,000 downloads cost the page the rows on screen.
+const ROW_HEIGHT = { comfortable: 44, compact: 28 };
+const OVERSCAN = 8;
 
 const state = {
   token: localStorage.getItem(TOKEN_KEY) || "",
@@ -11,6 +16,12 @@ const state = {
   source: null,
   retryDelay: 1000,
   renderQueued: false,
+  windowQueued: false,
+  shown: [],            // the downloads the filter, search and sort give, in order
+  rendered: new Map(),  // id -> row element on screen
+  pool: [],             // row elements off screen, for reuse
+  selected: new Set(),
+  density: localStorage.getItem(DENSITY_KEY) === "compact" ? "compact" : "comfortable",
 };
 
 const $ = (id) => document.getElementById(id);
@@ -19,11 +30,16 @@ const $ = (id) => document.getElementById(id);
 
 class Problem extends Error {
   constructor(status, body) {
-    const detail = body && (body.detail || body.title);
-    const fields = (body && body.errors || []).map((e) => `${e.field}: ${e.message}`);
-    super([detail || `HTTP ${status}`, ...fields].join("; "));
+    super(problemText(body) || `HTTP ${status}`);
     this.status = status;
   }
+}
+
+/** A problem document as one line: its fields' messages, else its detail or title. */
+function problemText(body) {
+  if (!body) return "";
+  const fields = (body.errors || []).map((e) => `${e.field}: ${e.message}`);
+  return fields.length ? fields.join("; ") : body.detail || body.title || "";
 }
 
 async function api(method, path, body) {
@@ -61,6 +77,7 @@ async function start() {
     state.lastEventId = sequence;
     render();
     follow();
+    loadSettings();
   } catch (error) {
     if (error.status === 401) return; // waits for the token form
     setConnection("down", error.message);
@@ -92,13 +109,13 @@ function follow() {
   }
   source.addEventListener("removed", (event) => {
     track(event);
-    state.downloads.delete(JSON.parse(event.data).id);
-    scheduleRender();
+    forget(JSON.parse(event.data).id);
   });
   // Sent instead of the missed events when this client was away longer than the server remembers.
   source.addEventListener("snapshot", (event) => {
     track(event);
     state.downloads = new Map(JSON.parse(event.data).downloads.map((d) => [d.id, d]));
+    for (const id of [...state.selected]) if (!state.downloads.has(id)) state.selected.delete(id);
     scheduleRender();
   });
   source.onerror = () => {
@@ -133,7 +150,13 @@ function remember(download) {
   scheduleRender();
 }
 
-// MARK: rendering
+function forget(id) {
+  state.downloads.delete(id);
+  state.selected.delete(id);
+  scheduleRender();
+}
+
+// MARK: the list
 
 function scheduleRender() {
   if (state.renderQueued) return;
@@ -144,72 +167,161 @@ function scheduleRender() {
   });
 }
 
-function render() {
-  const list = $("downloads");
-  const filter = $("filter").value;
-  const shown = [...state.downloads.values()]
-    .filter((d) => !filter || (filter === "active" ? ACTIVE.has(d.state) : d.state === filter))
-    .sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1));
-  const existing = new Map([...list.children].map((li) => [li.dataset.id, li]));
-  let previous = null;
-  for (const download of shown) {
-    let item = existing.get(download.id);
-    existing.delete(download.id);
-    if (!item) item = newItem(download.id);
-    update(item, download);
-    const wanted = previous ? previous.nextSibling : list.firstChild;
-    if (item !== wanted) list.insertBefore(item, wanted);
-    previous = item;
+function displayName(d) {
+  if (d.filename) return d.filename;
+  try {
+    return decodeURIComponent(new URL(d.url).pathname.split("/").pop() || "") || d.url;
+  } catch {
+    return d.url;
   }
-  for (const stale of existing.values()) stale.remove();
+}
+
+const isRetrying = (d) => Boolean(d.next_attempt_at);
+
+function matches(d, filter, search) {
+  if (filter === "active" && !ACTIVE.has(d.state)) return false;
+  if (filter === "retrying" && !isRetrying(d)) return false;
+  if (filter && filter !== "active" && filter !== "retrying" && d.state !== filter) return false;
+  return !search || displayName(d).toLowerCase().includes(search) || d.url.toLowerCase().includes(search);
+}
+
+/** The comparison of `sort` ("name", "-size", ...): ties in creation order, newest first. `rank` is each
+ * download's place in creation order (the order the list and the events brought them in): a batch's downloads share
+ * one created_at. */
+function comparator(sort, rank) {
+  const descending = sort.startsWith("-");
+  const key = descending ? sort.slice(1) : sort;
+  const value = {
+    created: (d) => d.created_at,
+    name: (d) => displayName(d).toLowerCase(),
+    size: (d) => (d.total_bytes === null ? -1 : d.total_bytes),
+    progress: (d) => (typeof d.progress === "number" ? d.progress : -1),
+    speed: (d) => d.speed,
+  }[key] || ((d) => d.created_at);
+  const older = key === "created" && !descending ? -1 : 1;
+  return (a, b) => {
+    const x = value(a);
+    const y = value(b);
+    if (x !== y) return (x < y ? -1 : 1) * (descending ? -1 : 1);
+    return (rank.get(a.id) - rank.get(b.id)) * -older;
+  };
+}
+
+function render() {
+  const filter = $("filter").value;
+  const search = $("search").value.trim().toLowerCase();
+  const shown = [];
+  const rank = new Map();
+  for (const d of state.downloads.values()) {
+    rank.set(d.id, rank.size);
+    if (matches(d, filter, search)) shown.push(d);
+  }
+  shown.sort(comparator($("sort").value, rank));
+  state.shown = shown;
+  $("spacer").style.height = `${shown.length * ROW_HEIGHT[state.density]}px`;
+  renderWindow();
   $("empty").hidden = shown.length > 0;
+  $("empty").textContent = state.downloads.size ? "Nothing matches." : "No downloads yet.";
   renderTotals();
+  renderSelection();
 }
 
-function newItem(id) {
-  const item = $("download-template").content.firstElementChild.cloneNode(true);
-  item.dataset.id = id;
-  const patch = (body) => act(item, () => api("PATCH", `/downloads/${id}`, body));
-  item.querySelector(".pause").addEventListener("click", () => patch({ state: "paused" }));
-  item.querySelector(".resume").addEventListener("click", () => patch({ state: "queued" }));
-  item.querySelector(".retry").addEventListener("click", () => patch({ state: "queued" }));
-  item.querySelector(".remove").addEventListener("click", () =>
-    act(item, async () => {
-      await api("DELETE", `/downloads/${id}`);
-      state.downloads.delete(id);
-      scheduleRender();
-    }));
-  return item;
+/** Draws the rows the viewport shows (and a few around them), reusing the elements of rows scrolled away. */
+function renderWindow() {
+  const viewport = $("viewport");
+  const height = ROW_HEIGHT[state.density];
+  const first = Math.max(0, Math.floor(viewport.scrollTop / height) - OVERSCAN);
+  const last = Math.min(state.shown.length,
+    Math.ceil((viewport.scrollTop + viewport.clientHeight) / height) + OVERSCAN);
+  const wanted = new Set();
+  for (let index = first; index < last; index += 1) {
+    const d = state.shown[index];
+    wanted.add(d.id);
+    let row = state.rendered.get(d.id);
+    if (!row) {
+      row = state.pool.pop() || newRow();
+      row.dataset.id = d.id;
+      state.rendered.set(d.id, row);
+      $("spacer").appendChild(row);
+    }
+    row.style.transform = `translateY(${index * height}px)`;
+    update(row, d);
+  }
+  for (const [id, row] of state.rendered) {
+    if (wanted.has(id)) continue;
+    state.rendered.delete(id);
+    row.remove();
+    state.pool.push(row);
+  }
 }
 
-/** Runs an action of one download's buttons, showing its problem under it; the event stream shows its effect. */
-async function act(item, action) {
-  const buttons = item.querySelectorAll("button");
+/** A row; its buttons act on whichever download it shows when clicked (rows are reused). */
+function newRow() {
+  const row = $("row-template").content.firstElementChild.cloneNode(true);
+  const id = () => row.dataset.id;
+  const patch = (body) => act(row, () => api("PATCH", `/downloads/${id()}`, body));
+  row.querySelector(".pause").addEventListener("click", () => patch({ state: "paused" }));
+  row.querySelector(".resume").addEventListener("click", () => patch({ state: "queued" }));
+  row.querySelector(".retry").addEventListener("click", () => patch({ state: "queued" }));
+  const remove = (deleteFile) => act(row, async () => {
+    const target = id();
+    await api("DELETE", `/downloads/${target}${deleteFile ? "?delete_file=true" : ""}`);
+    forget(target);
+  });
+  row.querySelector(".remove").addEventListener("click", () => remove(false));
+  row.querySelector(".delete").addEventListener("click", () => remove(true));
+  row.querySelector(".select").addEventListener("change", (event) => {
+    if (event.target.checked) state.selected.add(id()); else state.selected.delete(id());
+    renderSelection();
+  });
+  return row;
+}
+
+/** Runs an action of one row's buttons, showing its problem in the row; the event stream shows its effect. */
+async function act(row, action) {
+  const buttons = row.querySelectorAll("button");
   buttons.forEach((b) => { b.disabled = true; });
+  const target = row.dataset.id;
   try {
     const result = await action();
     if (result && result.id) remember(result);
-    item.querySelector(".error").textContent = "";
+    problems.delete(target);
   } catch (error) {
-    item.querySelector(".error").textContent = error.message;
+    problems.set(target, error.message);
   } finally {
     buttons.forEach((b) => { b.disabled = false; });
+    scheduleRender();
   }
 }
 
-function update(item, d) {
+/** An action's problem for a download, shown in its row until the next action on it. */
+const problems = new Map();
+
+function update(row, d) {
   const set = (selector, text) => {
-    const element = item.querySelector(selector);
+    const element = row.querySelector(selector);
     if (element.textContent !== text) element.textContent = text;
   };
-  const name = d.filename || decodeURIComponent(new URL(d.url).pathname.split("/").pop() || "") || d.url;
-  item.dataset.state = d.state;
-  set(".name", name);
-  item.querySelector(".name").title = d.path || name;
-  const badge = item.querySelector(".state");
+  const name = displayName(d);
+  row.dataset.state = d.state;
+  row.dataset.name = name;
+  row.classList.toggle("retrying", isRetrying(d));
+  set(".label", name);
+  const link = row.querySelector(".file");
+  const done = d.state === "completed";
+  link.hidden = !done;
+  if (done) {
+    const params = state.token ? `?access_token=${encodeURIComponent(state.token)}` : "";
+    const href = `/downloads/${d.id}/file${params}`;
+    if (link.getAttribute("href") !== href) link.setAttribute("href", href);
+    if (link.textContent !== name) link.textContent = name;
+  }
+  row.querySelector(".label").hidden = done;
+  row.querySelector(".name").title = `${d.path || name}\n${d.url}`;
+  const badge = row.querySelector(".state");
   badge.dataset.state = d.state;
   set(".state", d.state);
-  const fill = item.querySelector(".fill");
+  const fill = row.querySelector(".fill");
   fill.dataset.state = d.state;
   const known = typeof d.progress === "number";
   fill.classList.toggle("unknown", !known && ACTIVE.has(d.state));
@@ -219,12 +331,32 @@ function update(item, d) {
     : `${formatBytes(d.received_bytes)} of ${formatBytes(d.total_bytes)}`);
   const running = ACTIVE.has(d.state);
   set(".speed", running && d.speed > 0 ? `${formatBytes(d.speed)}/s` : "");
-  set(".eta", running && d.eta_seconds !== null ? `${formatDuration(d.eta_seconds)} left` : "");
-  set(".url", d.url);
-  set(".error", d.error ? `${d.error.code}: ${d.error.message}` : "");
-  item.querySelector(".pause").hidden = !(running || d.state === "queued");
-  item.querySelector(".resume").hidden = d.state !== "paused";
-  item.querySelector(".retry").hidden = d.state !== "failed";
+  const info = row.querySelector(".info");
+  let text = "";
+  let kind = "";
+  if (problems.has(d.id)) {
+    text = problems.get(d.id);
+    kind = "problem";
+  } else if (d.error) {
+    text = `${d.error.code}: ${d.error.message}`;
+    kind = "problem";
+  } else if (isRetrying(d)) {
+    const wait = Math.max(0, (Date.parse(d.next_attempt_at) - Date.now()) / 1000);
+    text = `retrying in ${formatDuration(wait)}` + (d.last_error ? `: ${d.last_error.code}: ${d.last_error.message}` : "");
+    kind = "warn";
+  } else if (running && d.eta_seconds !== null) {
+    text = `${formatDuration(d.eta_seconds)} left`;
+  }
+  if (info.textContent !== text) {
+    info.textContent = text;
+    info.title = text;
+  }
+  info.dataset.kind = kind;
+  row.querySelector(".select").checked = state.selected.has(d.id);
+  row.querySelector(".pause").hidden = !(running || d.state === "queued");
+  row.querySelector(".resume").hidden = d.state !== "paused";
+  row.querySelector(".retry").hidden = d.state !== "failed";
+  row.querySelector(".delete").hidden = !done;
 }
 
 function renderTotals() {
@@ -237,8 +369,43 @@ function renderTotals() {
     }
   }
   const count = state.downloads.size;
-  $("totals").textContent = `${count} download${count === 1 ? "" : "s"}, ${running} running`
+  $("totals").textContent = `${count.toLocaleString("en")} download${count === 1 ? "" : "s"}, ${running} running`
     + (speed > 0 ? `, ${formatBytes(speed)}/s` : "");
+}
+
+function renderSelection() {
+  for (const id of [...state.selected]) if (!state.downloads.has(id)) state.selected.delete(id);
+  const count = state.selected.size;
+  $("selection").hidden = count === 0;
+  $("selection-count").textContent = `${count.toLocaleString("en")} selected`;
+  const all = $("select-all");
+  const shownSelected = state.shown.filter((d) => state.selected.has(d.id)).length;
+  all.checked = state.shown.length > 0 && shownSelected === state.shown.length;
+  all.indeterminate = shownSelected > 0 && shownSelected < state.shown.length;
+}
+
+/** Pauses, resumes or removes every selected download in one request. */
+async function bulk(action) {
+  const ids = [...state.selected];
+  if (!ids.length) return;
+  const buttons = document.querySelectorAll("#selection button");
+  buttons.forEach((b) => { b.disabled = true; });
+  try {
+    const answer = await api("POST", "/downloads/actions", { action, ids });
+    const failed = answer.results.filter((r) => r.status >= 400);
+    for (const result of answer.results) {
+      if (result.download) remember(result.download);
+      if (action === "remove" && result.status === 204) forget(result.id);
+    }
+    $("selection-problem").textContent = failed.length
+      ? `${failed.length} could not be changed: ${problemText(failed[0].problem)}` : "";
+    if (action === "remove") for (const result of answer.results) state.selected.delete(result.id);
+  } catch (error) {
+    $("selection-problem").textContent = error.message;
+  } finally {
+    buttons.forEach((b) => { b.disabled = false; });
+    scheduleRender();
+  }
 }
 
 function setConnection(kind, detail) {
@@ -266,6 +433,86 @@ function formatDuration(seconds) {
   return `${Math.floor(s / 3600)} h ${String(Math.floor(s % 3600 / 60)).padStart(2, "0")} min`;
 }
 
+/** Sizes as people write them, as the server and the CLI read them: 500k, 1.5M, 10MB (powers of 1024). */
+function parseSize(text) {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(text);
+  if (!match) return null;
+  const power = { "": 0, k: 1, m: 2, g: 3, t: 4 }[match[2].toLowerCase()];
+  const bytes = Number(match[1]) * 1024 ** power;
+  return power === 0 && !Number.isInteger(bytes) ? null : Math.floor(bytes);
+}
+
+// MARK: settings
+
+function showSettings(settings) {
+  const input = (id, value, fallback) => {
+    $(id).value = value === fallback ? "" : String(value);
+    $(id).placeholder = `default ${fallback}`;
+  };
+  const defaults = settings.defaults;
+  input("set-max-active", settings.max_active, defaults.max_active);
+  $("set-max-speed").value = settings.max_speed === defaults.max_speed ? "" : sizeText(settings.max_speed);
+  $("set-max-speed").placeholder = `default ${sizeText(defaults.max_speed)}`;
+  input("set-connections", settings.default_connections, defaults.default_connections);
+  input("set-per-host", settings.max_connections_per_host, defaults.max_connections_per_host);
+  $("schedule").replaceChildren(...settings.speed_schedule.map(windowRow));
+  $("limit").textContent = settings.current_max_speed
+    ? `limit ${formatBytes(settings.current_max_speed)}/s` : "";
+}
+
+/** A speed for an input, exactly (2M, 1536k, 1000): what is saved again reads back the same. */
+function sizeText(bytes) {
+  if (bytes === 0) return "none";
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)}M`;
+  if (bytes % 1024 === 0) return `${bytes / 1024}k`;
+  return String(bytes);
+}
+
+function windowRow(window) {
+  const row = $("window-template").content.firstElementChild.cloneNode(true);
+  const days = window ? window.days : DAYS;
+  for (const box of row.querySelectorAll(".days input")) box.checked = days.includes(box.value);
+  row.querySelector(".from").value = window ? window.from : "";
+  row.querySelector(".to").value = window ? window.to : "";
+  row.querySelector(".speed").value = window ? sizeText(window.max_speed) : "";
+  row.querySelector(".remove-window").addEventListener("click", () => row.remove());
+  return row;
+}
+
+async function loadSettings() {
+  try {
+    showSettings(await api("GET", "/settings"));
+  } catch (error) {
+    $("settings-problem").textContent = error.message;
+  }
+}
+
+/** The form as a PATCH body: an empty field puts a setting back to its default (null). */
+function settingsBody() {
+  const number = (id) => ($(id).value.trim() === "" ? null : Number($(id).value));
+  const speed = (text) => {
+    const value = text.trim().toLowerCase();
+    if (value === "") return null;
+    if (value === "none" || value === "0") return 0;
+    const bytes = parseSize(value);
+    if (bytes === null) throw new Error(`'${text}' is not a speed like 500k or 2M`);
+    return bytes;
+  };
+  const schedule = [...$("schedule").children].map((row) => ({
+    days: [...row.querySelectorAll(".days input:checked")].map((box) => box.value),
+    from: row.querySelector(".from").value.trim(),
+    to: row.querySelector(".to").value.trim(),
+    max_speed: speed(row.querySelector(".speed").value) || 0,
+  }));
+  return {
+    max_active: number("set-max-active"),
+    max_speed: speed($("set-max-speed").value),
+    default_connections: number("set-connections"),
+    max_connections_per_host: number("set-per-host"),
+    speed_schedule: schedule,
+  };
+}
+
 // MARK: forms
 
 function askForToken(message) {
@@ -285,24 +532,42 @@ $("token-form").addEventListener("submit", (event) => {
   start();
 });
 
+/** Adds the URLs of the box, one a line, as one batch; the lines refused stay in the box with their reasons. */
 $("add-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const body = { url: $("url").value.trim() };
+  const lines = $("urls").value.split("\n").map((line) => line.trim()).filter((line) => line && !line.startsWith("#"));
+  if (!lines.length) return;
+  const options = {};
   for (const field of ["filename", "directory", "checksum"]) {
     const value = $(field).value.trim();
-    if (value) body[field] = value;
+    if (value) options[field] = value;
   }
-  for (const field of ["connections", "max_speed"]) {
-    const value = $(field).value.trim();
-    if (value) body[field] = Number(value);
-  }
-  if ($("start_paused").checked) body.start_paused = true;
+  const connections = $("connections").value.trim();
+  if (connections) options.connections = Number(connections);
   const button = $("add");
   button.disabled = true;
   try {
-    remember(await api("POST", "/downloads", body));
-    $("url").value = "";
-    $("add-problem").textContent = "";
+    const speed = $("max_speed").value.trim();
+    if (speed) {
+      const bytes = parseSize(speed);
+      if (bytes === null) throw new Error(`max speed: '${speed}' is not a speed like 500k or 2M`);
+      options.max_speed = bytes;
+    }
+    if ($("start_paused").checked) options.start_paused = true;
+    if (lines.length === 1) {
+      remember(await api("POST", "/downloads", { url: lines[0], ...options }));
+      $("urls").value = "";
+      $("add-problem").textContent = "";
+    } else {
+      const answer = await api("POST", "/downloads", { downloads: lines.map((url) => ({ url, ...options })) });
+      const refused = [];
+      answer.results.forEach((result, index) => {
+        if (result.download) remember(result.download);
+        else refused.push({ line: lines[index], reason: problemText(result.problem) });
+      });
+      $("urls").value = refused.map((r) => r.line).join("\n");
+      $("add-problem").textContent = refused.map((r) => `${r.line}: ${r.reason}`).join("\n");
+    }
   } catch (error) {
     $("add-problem").textContent = error.message;
   } finally {
@@ -310,6 +575,67 @@ $("add-form").addEventListener("submit", async (event) => {
   }
 });
 
-$("filter").addEventListener("change", render);
+$("settings-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  $("settings-saved").textContent = "";
+  try {
+    showSettings(await api("PATCH", "/settings", settingsBody()));
+    $("settings-problem").textContent = "";
+    $("settings-saved").textContent = "Saved.";
+  } catch (error) {
+    $("settings-problem").textContent = error.message;
+  }
+});
+$("add-window").addEventListener("click", () => $("schedule").appendChild(windowRow(null)));
+
+for (const id of ["filter", "sort"]) $(id).addEventListener("change", render);
+$("search").addEventListener("input", scheduleRender);
+$("viewport").addEventListener("scroll", () => {
+  if (state.windowQueued) return;
+  state.windowQueued = true;
+  requestAnimationFrame(() => {
+    state.windowQueued = false;
+    renderWindow();
+  });
+});
+$("select-all").addEventListener("change", (event) => {
+  for (const d of state.shown) if (event.target.checked) state.selected.add(d.id); else state.selected.delete(d.id);
+  renderWindow();
+  renderSelection();
+});
+$("bulk-pause").addEventListener("click", () => bulk("pause"));
+$("bulk-resume").addEventListener("click", () => bulk("resume"));
+$("bulk-remove").addEventListener("click", () => bulk("remove"));
+$("bulk-clear").addEventListener("click", () => {
+  state.selected.clear();
+  scheduleRender();
+});
+$("clear-completed").addEventListener("click", async () => {
+  try {
+    const answer = await api("POST", "/downloads/actions", { action: "remove", state: ["completed"] });
+    for (const result of answer.results) if (result.status === 204) forget(result.id);
+    $("selection-problem").textContent = "";
+  } catch (error) {
+    $("selection-problem").textContent = error.message;
+  }
+});
+
+function applyDensity() {
+  document.body.dataset.density = state.density;
+  $("density").setAttribute("aria-pressed", String(state.density === "compact"));
+  $("density").textContent = state.density === "compact" ? "Comfortable" : "Compact";
+}
+$("density").addEventListener("click", () => {
+  state.density = state.density === "compact" ? "comfortable" : "compact";
+  localStorage.setItem(DENSITY_KEY, state.density);
+  applyDensity();
+  render();
+});
+applyDensity();
+
+// A wait to retry counts down without an event: the rows on screen are redrawn each second while one waits.
+setInterval(() => {
+  if (state.shown.some(isRetrying)) renderWindow();
+}, 1000);
 
 start();

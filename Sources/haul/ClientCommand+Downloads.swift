@@ -100,11 +100,14 @@ extension ClientCommand {
         let state = options.value("state")
         let json = options.flag("json")
         _ = try options.positionals(0...0, "ls takes no arguments")
+        var filters = ""
+        if let state { filters += "&state=" + Client.escape(state) }
+        if let search = options.value("search") { filters += "&q=" + Client.escape(search) }
+        if let sort = options.value("sort") { filters += "&sort=" + Client.escape(sort) }
         var all: [JSONValue] = []
         var cursor: String?
         repeat {
-            var path = "/downloads?limit=1000"
-            if let state { path += "&state=" + Client.escape(state) }
+            var path = "/downloads?limit=1000" + filters
             if let cursor { path += "&cursor=" + Client.escape(cursor) }
             let page = try client.call("GET", path)
             if case .array(let downloads) = page["downloads"] { all += downloads }

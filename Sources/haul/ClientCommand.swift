@@ -48,6 +48,9 @@ enum ClientCommand {
             options: [
                 .init(name: "state", value: "S,...", help: "only these states: queued, probing, downloading, "
                       + "verifying, paused, completed, failed"),
+                .init(name: "search", value: "TEXT", help: "only downloads whose name or URL holds TEXT, without case"),
+                .init(name: "sort", value: "KEY", help: "created (the default), name, size, progress or speed; -KEY "
+                      + "for descending"),
                 .init(name: "json", value: nil, help: "print the downloads as a JSON array"),
             ]),
         CommandSpec(name: "pause", arguments: "ID...", summary: "Pauses downloads; the part file stays.",

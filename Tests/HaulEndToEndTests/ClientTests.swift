@@ -169,6 +169,17 @@ final class ClientTests: HaulTestCase {
         XCTAssertEqual(try execute(haulPath, []).status, 2, "no command is a usage error")
     }
 
+    func testListSearchesAndSorts() throws {
+        let small = try add(["url": originURL("small-ubuntu.iso"), "start_paused": true])
+        let large = try add(["url": originURL("Large-Ubuntu.iso"), "start_paused": true])
+        _ = try add(["url": originURL("debian.iso"), "start_paused": true])
+        let result = try haulCommand(["ls", "--search", "UBUNTU", "--sort", "-name"])
+        XCTAssertEqual(result.status, 0, result.output)
+        let ids = result.stdout.split(separator: "\n").dropFirst().map { String($0.prefix(15)) }
+        XCTAssertEqual(ids, [small, large], result.stdout)
+        XCTAssertEqual(try haulCommand(["ls", "--sort", "colour"]).status, 1, "the server's 422")
+    }
+
     func testGlobalOptionsComeBeforeTheCommand() throws {
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_SERVER"] = nil
