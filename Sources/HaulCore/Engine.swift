@@ -649,6 +649,15 @@ public final class Engine {
 
     /// Stores the journal of `id` (what a sync vouched for): the cheap write made while a transfer runs.
     func saveJournal(_ id: String, _ journal: [Segment]) {
+        // A journal vouches for bytes of the file the probe described, under the name chosen for it: while that
+        // answer still waits for the group commit, the whole download is stored with the journal. Otherwise a crash
+        // just after a small download finished kept its bytes without its size, validators and name, and the
+        // restart fetched it again under a second name.
+        if unsaved.contains(id), var download = machines[id]?.machine.download {
+            download.journal = journal
+            unsaved.remove(id)
+            return persist(download)
+        }
         do {
             try store.saveJournal(id: id, journal, updatedAt: Date())
         } catch {
