@@ -12,11 +12,13 @@ let package = Package(
         .systemLibrary(name: "CEvent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSystem"),
         // One C file: reads a field evhttp 2.1 offers no getter for (see its header).
         .target(name: "CEventRequest", dependencies: ["CEvent"]),
-        .target(name: "HaulLoop", dependencies: ["CEvent", "CEventRequest", "CCurl", "CSQLite", "CCrypto", "CSystem"]),
+        .target(name: "HaulLoop",
+                dependencies: ["CEvent", "CEventRequest", "CCurl", "CSQLite", "CPostgres", "CCrypto", "CSystem"]),
         .target(name: "HaulCore", dependencies: ["HaulLoop"]),
         .target(name: "HaulAPI", dependencies: ["HaulCore", "HaulLoop"]),
         .executableTarget(name: "haul", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"]),
@@ -28,7 +30,7 @@ let package = Package(
         .target(name: "HaulTestSupport", dependencies: ["HaulLoop"], path: "Tests/Support"),
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "HaulLoop", "HaulTestSupport"]),
         .testTarget(name: "HaulAPITests", dependencies: ["HaulAPI", "HaulCore", "HaulLoop", "HaulTestSupport"]),
-        .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulLoop"]),
+        .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulLoop", "HaulTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

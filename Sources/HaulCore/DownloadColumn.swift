@@ -79,13 +79,13 @@ struct DownloadColumn: Sendable {
 
     /// A download from a row selected with `all`'s names, in that order.
     static func decode(_ row: some RandomAccessCollection<SQLValue>) throws -> Download {
-        guard row.count == all.count else { throw SQLiteError(code: 0, message: "malformed download row") }
+        guard row.count == all.count else { throw DatabaseError("malformed download row") }
         var download = Download(id: "", sequence: 0, url: "", headers: [], requestedFilename: nil, directory: "",
                                 state: .failed, connections: 1, priority: 0, maxSpeed: nil,
                                 createdAt: Date(timeIntervalSince1970: 0))
         for (column, value) in zip(all, row) {
             if column.required, value == .null {
-                throw SQLiteError(code: 0, message: "malformed download row: no \(column.name)")
+                throw DatabaseError("malformed download row: no \(column.name)")
             }
             column.read(&download, value)
         }

@@ -1,10 +1,13 @@
 import FoundationEssentials
 import HaulLoop
 
-/// Downloads and their options in SQLite (WAL) in the data directory. Schema changes are numbered migrations,
-/// applied in order and recorded in `PRAGMA user_version`, so a newer Haul opens an older Haul's database.
+/// Downloads and their options: in SQLite (WAL) in the data directory, or in PostgreSQL (`--store postgres://...`).
+/// Schema changes are numbered migrations written once for both, applied in order and recorded (SQLite's
+/// `PRAGMA user_version`, PostgreSQL's `haul_schema` table), so a newer Haul opens an older Haul's database.
 public final class DownloadStore {
-    private let db: SQLiteDatabase
+    private let db: any SQLDatabase
+    /// Where the store is, as messages may show it (no password).
+    public let location: String
 
     static let migrations: [String] = [
         // 1: downloads and everything needed to resume them.
@@ -77,15 +80,42 @@ public final class DownloadStore {
     /// Another process holds the database.
     public struct StoreInUse: Error, CustomStringConvertible {
         public var path: String
-        public var description: String { "\(path) is in use by another Haul; give each server its own --data-dir" }
+        public var fix = "give each server its own --data-dir"
+        public var description: String { "\(path) is in use by another Haul; \(fix)" }
     }
 
-    public init(path: String) throws {
+    /// The SQLite database at `path`, created if missing.
+    public convenience init(path: String) throws {
+        try self.init(database: Self.openSQLite(path), location: path)
+    }
+
+    /// The PostgreSQL database at `url` (a libpq connection URI), its schema created or migrated.
+    public convenience init(postgres url: String) throws {
+        let db = try PostgresDatabase(url: url)
+        // Until nodes share downloads through claims, one Haul per database: a session lock, like SQLite's
+        // exclusive one, held as long as the connection.
+        guard try db.query("SELECT pg_try_advisory_lock(?)", [.integer(Self.nodeLock)]).first?.first?.int == 1 else {
+            throw StoreInUse(path: db.shownURL, fix: "give each server its own database")
+        }
+        try self.init(database: db, location: db.shownURL)
+    }
+
+    /// Advisory lock keys ("Haul" and "Hau2" in ASCII): one Haul per database, one migration at a time.
+    private static let nodeLock: Int64 = 0x4861_756C
+    private static let migrationLock: Int64 = 0x4861_7532
+
+    private init(database: any SQLDatabase, location: String) throws {
+        db = database
+        self.location = location
+        try migrate()
+    }
+
+    private static func openSQLite(_ path: String) throws -> SQLiteDatabase {
         // Private before SQLite opens it: the rows hold secrets (headers, URL passwords), and the -wal and -shm
         // files SQLite makes take this file's mode.
         try Files.makePrivateFile(path)
         for companion in [path + "-wal", path + "-shm"] { try Files.restrict(companion, to: 0o600) }
-        db = try SQLiteDatabase(path: path)
+        let db = try SQLiteDatabase(path: path)
         // One Haul owns its database: the exclusive lock, taken now and held until close, makes a second server on
         // the same data directory fail at start instead of both writing, and spares every transaction its file-lock
         // system calls (and WAL its shared-memory index).
@@ -96,22 +126,41 @@ public final class DownloadStore {
         }
         try db.execute("PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         try db.execute("PRAGMA foreign_keys=ON;")
-        try migrate()
+        return db
     }
 
     public var schemaVersion: Int {
-        (try? db.query("PRAGMA user_version").first?.first?.int).flatMap { $0 }.map(Int.init) ?? 0
+        let sql = db.dialect == .sqlite ? "PRAGMA user_version" : "SELECT max(version) FROM haul_schema"
+        return (try? db.query(sql).first?.first?.int).flatMap { $0 }.map(Int.init) ?? 0
     }
 
     private func migrate() throws {
-        let current = schemaVersion
-        guard current <= Self.migrations.count else {
-            throw SQLiteError(code: 0, message: "database schema \(current) is newer than this Haul knows")
+        func checkNotNewer(_ current: Int) throws {
+            guard current <= Self.migrations.count else {
+                throw DatabaseError("database schema \(current) is newer than this Haul knows")
+            }
         }
-        for (index, sql) in Self.migrations.enumerated() where index >= current {
+        switch db.dialect {
+        case .sqlite:
+            let current = schemaVersion
+            try checkNotNewer(current)
+            for (index, sql) in Self.migrations.enumerated() where index >= current {
+                try db.transaction {
+                    try db.execute(sql)
+                    try db.execute("PRAGMA user_version = \(index + 1)")
+                }
+            }
+        case .postgres:
+            // PostgreSQL's DDL is transactional: all of it or none. Nodes starting together take turns; the later
+            // ones find nothing left to do.
             try db.transaction {
-                try db.execute(sql)
-                try db.execute("PRAGMA user_version = \(index + 1)")
+                try db.run("SELECT pg_advisory_xact_lock(?)", [.integer(Self.migrationLock)])
+                try db.execute("CREATE TABLE IF NOT EXISTS haul_schema (version BIGINT NOT NULL)")
+                let current = schemaVersion
+                try checkNotNewer(current)
+                for sql in Self.migrations.dropFirst(current) { try db.execute(db.dialect.ddl(sql)) }
+                try db.run("DELETE FROM haul_schema")
+                try db.run("INSERT INTO haul_schema (version) VALUES (?)", [.integer(Int64(Self.migrations.count))])
             }
         }
     }
@@ -189,8 +238,8 @@ public final class DownloadStore {
     }
 
     public func rememberIdempotencyAnswer(key: String, downloadID: String, requestHash: String, status: Int) throws {
-        try db.run("INSERT OR IGNORE INTO idempotency_keys (key, download_id, request_hash, status, created_at) "
-                   + "VALUES (?, ?, ?, ?, ?)", [.text(key), .text(downloadID), .text(requestHash),
+        try db.run("INSERT INTO idempotency_keys (key, download_id, request_hash, status, created_at) "
+                   + "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", [.text(key), .text(downloadID), .text(requestHash),
                                                .integer(Int64(status)), .real(Date().timeIntervalSince1970)])
     }
 
@@ -203,8 +252,8 @@ public final class DownloadStore {
     }
 
     public func rememberBatchAnswer(key: String, requestHash: String, answer: String) throws {
-        try db.run("INSERT OR IGNORE INTO idempotency_keys "
-                   + "(key, download_id, request_hash, status, created_at, answer) VALUES (?, '', ?, 200, ?, ?)",
+        try db.run("INSERT INTO idempotency_keys (key, download_id, request_hash, status, created_at, answer) "
+                   + "VALUES (?, '', ?, 200, ?, ?) ON CONFLICT DO NOTHING",
                    [.text(key), .text(requestHash), .real(Date().timeIntervalSince1970), .text(answer)])
     }
 

@@ -1,23 +1,5 @@
 internal import CSQLite
 
-/// A value stored in or read from an SQLite column.
-public enum SQLValue: Sendable, Equatable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-
-    public var int: Int64? { if case .integer(let v) = self { return v } else { return nil } }
-    public var string: String? { if case .text(let v) = self { return v } else { return nil } }
-    public var double: Double? {
-        switch self {
-        case .real(let v): return v
-        case .integer(let v): return Double(v)
-        default: return nil
-        }
-    }
-}
-
 /// A failed SQLite call: the result code and SQLite's message.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public let code: Int32
@@ -31,7 +13,8 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
 }
 
 /// One SQLite connection. Confined to the thread that uses it (the loop thread).
-public final class SQLiteDatabase {
+public final class SQLiteDatabase: SQLDatabase {
+    public let dialect = SQLDialect.sqlite
     private var db: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
 
@@ -75,20 +58,8 @@ public final class SQLiteDatabase {
         }
     }
 
-    /// Runs a statement with parameters; returns no rows.
-    public func run(_ sql: String, _ parameters: [SQLValue] = []) throws {
-        _ = try query(sql, parameters)
-    }
-
-    /// Runs a statement and returns its rows, each as column values in order.
-    public func query(_ sql: String, _ parameters: [SQLValue] = []) throws -> [[SQLValue]] {
-        var rows: [[SQLValue]] = []
-        try forEachRow(sql, parameters) { rows.append($0) }
-        return rows
-    }
-
     /// Hands each row of `sql` to `body` as it is stepped: a large table is never all in memory at once.
-    public func forEachRow(_ sql: String, _ parameters: [SQLValue] = [], _ body: ([SQLValue]) throws -> Void) throws {
+    public func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -136,11 +107,7 @@ public final class SQLiteDatabase {
         }
     }
 
-    /// Like `transaction`, or just `body` when a transaction is already open.
-    public func transactionIfNeeded<T>(_ body: () throws -> T) throws -> T {
-        if sqlite3_get_autocommit(db) == 0 { return try body() }
-        return try transaction(body)
-    }
+    public var inTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
 
     private func prepared(_ sql: String) throws -> OpaquePointer {
         if let statement = statements[sql] { return statement }

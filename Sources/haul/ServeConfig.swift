@@ -8,6 +8,7 @@ struct ServeConfig {
     var port: UInt16 = 8080
     var downloadDir = "./downloads"
     var dataDir = "./data"
+    var store: String?
     var maxActive = 5
     var connections = 8
     var maxAttempts = 5
@@ -42,6 +43,8 @@ struct ServeConfig {
           --listen HOST:PORT     address to listen on (HAUL_LISTEN, default 127.0.0.1:8080; port 0 picks one)
           --download-dir PATH    where files are saved (HAUL_DOWNLOAD_DIR, default ./downloads)
           --data-dir PATH        where the database lives (HAUL_DATA_DIR, default ./data)
+          --store URL            keep the downloads in PostgreSQL, a libpq URI like postgres://haul@db/haul,
+                                 instead of SQLite in --data-dir (HAUL_STORE; the password may come from PGPASSWORD)
           --max-active N         downloads running at once (HAUL_MAX_ACTIVE, default 5)
           --connections N        default connections per download, 1-32 (HAUL_CONNECTIONS, default 8)
           --max-connections-per-host N  connections to one host over all downloads
@@ -164,6 +167,13 @@ struct ServeConfig {
         }
         if let v = values["download-dir"] { config.downloadDir = v }
         if let v = values["data-dir"] { config.dataDir = v }
+        if let v = values["store"] {
+            guard v.hasPrefix("postgres://") || v.hasPrefix("postgresql://") else {
+                throw Invalid(description: "\(label("store")) takes a postgres:// URL; without it the downloads are "
+                    + "in SQLite in --data-dir")
+            }
+            config.store = v
+        }
         config.maxActive = try integer(values["max-active"], label("max-active"), 1...1000) ?? config.maxActive
         config.connections = try integer(values["connections"], label("connections"), 1...32) ?? config.connections
         config.maxAttempts = try integer(values["max-attempts"], label("max-attempts"), 1...100) ?? config.maxAttempts

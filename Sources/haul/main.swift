@@ -28,9 +28,11 @@ func serve(_ arguments: [String]) -> Int32 {
         let dataDir = Files.absolute(config.dataDir)
         try ServerDirectories.prepare(downloadRoot, role: "the download directory",
                                       option: "--download-dir, HAUL_DOWNLOAD_DIR", private: false)
-        try ServerDirectories.prepare(dataDir, role: "the data directory", option: "--data-dir, HAUL_DATA_DIR",
-                                      private: true)
-        try ServerDirectories.checkDatabase(dataDir + "/haul.sqlite", option: "--data-dir, HAUL_DATA_DIR")
+        if config.store == nil {
+            try ServerDirectories.prepare(dataDir, role: "the data directory", option: "--data-dir, HAUL_DATA_DIR",
+                                          private: true)
+            try ServerDirectories.checkDatabase(dataDir + "/haul.sqlite", option: "--data-dir, HAUL_DATA_DIR")
+        }
         let loop = try EventLoop()
         // Log lines go out once per loop turn: a timer of no delay fires after the events of the current turn.
         let logFlush = LoopTimer(loop: loop, delay: 0) { logBuffer.flush() }
@@ -40,7 +42,8 @@ func serve(_ arguments: [String]) -> Int32 {
             return true
         }
         defer { logBuffer.schedule = nil }
-        let store = try DownloadStore(path: dataDir + "/haul.sqlite")
+        let store = try config.store.map { try DownloadStore(postgres: $0) }
+            ?? DownloadStore(path: dataDir + "/haul.sqlite")
         var engineConfig = EngineConfig(downloadRoot: downloadRoot)
         engineConfig.maxActive = config.maxActive
         engineConfig.defaultConnections = config.connections
@@ -91,7 +94,8 @@ func serve(_ arguments: [String]) -> Int32 {
         let host = config.host.contains(":") ? "[\(config.host)]" : config.host
         // Scripts and tests read the address from this line (useful with port 0).
         printOutput("haul listening on http://\(host):\(port)")
-        log.info("listening", ["http.address": "\(host):\(port)", "download.root": downloadRoot])
+        log.info("listening", ["http.address": "\(host):\(port)", "download.root": downloadRoot,
+                               "store": store.location])
         loop.run()
         // Torn down in order while the event base still exists: open event streams are ended before their
         // connections are freed.

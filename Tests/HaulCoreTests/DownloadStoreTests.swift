@@ -1,8 +1,10 @@
 import Foundation
 import HaulLoop
+import HaulTestSupport
 import XCTest
 @testable import HaulCore
 
+/// Every test runs against both stores: SQLite in a file, and a real PostgreSQL (a database of its own per test).
 final class DownloadStoreTests: XCTestCase {
     private var directory: String!
 
@@ -13,6 +15,28 @@ final class DownloadStoreTests: XCTestCase {
 
     override func tearDownWithError() throws {
         try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// One store: opened (again) by `open`, and reached beneath the store by `raw` to write what an older Haul did.
+    private struct Backend {
+        let name: String
+        let open: () throws -> DownloadStore
+        let raw: () throws -> any SQLDatabase
+        let setVersion: (any SQLDatabase, Int) throws -> Void
+    }
+
+    private func forEachBackend(_ body: (Backend) throws -> Void) throws {
+        let path = directory + "/haul.sqlite"
+        try body(Backend(name: "sqlite", open: { try DownloadStore(path: path) },
+                         raw: { try SQLiteDatabase(path: path) },
+                         setVersion: { try $0.execute("PRAGMA user_version = \($1)") }))
+        let url = try PostgresServer.shared().createDatabase()
+        try body(Backend(name: "postgres", open: { try DownloadStore(postgres: url) },
+                         raw: { try PostgresDatabase(url: url) },
+                         setVersion: { db, version in
+                             try db.execute("CREATE TABLE IF NOT EXISTS haul_schema (version BIGINT NOT NULL); "
+                                            + "DELETE FROM haul_schema; INSERT INTO haul_schema VALUES (\(version))")
+                         }))
     }
 
     func testEveryFieldSurvivesReopening() throws {
@@ -39,15 +63,16 @@ final class DownloadStoreTests: XCTestCase {
         download.updatedAt = created.addingTimeInterval(2)
         download.insecure = true
         download.expectedBytes = 1 << 40
+        try forEachBackend { backend in
         do {
-            let store = try DownloadStore(path: directory + "/haul.sqlite")
+            let store = try backend.open()
             try store.save(download)
             try store.saveJournal(id: "abc", [Segment(start: 0, end: 999, received: 700),
                                               Segment(start: 1000, end: (1 << 40) - 1, received: 40)],
                                   updatedAt: created.addingTimeInterval(3))
         }
-        let reopened = try DownloadStore(path: directory + "/haul.sqlite")
-        XCTAssertEqual(reopened.schemaVersion, DownloadStore.migrations.count)
+        let reopened = try backend.open()
+        XCTAssertEqual(reopened.schemaVersion, DownloadStore.migrations.count, backend.name)
         var expected = download
         // Only the journal is stored: after a restart what was received is what is known to be on disk.
         expected.journal = [Segment(start: 0, end: 999, received: 700), Segment(start: 1000, end: (1 << 40) - 1,
@@ -55,9 +80,10 @@ final class DownloadStoreTests: XCTestCase {
         expected.segments = expected.journal
         expected.updatedAt = created.addingTimeInterval(3)
         expected.error?.retryable = false
-        XCTAssertEqual(try reopened.loadAll(), [expected])
+        XCTAssertEqual(try reopened.loadAll(), [expected], backend.name)
         try reopened.delete(id: "abc")
-        XCTAssertEqual(try reopened.loadAll(), [])
+        XCTAssertEqual(try reopened.loadAll(), [], backend.name)
+        }
     }
 
     func testSavingAgainWithTheSameJournalKeepsItsSegments() throws {
@@ -65,46 +91,89 @@ final class DownloadStoreTests: XCTestCase {
                                 directory: "", state: .downloading, connections: 4, priority: 0, maxSpeed: nil,
                                 createdAt: Date(timeIntervalSince1970: 1_800_000_000))
         download.journal = [Segment(start: 0, end: 499, received: 300), Segment(start: 500, end: 999, received: 20)]
-        do {
-            let store = try DownloadStore(path: directory + "/haul.sqlite")
-            try store.save(download)
-            // A state change: the row is written again, the journal is as it was (and is not written again).
-            download.state = .paused
-            try store.save(download)
+        try forEachBackend { backend in
+            var download = download
+            do {
+                let store = try backend.open()
+                try store.save(download)
+                // A state change: the row is written again, the journal is as it was (and is not written again).
+                download.state = .paused
+                try store.save(download)
+            }
+            let loaded = try backend.open().loadAll()
+            XCTAssertEqual(loaded.first?.state, .paused, backend.name)
+            XCTAssertEqual(loaded.first?.journal, download.journal, "the second save must not lose the segments")
         }
-        let loaded = try DownloadStore(path: directory + "/haul.sqlite").loadAll()
-        XCTAssertEqual(loaded.first?.state, .paused)
-        XCTAssertEqual(loaded.first?.journal, download.journal, "the second save must not lose the segments")
     }
 
     func testOpensTheDatabaseOfTheFirstSchemaAndMigratesIt() throws {
-        let path = directory + "/haul.sqlite"
-        do {
-            // What the first Haul wrote: schema 1 and one row.
-            let db = try SQLiteDatabase(path: path)
-            try db.execute(DownloadStore.migrations[0])
-            try db.execute("PRAGMA user_version = 1")
-            try db.run("""
-                INSERT INTO downloads (id, seq, url, state, connections, received_bytes, created_at, updated_at)
-                VALUES ('old', 1, 'http://h/f', 'paused', 1, 42, 1800000000, 1800000000)
-                """)
+        try forEachBackend { backend in
+            do {
+                // What the first Haul wrote: schema 1 and one row.
+                let db = try backend.raw()
+                try db.execute(db.dialect.ddl(DownloadStore.migrations[0]))
+                try backend.setVersion(db, 1)
+                try db.run("""
+                    INSERT INTO downloads (id, seq, url, state, connections, received_bytes, created_at, updated_at)
+                    VALUES ('old', 1, 'http://h/f', 'paused', 1, 42, 1800000000, 1800000000)
+                    """)
+            }
+            let store = try backend.open()
+            XCTAssertEqual(store.schemaVersion, DownloadStore.migrations.count, backend.name)
+            let loaded = try store.loadAll()
+            XCTAssertEqual(loaded.map(\.id), ["old"], backend.name)
+            XCTAssertEqual(loaded.first?.state, .paused, backend.name)
+            XCTAssertEqual(loaded.first?.durableBytes, 42, backend.name)
+            XCTAssertEqual(loaded.first?.segments, [Segment(start: 0, end: nil, received: 42)], backend.name)
         }
-        let store = try DownloadStore(path: path)
-        XCTAssertEqual(store.schemaVersion, DownloadStore.migrations.count)
-        let loaded = try store.loadAll()
-        XCTAssertEqual(loaded.map(\.id), ["old"])
-        XCTAssertEqual(loaded.first?.state, .paused)
-        XCTAssertEqual(loaded.first?.durableBytes, 42)
-        XCTAssertEqual(loaded.first?.segments, [Segment(start: 0, end: nil, received: 42)])
     }
 
     func testRefusesADatabaseFromANewerHaul() throws {
-        let path = directory + "/haul.sqlite"
-        do {
-            let db = try SQLiteDatabase(path: path)
-            try db.execute("PRAGMA user_version = 999")
+        try forEachBackend { backend in
+            do {
+                let db = try backend.raw()
+                try backend.setVersion(db, 999)
+            }
+            XCTAssertThrowsError(try backend.open(), backend.name) { error in
+                XCTAssertTrue("\(error)".contains("newer than this Haul knows"), "\(backend.name): \(error)")
+            }
         }
-        XCTAssertThrowsError(try DownloadStore(path: path))
+    }
+
+    func testASecondServerOnTheSameStoreIsRefused() throws {
+        try forEachBackend { backend in
+            let first = try backend.open()
+            XCTAssertThrowsError(try backend.open(), backend.name) { error in
+                XCTAssertTrue(error is DownloadStore.StoreInUse, "\(backend.name): \(error)")
+            }
+            withExtendedLifetime(first) {}
+            // Once the first one is gone, the store opens again.
+        }
+    }
+
+    func testSettingsIdempotencyKeysAndCountsOnEitherStore() throws {
+        try forEachBackend { backend in
+            let store = try backend.open()
+            XCTAssertNil(try store.settings(), backend.name)
+            try store.saveSettings("{\"max_active\":3}")
+            try store.saveSettings("{\"max_active\":4}")
+            XCTAssertEqual(try store.settings(), "{\"max_active\":4}", backend.name)
+            try store.rememberIdempotencyAnswer(key: "k1", downloadID: "d1", requestHash: "h", status: 201)
+            // The first answer stays: a second remember with the same key changes nothing.
+            try store.rememberIdempotencyAnswer(key: "k1", downloadID: "d2", requestHash: "h2", status: 200)
+            XCTAssertEqual(try store.idempotencyAnswer(key: "k1")?.downloadID, "d1", backend.name)
+            try store.rememberBatchAnswer(key: "b1", requestHash: "hb", answer: "[1]")
+            XCTAssertEqual(try store.batchAnswer(key: "b1")?.answer, "[1]", backend.name)
+            // Text with quotes, a question mark and non-ASCII goes through as bound values, not SQL.
+            var odd = Download(id: "q?'\"", sequence: 1, url: "http://h/a?b='c'&d=\"é\"", headers: [],
+                               requestedFilename: "名前 ?.bin", directory: "", state: .queued, connections: 1,
+                               priority: 0, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000))
+            odd.updatedAt = odd.createdAt
+            try store.save(odd)
+            XCTAssertEqual(try store.count(), 1, backend.name)
+            XCTAssertEqual(try store.loadAll().first?.url, odd.url, backend.name)
+            XCTAssertEqual(try store.loadAll().first?.requestedFilename, odd.requestedFilename, backend.name)
+        }
     }
 
     func testEachColumnIsWrittenAndReadByTheSameEntry() {
