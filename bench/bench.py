@@ -17,7 +17,7 @@ Each contender runs in rotating order after one discarded warm-up; medians with 
 result's sha256 is checked. "wall + sync" adds a `sync` of the written file (Haul fdatasyncs before it reports
 completion, curl does not). Results go to bench/results/latest.md.
 """
-import argparse, datetime, hashlib, json, os, resource, selectors, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, glob, hashlib, json, os, resource, selectors, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 import http.client
 
 MIB = 1 << 20
@@ -427,6 +427,92 @@ def scenario_c(args, report, work, disk):
     report.table(["where", "contender", "wall", "x aria2"], rows)
 
 
+def start_postgres(base):
+    """A PostgreSQL of the bench's own: initdb in `base`, a Unix socket there only, as the postgres user under root
+    (the server refuses root). Returns the process's stop function and a libpq URL of its database."""
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not bins:
+        raise RuntimeError("PostgreSQL is not installed (make test installs Debian's postgresql)")
+    bindir = os.path.dirname(bins[-1])
+    os.makedirs(f"{base}/socket")
+    as_postgres = []
+    if os.getuid() == 0:
+        import pwd
+        user = pwd.getpwnam("postgres")
+        for path in (base, f"{base}/socket"):
+            os.chown(path, user.pw_uid, user.pw_gid)
+        as_postgres = ["runuser", "-u", "postgres", "--"]
+    subprocess.run(as_postgres + [f"{bindir}/initdb", "-D", f"{base}/data", "-A", "trust", "-U", "postgres",
+                                  "--no-sync", "-E", "UTF8", "--locale=C"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(as_postgres + [f"{bindir}/pg_ctl", "-D", f"{base}/data", "-l", f"{base}/server.log", "-w",
+                                  "start", "-o", f"-k {base}/socket -c listen_addresses=''"],
+                   check=True, stdout=subprocess.DEVNULL)
+
+    def stop():
+        subprocess.run(as_postgres + [f"{bindir}/pg_ctl", "-D", f"{base}/data", "-m", "immediate", "stop"],
+                       check=False, stdout=subprocess.DEVNULL)
+
+    return stop, f"postgresql:///postgres?host={base}/socket&user=postgres"
+
+
+def scenario_i(args, report, work, disk):
+    """Scenario C's small files, on one node with SQLite and on 1, 2 and 3 nodes sharing a PostgreSQL."""
+    count = 20 if args.quick else 600
+    www = f"{work}/www-i"
+    os.makedirs(www)
+    os.chmod(www, 0o755)
+    hashes = {f"f{i:04d}.bin": make_file(f"{www}/f{i:04d}.bin", 64 * 1024) for i in range(count)}
+    nginx, origin = start_nginx(www, f"{work}/nginx-i")
+    stop_postgres, url = start_postgres(f"{work}/pg-i")
+    rows = []
+    try:
+        def run(name):
+            nodes = int(name.split()[0])
+            root = f"{work}/haul-i"
+            store = [] if "SQLite" in name else ["--store", url]
+            if store:
+                # A fresh database each round: drop what the last round left.
+                subprocess.run(["psql", url, "-q", "-c", "DROP SCHEMA public CASCADE; CREATE SCHEMA public"],
+                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            hauls = [Haul(args.haul, f"{root}/n{i}", "--max-active", "16", "--connections", "1",
+                          "--download-dir", f"{root}/dl", *store, "--node", f"n{i}") for i in range(nodes)]
+            cpu = [proc_stat(h.proc.pid)[0] for h in hauls]
+            start = time.monotonic()
+            for index, name_ in enumerate(hashes):
+                hauls[index % nodes].call("POST", "/downloads", {"url": f"{origin}/{name_}"})
+            hauls[0].wait_all(count, poll=0.005)
+            wall = time.monotonic() - start
+            used = sum(proc_stat(h.proc.pid)[0] - c for h, c in zip(hauls, cpu))
+            for h in hauls:
+                h.stop()
+            for file, digest in hashes.items():
+                if sha256(f"{root}/dl/{file}") != digest:
+                    raise RuntimeError(f"wrong file {file}")
+            shutil.rmtree(root)
+            return wall, used
+
+        contenders = ["1 node, SQLite", "1 node", "2 nodes", "3 nodes"]
+        walls = {name: [] for name in contenders}
+        cpus = {name: [] for name in contenders}
+        for _ in range(1 if args.quick else 3):
+            for name in contenders:
+                wall, used = run(name)
+                walls[name].append(wall)
+                cpus[name].append(used)
+        base = statistics.median(walls["1 node, SQLite"])
+        for name in contenders:
+            rows.append([name, fmt(walls[name]), f"{statistics.median(walls[name]) / base:.2f}",
+                         f"{statistics.median(cpus[name]) / count * 1000:.2f} ms"])
+    finally:
+        stop_postgres()
+        nginx.terminate()
+    report.section(f"I: {count} files of 64 KiB on several nodes",
+                   "POSTs spread over the nodes (one download directory, PostgreSQL on a Unix socket), 16 at a "
+                   "time per node, until the last completes; CPU is all nodes' per file. On 2 cores the nodes, "
+                   "PostgreSQL and nginx share the same two cores.")
+    report.table(["nodes", "wall", "x 1 node SQLite", "server CPU per file"], rows)
+
+
 def wrk(url, seconds, script=None, clients=32):
     """Requests per second and the 50th and 99th percentile latencies (ms) from wrk."""
     cmd = ["wrk", f"-t{min(2, clients)}", f"-c{clients}", f"-d{seconds}s", "--latency"] + (["-s", script] if script else []) + [url]
@@ -676,7 +762,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H")
+    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
     args = ap.parse_args()
@@ -695,7 +781,7 @@ def main():
                     f"{os.cpu_count()} cores; loopback; `bench/bench.py --scenarios {args.scenarios}"
                     + (" --quick" if args.quick else "") + "`"]
     scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "D": scenario_d, "E": scenario_e,
-                 "F": scenario_f, "G": scenario_g, "H": scenario_h}
+                 "F": scenario_f, "G": scenario_g, "H": scenario_h, "I": scenario_i}
     try:
         for key in args.scenarios.split(","):
             scenarios[key.strip()](args, report, work, disk)

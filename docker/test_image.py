@@ -689,7 +689,8 @@ http {{ access_log {logs}/access.log; client_body_temp_path {logs}/b; proxy_temp
 
 
 def compose_files(work):
-    """docker/compose.yaml and compose.tls.yaml as Compose reads them (docker compose config, or docker-compose's)."""
+    """docker/compose.yaml, compose.tls.yaml and compose.nodes.yaml as Compose reads them (docker compose config, or
+    docker-compose's)."""
     if shutil.which("docker") and run(["docker", "compose", "version"], check_status=False).returncode == 0:
         compose, as_json = ["docker", "compose"], ["--format", "json"]
     else:
@@ -731,6 +732,15 @@ def compose_files(work):
     check(not services["haul"].get("ports") and published(services["nginx"]) == ["0.0.0.0:8443:443"]
           and conf and os.path.samefile(conf[0], os.path.join(ROOT, "docker/nginx/haul.conf")),
           "compose.tls.yaml: Haul unpublished, nginx on 443 with docker/nginx/haul.conf")
+    nodes = config("compose.nodes.yaml", POSTGRES_PASSWORD=secrets.token_hex(12))["services"]
+    haul_nodes = [nodes[name] for name in ("node1", "node2")]
+    shared = [{v if isinstance(v, str) else f"{v['source']}:{v['target']}" for v in n["volumes"]} for n in haul_nodes]
+    check("postgres" in nodes and all(n["environment"]["HAUL_STORE"] == "postgres://haul@postgres/haul"
+                                      for n in haul_nodes)
+          and {n["environment"]["HAUL_NODE"] for n in haul_nodes} == {"node1", "node2"}
+          and shared[0] == shared[1] and any(m.split(":")[1] == "/downloads" for m in shared[0])
+          and [published(n) for n in haul_nodes] == [["127.0.0.1:8081:8080"], ["127.0.0.1:8082:8080"]],
+          "compose.nodes.yaml: two nodes of their own names on one PostgreSQL and one download volume")
 
 
 if __name__ == "__main__":

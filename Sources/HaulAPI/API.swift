@@ -80,7 +80,12 @@ public final class API {
                 "GET": .read { [unowned self] _ in .response(self.prometheusMetrics()) },
             ]),
             Route(pattern: "/healthz", access: .open, handlers: [
-                "GET": .read(query: nil) { _ in .response(API.json(200, .object([("status", .string("ok"))]))) },
+                "GET": .read(query: nil) { [unowned self] _ in
+                    // With a shared store, which node answered (the others are behind the same name).
+                    var members: [(String, JSONValue)] = [("status", .string("ok"))]
+                    if let node = self.engine.node { members.append(("node", .string(node))) }
+                    return .response(API.json(200, .object(members)))
+                },
             ]),
             Route(pattern: "/openapi.yaml", handlers: [
                 "GET": .read { _ in
@@ -533,6 +538,12 @@ public final class API {
     private func prometheusMetrics() -> HTTPResponse {
         let totals = engine.totals()
         var out = PrometheusText()
+        if let node = engine.node {
+            out.family("haul_node_info", type: "gauge", help: "This node's name among the nodes sharing the store.")
+            out.sample("haul_node_info", ["node": node], 1)
+            out.single("haul_node_running_downloads", type: "gauge", help: "Downloads this node runs (the others' "
+                       + "are in haul_downloads too).", Double(engine.runningIDs.count))
+        }
         out.family("haul_downloads", type: "gauge", help: "Downloads stored, by state.")
         for state in DownloadState.allCases {
             out.sample("haul_downloads", ["state": state.rawValue], Double(totals.count(state)))

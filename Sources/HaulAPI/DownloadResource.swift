@@ -41,6 +41,7 @@ enum DownloadResource {
             ("updated_at", .string(Timestamp.rfc3339(d.updatedAt))),
             ("started_at", JSONValue(d.startedAt.map(Timestamp.rfc3339))),
             ("completed_at", JSONValue(d.completedAt.map(Timestamp.rfc3339))),
+            ("node", JSONValue(d.node)),
         ])
     }
 

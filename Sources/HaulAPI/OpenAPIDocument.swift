@@ -537,6 +537,7 @@ paths:
                 required: [status]
                 properties:
                   status: { type: string, const: ok }
+                  node: { type: string, description: "The node that answered, with a store several nodes share." }
   /openapi.yaml:
     get:
       operationId: openapi
@@ -785,7 +786,7 @@ components:
       required: [id, url, final_url, filename, path, state, total_bytes, received_bytes, progress, speed,
                  eta_seconds, connections, active_connections, resumable, segments, checksum, insecure, priority,
                  max_speed, error, last_error, next_attempt_at, attempts, created_at, updated_at, started_at,
-                 completed_at]
+                 completed_at, node]
       properties:
         id: { type: string }
         url: { type: string }
@@ -837,6 +838,12 @@ components:
         updated_at: { type: string, format: date-time, description: The last change, progress included. }
         started_at: { type: [string, "null"], format: date-time }
         completed_at: { type: [string, "null"], format: date-time }
+        node:
+          type: [string, "null"]
+          description: >-
+            With several nodes on one PostgreSQL store (`--store`, `--node`): the node that runs the download, or
+            last ran it (a finished file is in that node's download directory unless the nodes share one). Null
+            with SQLite.
     DownloadList:
       type: object
       required: [downloads, next_cursor, sequence]

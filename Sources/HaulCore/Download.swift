@@ -43,6 +43,10 @@ public struct Download: Sendable, Equatable {
     public var updatedAt: Date
     public var startedAt: Date?
     public var completedAt: Date?
+    /// The node that holds the download's claim, or last held it (a store several nodes share); nil with SQLite.
+    public var node: String?
+    /// The claim's fence as last read from the store (claims change it, saves never do).
+    public var fence: Int64 = 0
 
     public init(id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
                 directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,

@@ -8,8 +8,12 @@ struct DownloadColumn: Sendable {
     let name: String
     /// A row without a value here is malformed.
     var required = false
-    let write: @Sendable (Download) -> SQLValue
+    /// Nil for a column only claims write (`claimed_by`, `fence`): a save leaves it alone.
+    let write: (@Sendable (Download) -> SQLValue)?
     let read: @Sendable (inout Download, SQLValue) -> Void
+
+    /// The columns a save writes.
+    static let written = all.filter { $0.write != nil }
 
     static let all: [DownloadColumn] = [
         DownloadColumn(name: "id", required: true, write: { .text($0.id) }) { d, v in
@@ -75,6 +79,8 @@ struct DownloadColumn: Sendable {
         DownloadColumn(name: "expected_bytes", write: { integer($0.expectedBytes) }) { d, v in
             d.expectedBytes = v.int
         },
+        DownloadColumn(name: "claimed_by", write: nil) { d, v in d.node = v.string },
+        DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]
 
     /// A download from a row selected with `all`'s names, in that order.

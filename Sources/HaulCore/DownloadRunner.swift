@@ -31,6 +31,8 @@ final class DownloadRunner: FetchDelegate {
     private var chunk: TransferChunk?
     private var stopRequested = false
     private(set) var done = false
+    /// Another node took the download over: no action of its machine is carried out any more.
+    private var abandoned = false
 
     init(engine: Engine, id: String, url: String, maxSpeed: Int64?) {
         self.engine = engine
@@ -53,7 +55,7 @@ final class DownloadRunner: FetchDelegate {
     /// Hands `event` to the machine and carries out its actions; events raised meanwhile wait their turn.
     func deliver(_ event: MachineEvent) {
         // After `finished`, only what its own last actions raised (a final sync's journal) is still handled.
-        guard !done || dispatching else { return }
+        guard !abandoned, !done || dispatching else { return }
         queue.append(event)
         guard !dispatching else { return }
         dispatching = true
@@ -76,6 +78,7 @@ final class DownloadRunner: FetchDelegate {
     // MARK: actions
 
     private func perform(_ action: MachineAction) {
+        guard !abandoned else { return }
         switch action {
         case .fetch(let transfer, let kind): outsideCallbacks { self.fetch(transfer, kind) }
         case .cancel(let transfer): cancel(transfer)
@@ -336,6 +339,21 @@ final class DownloadRunner: FetchDelegate {
         holds.removeAll()
         for transfer in transfers { cancel(transfer) }
         engine.runnerFinished(id)
+    }
+
+    /// Another node holds the download now: everything stops at once, and nothing more is written, to the store
+    /// (the writes would be refused) or to the file beyond what is in flight.
+    func abandon() {
+        queue.removeAll()
+        abandoned = true
+        done = true
+        for timer in timers.values { timer.cancel() }
+        timers.removeAll()
+        for hold in holds.values { hold.cancel() }
+        holds.removeAll()
+        for transfer in transfers { cancel(transfer) }
+        file?.close()
+        file = nil
     }
 
     // MARK: FetchDelegate

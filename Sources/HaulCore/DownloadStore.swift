@@ -5,9 +5,11 @@ import HaulLoop
 /// Schema changes are numbered migrations written once for both, applied in order and recorded (SQLite's
 /// `PRAGMA user_version`, PostgreSQL's `haul_schema` table), so a newer Haul opens an older Haul's database.
 public final class DownloadStore {
-    private let db: any SQLDatabase
+    let db: any SQLDatabase
     /// Where the store is, as messages may show it (no password).
     public let location: String
+    /// The PostgreSQL URL, for a second connection (notifications).
+    let postgresURL: String?
 
     static let migrations: [String] = [
         // 1: downloads and everything needed to resume them.
@@ -75,6 +77,12 @@ public final class DownloadStore {
         """
         CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
         """,
+        // 7: the node that holds (or last held) a download, until when, and the fence its writes carry.
+        """
+        ALTER TABLE downloads ADD COLUMN claimed_by TEXT;
+        ALTER TABLE downloads ADD COLUMN lease_until REAL;
+        ALTER TABLE downloads ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// Another process holds the database.
@@ -86,27 +94,30 @@ public final class DownloadStore {
 
     /// The SQLite database at `path`, created if missing.
     public convenience init(path: String) throws {
-        try self.init(database: Self.openSQLite(path), location: path)
+        try self.init(database: Self.openSQLite(path), location: path, postgresURL: nil)
     }
 
-    /// The PostgreSQL database at `url` (a libpq connection URI), its schema created or migrated.
-    public convenience init(postgres url: String) throws {
+    /// The PostgreSQL database at `url` (a libpq connection URI), its schema created or migrated, shared with
+    /// other nodes; `node` names this one, and one process per name may use it (a session advisory lock, held as
+    /// long as the connection, as SQLite's exclusive lock is).
+    public convenience init(postgres url: String, node: String) throws {
         let db = try PostgresDatabase(url: url)
-        // Until nodes share downloads through claims, one Haul per database: a session lock, like SQLite's
-        // exclusive one, held as long as the connection.
-        guard try db.query("SELECT pg_try_advisory_lock(?)", [.integer(Self.nodeLock)]).first?.first?.int == 1 else {
-            throw StoreInUse(path: db.shownURL, fix: "give each server its own database")
+        guard try db.query("SELECT pg_try_advisory_lock(?, hashtext(?))",
+                           [.integer(Self.nodeLock), .text(node)]).first?.first?.int == 1 else {
+            throw StoreInUse(path: db.shownURL, fix: "a node named '\(node)' runs on it already; give each node "
+                + "its own --node")
         }
-        try self.init(database: db, location: db.shownURL)
+        try self.init(database: db, location: db.shownURL, postgresURL: url)
     }
 
-    /// Advisory lock keys ("Haul" and "Hau2" in ASCII): one Haul per database, one migration at a time.
+    /// Advisory lock keys ("Haul" and "Hau2" in ASCII): one process per node name, one migration at a time.
     private static let nodeLock: Int64 = 0x4861_756C
     private static let migrationLock: Int64 = 0x4861_7532
 
-    private init(database: any SQLDatabase, location: String) throws {
+    private init(database: any SQLDatabase, location: String, postgresURL: String?) throws {
         db = database
         self.location = location
+        self.postgresURL = postgresURL
         try migrate()
     }
 
@@ -161,6 +172,7 @@ public final class DownloadStore {
                 for sql in Self.migrations.dropFirst(current) { try db.execute(db.dialect.ddl(sql)) }
                 try db.run("DELETE FROM haul_schema")
                 try db.run("INSERT INTO haul_schema (version) VALUES (?)", [.integer(Int64(Self.migrations.count))])
+                try db.execute(Self.postgresExtras)
             }
         }
     }
@@ -180,26 +192,39 @@ public final class DownloadStore {
         }
     }
 
-    /// Inserts or updates the whole download with its journal.
-    public func save(_ d: Download) throws {
+    /// Inserts or updates the whole download with its journal. Returns false when `claim` no longer holds (another
+    /// node took the download over): then nothing was written.
+    @discardableResult
+    public func save(_ d: Download, claim: WriteClaim = .sole) throws -> Bool {
+        var landed = true
         try forgettingOnFailure {
             try db.transactionIfNeeded {
-                try db.run(Self.insertDownload, DownloadColumn.all.map { $0.write(d) })
-                try writeSegments(d.id, d.journal)
+                let values = DownloadColumn.written.map { $0.write!(d) }
+                switch claim {
+                case .sole: try db.run(Self.upsert, values)
+                case .fenced(let fence): landed = !(try db.query(Self.fencedUpsert, values + [.integer(fence)])).isEmpty
+                case .overriding: landed = !(try db.query(Self.overridingUpsert, values)).isEmpty
+                }
+                if landed { try writeSegments(d.id, d.journal) }
             }
         }
         // A finished download's journal is written for good: nothing to compare the next save with.
         if d.state.isFinished { writtenJournals.removeValue(forKey: d.id) }
+        return landed
     }
 
-    private static let columnList = DownloadColumn.all.map(\.name).joined(separator: ", ")
     /// An upsert, not INSERT OR REPLACE: a replace deletes the row first, and the delete cascades to its segments,
     /// which a save that leaves the journal alone would then never write back.
-    private static let insertDownload = "INSERT INTO downloads (\(columnList)) VALUES ("
-        + Array(repeating: "?", count: DownloadColumn.all.count).joined(separator: ", ")
+    private static let upsert = "INSERT INTO downloads (\(DownloadColumn.written.map(\.name).joined(separator: ", ")))"
+        + " VALUES (" + Array(repeating: "?", count: DownloadColumn.written.count).joined(separator: ", ")
         + ") ON CONFLICT(id) DO UPDATE SET "
-        + DownloadColumn.all.filter { $0.name != "id" }.map { "\($0.name) = excluded.\($0.name)" }
+        + DownloadColumn.written.filter { $0.name != "id" }.map { "\($0.name) = excluded.\($0.name)" }
             .joined(separator: ", ")
+    /// Only while the row carries the writer's fence.
+    private static let fencedUpsert = upsert + " WHERE downloads.fence = ? RETURNING id"
+    /// Moves the fence on and ends the claim: whoever held it can write no more.
+    private static let overridingUpsert = upsert
+        + ", fence = downloads.fence + 1, claimed_by = NULL, lease_until = NULL RETURNING id"
 
     /// The journal last written for each unfinished download this run: a save whose journal did not change (most
     /// state changes) leaves the segments table alone. Only once the transaction commits is it trusted; a rolled
@@ -217,16 +242,27 @@ public final class DownloadStore {
         }
     }
 
-    /// Records a checkpoint only: the journal, the cheap write made while a transfer runs.
-    public func saveJournal(id: String, _ journal: [Segment], updatedAt: Date) throws {
+    /// Records a checkpoint only: the journal, the cheap write made while a transfer runs. Returns false when
+    /// `claim` no longer holds: then nothing was written.
+    @discardableResult
+    public func saveJournal(id: String, _ journal: [Segment], updatedAt: Date, claim: WriteClaim = .sole) throws
+        -> Bool {
+        var landed = true
         try forgettingOnFailure {
             try db.transactionIfNeeded {
-                try db.run("UPDATE downloads SET received_bytes = ?, updated_at = ? WHERE id = ?",
-                           [.integer(journal.reduce(0) { $0 + $1.received }), .real(updatedAt.timeIntervalSince1970),
-                            .text(id)])
-                try writeSegments(id, journal)
+                let values: [SQLValue] = [.integer(journal.reduce(0) { $0 + $1.received }),
+                                          .real(updatedAt.timeIntervalSince1970), .text(id)]
+                if case .fenced(let fence) = claim {
+                    landed = !(try db.query("UPDATE downloads SET received_bytes = ?, updated_at = ? "
+                                            + "WHERE id = ? AND fence = ? RETURNING id",
+                                            values + [.integer(fence)])).isEmpty
+                } else {
+                    try db.run("UPDATE downloads SET received_bytes = ?, updated_at = ? WHERE id = ?", values)
+                }
+                if landed { try writeSegments(id, journal) }
             }
         }
+        return landed
     }
 
     /// The first answer given to an `Idempotency-Key`.
@@ -288,11 +324,23 @@ public final class DownloadStore {
     /// comes with its segments from one join in the same order (a row per segment), so no table of journals by id
     /// is built on the side.
     public func forEach(_ body: (Download) throws -> Void) throws {
+        try forEach(id: nil, body)
+    }
+
+    /// The download `id` as stored now (another node may have changed it), or nil when there is none.
+    public func load(id: String) throws -> Download? {
+        var found: Download?
+        try forEach(id: id) { found = $0 }
+        return found
+    }
+
+    private func forEach(id: String?, _ body: (Download) throws -> Void) throws {
         let width = DownloadColumn.all.count
         let received = DownloadColumn.all.firstIndex { $0.name == "received_bytes" }!
         let columns = DownloadColumn.all.map { "d.\($0.name)" }.joined(separator: ", ")
         let sql = "SELECT \(columns), s.start, s.\"end\", s.received FROM downloads d "
-            + "LEFT JOIN segments s ON s.download_id = d.id ORDER BY d.seq, s.idx"
+            + "LEFT JOIN segments s ON s.download_id = d.id " + (id == nil ? "" : "WHERE d.id = ? ")
+            + "ORDER BY d.seq, s.idx"
         // A few content types cover most files: one string each, shared by every download of that type.
         var contentTypes: [String: String] = [:]
         var current: (download: Download, received: Int64)?
@@ -304,7 +352,7 @@ public final class DownloadStore {
             download.segments = download.journal
             try body(download)
         }
-        try db.forEachRow(sql) { row in
+        try db.forEachRow(sql, id.map { [.text($0)] } ?? []) { row in
             if current?.download.id != row[0].string {
                 try finish()
                 var download = try DownloadColumn.decode(row.prefix(width))

@@ -21,11 +21,11 @@ public final class Engine {
     let log: Logger
     /// The curl multi handle when the engine made its own fetcher; closed at shutdown.
     private let multi: CurlMulti?
-    private let settings: MachineSettings
+    let settings: MachineSettings
     /// Every download's machine, boxed: reading one (a snapshot, a field) borrows it instead of copying the whole
     /// machine, and a step changes it in place.
-    private var machines: [String: MachineBox] = [:]
-    private var runners: [String: DownloadRunner] = [:]
+    var machines: [String: MachineBox] = [:]
+    var runners: [String: DownloadRunner] = [:]
     private var nextSequence: Int64 = 1
     private var tick: LoopTimer?
     /// Open connections per host, over all downloads.
@@ -36,14 +36,14 @@ public final class Engine {
     /// Downloads per state and bytes received over all of them, kept as they change: `/stats` reads these instead
     /// of visiting every download (137 ms with 100,000 stored).
     private var stateCounts: [DownloadState: Int] = [:]
-    private var receivedTotal: Int64 = 0
+    var receivedTotal: Int64 = 0
     /// Every download's (sequence, id) in creation order, so a page of a long list costs its own length, not a sort
     /// of every download.
     private var order: [(sequence: Int64, id: String)] = []
     /// Unfinished downloads by destination (URL, directory, requested name), for answering a repeated POST.
     private var destinations: [String: String] = [:]
     /// Downloads changed since the last store write.
-    private var unsaved: Set<String> = []
+    var unsaved: Set<String> = []
     private var flush: LoopTimer?
     /// The speed limit over all downloads.
     var globalBucket: TokenBucket?
@@ -52,6 +52,8 @@ public final class Engine {
     private var deferTimer: ClockTimer?
     /// Told of every change, on the loop thread, after it is stored.
     public var onChange: ((EngineChange) -> Void)?
+    /// With a store several nodes share: what this node holds, its timers and its notification connection.
+    var cluster: ClusterState?
 
     /// An engine fetching with libcurl on `loop` and timing with its timers, unless a test gives other seams.
     public init(loop: EventLoop, store: DownloadStore, config: EngineConfig, log: Logger, fetcher: Fetcher? = nil,
@@ -98,10 +100,12 @@ public final class Engine {
         machines.reserveCapacity(count)
         order.reserveCapacity(count)
         var interrupted: [Download] = []
+        // Sharing the store, a running download is another node's (or, its lease run out, whoever claims it).
+        let shared = store.isShared
         try store.forEach { download in
             let box = MachineBox(DownloadMachine(download: download, settings: settings))
             machines[download.id] = box
-            if download.state.isActive {
+            if download.state.isActive && !shared {
                 _ = box.machine.handle(.interrupted, at: clock.now)
                 interrupted.append(box.machine.download)
                 index(box.machine.download, was: nil)
@@ -124,6 +128,7 @@ public final class Engine {
             for runner in Array(self.runners.values) { runner.deliver(.tick(now: now)) }
         }
         tick?.start()
+        if shared { try joinCluster() }
         schedule()
     }
 
@@ -190,6 +195,8 @@ public final class Engine {
 
     /// Stops every transfer and checkpoints it (fdatasync, then the journal); they resume on the next start.
     public func shutdown() {
+        // No new claims while the running downloads stop.
+        cluster?.stopping = true
         scheduleTimer?.cancel()
         tick?.cancel()
         for runner in Array(runners.values) { runner.deliver(.stop(keepFile: true)) }
@@ -201,6 +208,7 @@ public final class Engine {
         refill?.cancel()
         refill = nil
         saveUnsaved()
+        leaveCluster()
         multi?.close()
     }
 
@@ -398,6 +406,10 @@ public final class Engine {
         }
         if !fresh.isEmpty {
             do {
+                // Several nodes number their downloads from one sequence in the store.
+                if let numbers = try store.allocateSequences(fresh.count), numbers.count == fresh.count {
+                    for index in fresh.indices { fresh[index].sequence = numbers[index] }
+                }
                 try store.transaction { for download in fresh { try store.save(download) } }
             } catch {
                 throw .storage("\(error)")
@@ -475,6 +487,8 @@ public final class Engine {
     }
 
     public func update(_ id: String, _ changes: DownloadChanges) throws(EngineError) -> DownloadSnapshot {
+        // Another node's download is changed as it is in the store now, not as the last notification left it.
+        refresh(id)
         guard let download = machines[id]?.machine.download else { throw .notFound(id) }
         var stateEvent: MachineEvent?
         if let target = changes.state, target != download.state {
@@ -505,6 +519,7 @@ public final class Engine {
 
     /// Cancels and forgets a download, deleting its part file (and its finished file with `deleteFile`).
     public func remove(_ id: String, deleteFile: Bool) throws(EngineError) {
+        refresh(id)
         guard let download = machines[id]?.machine.download else { throw .notFound(id) }
         if let runner = runners[id] { runner.deliver(.stop(keepFile: false)) }
         runners.removeValue(forKey: id)
@@ -561,7 +576,7 @@ public final class Engine {
 
     /// Gives `event` to the machine of `id`: through its runner when it runs (which carries out the actions), else
     /// directly (a download that is not running asks for no action but its state).
-    private func deliver(_ id: String, _ event: MachineEvent) {
+    func deliver(_ id: String, _ event: MachineEvent) {
         if let runner = runners[id] {
             runner.deliver(event)
         } else {
@@ -659,7 +674,7 @@ public final class Engine {
             return persist(download)
         }
         do {
-            try store.saveJournal(id: id, journal, updatedAt: Date())
+            if try !store.saveJournal(id: id, journal, updatedAt: Date(), claim: writeClaim(id)) { lost(id) }
         } catch {
             log.error("cannot save a checkpoint", ["download.id": id, "error": "\(error)"])
         }
@@ -717,10 +732,15 @@ public final class Engine {
     // MARK: queue and store
 
     /// Keeps `queued`, `order` and `destinations` in step with a download's state (`nil`: added or removed).
-    private func index(_ now: Download?, was: Download?) {
+    func index(_ now: Download?, was: Download?) {
         if was == nil, let now {
-            // New downloads take ever larger numbers; at start-up `start` sorts once after loading them all.
-            order.append((now.sequence, now.id))
+            // New downloads take ever larger numbers; at start-up `start` sorts once after loading them all. Another
+            // node's may arrive after a later one of this node's.
+            if let last = order.last, last.sequence > now.sequence {
+                order.insert((now.sequence, now.id), at: firstIndex(after: now.sequence))
+            } else {
+                order.append((now.sequence, now.id))
+            }
         } else if now == nil, let was {
             let position = firstIndex(after: was.sequence - 1)
             if position < order.count, order[position].id == was.id { order.remove(at: position) }
@@ -763,16 +783,21 @@ public final class Engine {
         if flush?.isPending == false { flush?.start() }
     }
 
-    private func saveUnsaved() {
+    func saveUnsaved() {
         let ids = unsaved
         unsaved.removeAll()
+        var refused: [String] = []
         do {
             try store.transaction {
-                for id in ids { if let download = machines[id]?.machine.download { try store.save(download) } }
+                for id in ids {
+                    guard let download = machines[id]?.machine.download else { continue }
+                    if try !store.save(download, claim: writeClaim(id)) { refused.append(id) }
+                }
             }
         } catch {
             log.error("cannot save downloads", ["error": "\(error)"])
         }
+        for id in refused { lost(id) }
     }
 
     private func journalOnlyGrew(from old: [Segment], to new: [Segment]) -> Bool {
@@ -782,14 +807,15 @@ public final class Engine {
 
     private func persist(_ download: Download) {
         do {
-            try store.save(download)
+            if try !store.save(download, claim: writeClaim(download.id)) { lost(download.id) }
         } catch {
             log.error("cannot save download", ["download.id": download.id, "error": "\(error)"])
         }
     }
 
     /// Starts queued downloads, highest priority first, then oldest, while slots are free.
-    private func schedule() {
+    func schedule() {
+        if cluster != nil { return claimWork() }
         guard runners.count < config.maxActive, !queued.isEmpty else { return }
         let waiting = queued.compactMap { machines[$0]?.machine.download }.sorted {
             $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence

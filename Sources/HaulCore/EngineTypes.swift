@@ -30,6 +30,13 @@ public struct EngineConfig: Sendable {
     public var addressPolicy: AddressPolicy?
     /// The free space kept and the largest file accepted.
     public var space = SpacePolicy()
+    /// This node's name in a store several nodes share: what its claims carry.
+    public var node = "haul"
+    /// How long a claim holds without renewal (seconds): after a node dies, the others take its downloads over
+    /// within about this long. Renewed every third of it.
+    public var lease: Double = 10
+    /// How often a node of a shared store looks for downloads to claim.
+    public var claimInterval: Double = 1
 
     public init(downloadRoot: String) { self.downloadRoot = downloadRoot }
 }

@@ -9,6 +9,8 @@ struct ServeConfig {
     var downloadDir = "./downloads"
     var dataDir = "./data"
     var store: String?
+    var node: String?
+    var lease = 10.0
     var maxActive = 5
     var connections = 8
     var maxAttempts = 5
@@ -45,6 +47,10 @@ struct ServeConfig {
           --data-dir PATH        where the database lives (HAUL_DATA_DIR, default ./data)
           --store URL            keep the downloads in PostgreSQL, a libpq URI like postgres://haul@db/haul,
                                  instead of SQLite in --data-dir (HAUL_STORE; the password may come from PGPASSWORD)
+          --node NAME            this node's name among the nodes sharing --store, unique to each (HAUL_NODE,
+                                 default the host name)
+          --lease SECONDS        how long a node's claim on a download holds unrenewed: a node that dies has its
+                                 downloads taken over after about this long (HAUL_LEASE, default 10)
           --max-active N         downloads running at once (HAUL_MAX_ACTIVE, default 5)
           --connections N        default connections per download, 1-32 (HAUL_CONNECTIONS, default 8)
           --max-connections-per-host N  connections to one host over all downloads
@@ -174,6 +180,15 @@ struct ServeConfig {
             }
             config.store = v
         }
+        if let v = values["node"] {
+            guard !v.isEmpty, v.utf8.count <= 64,
+                  v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+                throw Invalid(description: "\(label("node")) takes up to 64 letters, digits, '-', '_' or '.', "
+                    + "not '\(v)'")
+            }
+            config.node = v
+        }
+        config.lease = try seconds(values["lease"], label("lease"), 2...3600) ?? config.lease
         config.maxActive = try integer(values["max-active"], label("max-active"), 1...1000) ?? config.maxActive
         config.connections = try integer(values["connections"], label("connections"), 1...32) ?? config.connections
         config.maxAttempts = try integer(values["max-attempts"], label("max-attempts"), 1...100) ?? config.maxAttempts

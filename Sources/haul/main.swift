@@ -42,7 +42,8 @@ func serve(_ arguments: [String]) -> Int32 {
             return true
         }
         defer { logBuffer.schedule = nil }
-        let store = try config.store.map { try DownloadStore(postgres: $0) }
+        let node = config.node ?? hostName()
+        let store = try config.store.map { try DownloadStore(postgres: $0, node: node) }
             ?? DownloadStore(path: dataDir + "/haul.sqlite")
         var engineConfig = EngineConfig(downloadRoot: downloadRoot)
         engineConfig.maxActive = config.maxActive
@@ -54,6 +55,8 @@ func serve(_ arguments: [String]) -> Int32 {
         engineConfig.maxConnectionsPerHost = config.maxConnectionsPerHost
         engineConfig.maxSpeed = config.maxSpeed
         engineConfig.lowestSpeed = config.lowestSpeed
+        engineConfig.node = node
+        engineConfig.lease = config.lease
         engineConfig.space = SpacePolicy(minFreeSpace: config.minFreeSpace, maxFileSize: config.maxFileSize)
         if config.denyPrivateNetworks { engineConfig.addressPolicy = AddressPolicy(exceptions: config.allowNetworks) }
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
@@ -106,6 +109,14 @@ func serve(_ arguments: [String]) -> Int32 {
         log.error("cannot start: \(error)")
         return 1
     }
+}
+
+/// The machine's name: a node's default name in a shared store.
+func hostName() -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buffer, buffer.count - 1) == 0 else { return "haul" }
+    let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return name.isEmpty ? "haul" : name
 }
 
 /// Every event-stream client holds a socket: allow as many as the hard limit permits.

@@ -31,7 +31,7 @@ final class DownloadStoreTests: XCTestCase {
                          raw: { try SQLiteDatabase(path: path) },
                          setVersion: { try $0.execute("PRAGMA user_version = \($1)") }))
         let url = try PostgresServer.shared().createDatabase()
-        try body(Backend(name: "postgres", open: { try DownloadStore(postgres: url) },
+        try body(Backend(name: "postgres", open: { try DownloadStore(postgres: url, node: "n1") },
                          raw: { try PostgresDatabase(url: url) },
                          setVersion: { db, version in
                              try db.execute("CREATE TABLE IF NOT EXISTS haul_schema (version BIGINT NOT NULL); "
@@ -176,10 +176,104 @@ final class DownloadStoreTests: XCTestCase {
         }
     }
 
+    // MARK: claims (PostgreSQL: several nodes)
+
+    private func queued(_ id: String, sequence: Int64, priority: Int = 0) -> Download {
+        var download = Download(id: id, sequence: sequence, url: "http://h/\(id)", headers: [],
+                                requestedFilename: nil, directory: "", state: .queued, connections: 1,
+                                priority: priority, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000))
+        download.updatedAt = download.createdAt
+        return download
+    }
+
+    func testClaimsAreDisjointAndFencedAndALapsedLeaseIsTakenOver() throws {
+        let url = try PostgresServer.shared().createDatabase()
+        let a = try DownloadStore(postgres: url, node: "a")
+        let b = try DownloadStore(postgres: url, node: "b")
+        for index in 0..<10 { try a.save(queued("d\(index)", sequence: Int64(index + 1), priority: index == 7 ? 5 : 0)) }
+        let fromA = try a.claim(node: "a", limit: 4, lease: 30)
+        XCTAssertEqual(fromA.map(\.id), ["d7", "d0", "d1", "d2"], "highest priority first, then oldest")
+        let fromB = try b.claim(node: "b", limit: 10, lease: 30)
+        XCTAssertEqual(Set(fromB.map(\.id)), Set((0..<10).map { "d\($0)" }).subtracting(fromA.map(\.id)))
+        XCTAssertEqual(try a.claim(node: "a", limit: 10, lease: 30), [], "a claimed download is nobody else's")
+        XCTAssertEqual(try b.load(id: "d7")?.node, "a")
+
+        // The holder writes with its fence; a client's change on another node ends the claim.
+        var d7 = try XCTUnwrap(try a.load(id: "d7"))
+        d7.state = .downloading
+        XCTAssertTrue(try a.save(d7, claim: .fenced(fromA[0].fence)))
+        XCTAssertTrue(try a.saveJournal(id: "d7", [Segment(start: 0, end: 99, received: 10)], updatedAt: Date(),
+                                        claim: .fenced(fromA[0].fence)))
+        var paused = try XCTUnwrap(try b.load(id: "d0"))
+        paused.state = .paused
+        XCTAssertTrue(try b.save(paused, claim: .overriding))
+        XCTAssertEqual(try a.renew(node: "a", fromA, lease: 30), ["d7", "d1", "d2"], "d0's claim ended")
+        XCTAssertFalse(try a.save(try XCTUnwrap(try a.load(id: "d0")), claim: .fenced(fromA[1].fence)),
+                       "the old holder can write no more")
+        XCTAssertEqual(try a.load(id: "d0")?.state, .paused)
+
+        // a stops renewing (dead, or cut off): once its lease ran out, b takes its running download over.
+        _ = try a.renew(node: "a", [fromA[0]], lease: 0.2)
+        XCTAssertEqual(try b.claim(node: "b", limit: 10, lease: 30), [], "not before the lease ends")
+        usleep(400_000)
+        let takeover = try b.claim(node: "b", limit: 1, lease: 30)
+        XCTAssertEqual(takeover.map(\.id), ["d7"])
+        XCTAssertGreaterThan(takeover[0].fence, fromA[0].fence)
+        let taken = try XCTUnwrap(try b.load(id: "d7"))
+        XCTAssertEqual(taken.node, "b")
+        XCTAssertEqual(taken.journal, [Segment(start: 0, end: 99, received: 10)], "b goes on from a's journal")
+        d7.state = .completed
+        XCTAssertFalse(try a.save(d7, claim: .fenced(fromA[0].fence)), "a's late write is refused")
+        XCTAssertFalse(try a.saveJournal(id: "d7", [Segment(start: 0, end: 99, received: 90)], updatedAt: Date(),
+                                         claim: .fenced(fromA[0].fence)))
+        XCTAssertEqual(try b.load(id: "d7")?.state, .downloading)
+        XCTAssertEqual(try b.load(id: "d7")?.journal, [Segment(start: 0, end: 99, received: 10)])
+        XCTAssertEqual(try a.renew(node: "a", [fromA[0]], lease: 30), [])
+    }
+
+    func testNodesClaimingAtOnceNeverShareADownload() throws {
+        let url = try PostgresServer.shared().createDatabase()
+        let setup = try DownloadStore(postgres: url, node: "setup")
+        try setup.transaction { for index in 0..<300 { try setup.save(queued("c\(index)", sequence: Int64(index + 1))) } }
+        let results = LockedClaims()
+        let group = DispatchGroup()
+        for node in ["n1", "n2", "n3"] {
+            DispatchQueue.global().async(group: group) {
+                do {
+                    let store = try DownloadStore(postgres: url, node: node)
+                    while true {
+                        let claims = try store.claim(node: node, limit: 7, lease: 30)
+                        if claims.isEmpty { break }
+                        results.add(node, claims.map(\.id))
+                    }
+                } catch {
+                    results.fail("\(node): \(error)")
+                }
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
+        let (byNode, errors) = results.taken
+        XCTAssertEqual(errors, [])
+        let all = byNode.values.flatMap { $0 }
+        XCTAssertEqual(all.count, 300, "each download claimed once")
+        XCTAssertEqual(Set(all).count, 300)
+        XCTAssertEqual(try setup.loadAll().filter { $0.node == nil }.count, 0)
+    }
+
     func testEachColumnIsWrittenAndReadByTheSameEntry() {
         // Every column of the table has one entry, and names are unique: the list drives both directions.
         let names = DownloadColumn.all.map(\.name)
         XCTAssertEqual(Set(names).count, names.count)
         for name in ["id", "seq", "url", "state", "insecure", "expected_bytes"] { XCTAssertTrue(names.contains(name)) }
     }
+}
+
+private final class LockedClaims: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byNode: [String: [String]] = [:]
+    private var errors: [String] = []
+
+    func add(_ node: String, _ ids: [String]) { lock.withLock { byNode[node, default: []] += ids } }
+    func fail(_ message: String) { lock.withLock { errors.append(message) } }
+    var taken: ([String: [String]], [String]) { lock.withLock { (byNode, errors) } }
 }

@@ -68,7 +68,7 @@ final class Origin {
             "method": request.method, "path": path, "target": request.target,
             "range": request.header("Range") ?? NSNull(), "if_range": request.header("If-Range") ?? NSNull(),
             "headers": Dictionary(request.headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a }),
-            "status": 0, "body_bytes": 0,
+            "status": 0, "body_bytes": 0, "started_at": Date().timeIntervalSince1970,
         ])
         func answer(_ status: Int, _ headers: [(name: String, value: String)] = [], _ body: String = "") {
             log[entryIndex]["status"] = status
@@ -258,6 +258,7 @@ final class Stream {
     func finish(closeEarly: Bool) {
         guard !finished else { return }
         finished = true
+        origin.log[logIndex]["ended_at"] = Date().timeIntervalSince1970
         timer?.cancel()
         timer = nil
         close(fd)

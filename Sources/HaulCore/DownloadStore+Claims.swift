@@ -1,0 +1,124 @@
+import FoundationEssentials
+import HaulLoop
+
+/// What a write of a download holds over its row in a store several nodes share.
+public enum WriteClaim: Sendable, Equatable {
+    /// The only node (SQLite): the write always lands.
+    case sole
+    /// This node's claim with this fence: the write lands only while the row still carries it, so a node that was
+    /// paused or cut off can never write over the node that took the download over.
+    case fenced(Int64)
+    /// A client's change to a download this node does not run: the write lands, ends whoever's claim (the fence
+    /// moves on, so the holder's next write fails) and leaves the row for any node to claim.
+    case overriding
+}
+
+/// A download a node holds: its id and the fence its writes carry.
+public struct Claim: Sendable, Equatable, Hashable {
+    public let id: String
+    public let fence: Int64
+
+    public init(id: String, fence: Int64) {
+        self.id = id
+        self.fence = fence
+    }
+}
+
+/// Claims, leases and fences, the way PostgreSQL job queues (que, River, pg-boss) hand out work: a node takes rows
+/// with `FOR UPDATE SKIP LOCKED`, holds each for a lease it renews, and every write it makes carries the row's fence.
+/// Times are the database's clock, so the nodes' clocks never need to agree.
+extension DownloadStore {
+    /// Whether several nodes may share this store (PostgreSQL).
+    public var isShared: Bool { db.dialect == .postgres }
+
+    private static let now = "extract(epoch from clock_timestamp())"
+
+    /// Takes up to `limit` downloads for `node`: queued ones no live claim holds, and running ones whose holder's
+    /// lease ran out (a node that died or lost the database), highest priority first, then oldest. Rows another
+    /// node is claiming at this moment are passed over, not waited for.
+    public func claim(node: String, limit: Int, lease: Double) throws -> [Claim] {
+        guard limit > 0 else { return [] }
+        let rows = try db.query("""
+            UPDATE downloads SET claimed_by = ?, lease_until = \(Self.now) + ?, fence = fence + 1
+            WHERE id IN (SELECT id FROM downloads
+                         WHERE state IN ('queued', 'probing', 'downloading', 'verifying')
+                           AND (claimed_by IS NULL OR lease_until IS NULL OR lease_until < \(Self.now))
+                         ORDER BY priority DESC, seq LIMIT ? FOR UPDATE SKIP LOCKED)
+            RETURNING id, fence, priority, seq
+            """, [.text(node), .real(lease), .integer(Int64(limit))])
+        var claimed: [(claim: Claim, priority: Int64, sequence: Int64)] = []
+        for row in rows {
+            guard let id = row[0].string, let fence = row[1].int else { continue }
+            claimed.append((Claim(id: id, fence: fence), row[2].int ?? 0, row[3].int ?? 0))
+        }
+        // RETURNING keeps no order: the claims start in the order they were chosen.
+        claimed.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence }
+        return claimed.map(\.claim)
+    }
+
+    /// Extends the leases of `claims`; returns the ids `node` still holds (the others went to another node, or a
+    /// client's change ended the claim).
+    public func renew(node: String, _ claims: [Claim], lease: Double) throws -> Set<String> {
+        guard !claims.isEmpty else { return [] }
+        let ids = "{" + claims.map { Self.arrayElement($0.id) }.joined(separator: ",") + "}"
+        let fences = "{" + claims.map { String($0.fence) }.joined(separator: ",") + "}"
+        return Set(try db.query("""
+            UPDATE downloads d SET lease_until = \(Self.now) + ?
+            FROM unnest(?::text[], ?::bigint[]) AS m(id, fence)
+            WHERE d.id = m.id AND d.fence = m.fence AND d.claimed_by = ?
+            RETURNING d.id
+            """, [.real(lease), .text(ids), .text(fences), .text(node)]).compactMap { $0[0].string })
+    }
+
+    /// Ends the leases of `node`'s unfinished downloads at once (a clean shutdown): the other nodes need not wait
+    /// for them to run out. `claimed_by` stays: it tells where each download last ran.
+    public func releaseClaims(node: String) throws {
+        guard isShared else { return }
+        try db.run("UPDATE downloads SET lease_until = NULL WHERE claimed_by = ? "
+                   + "AND state IN ('queued', 'probing', 'downloading', 'verifying')", [.text(node)])
+    }
+
+    /// A connection of its own for notifications (PostgreSQL), listening for changed downloads: each notification's
+    /// payload is a download's id.
+    public func openListener() throws -> PostgresDatabase? {
+        guard let url = postgresURL else { return nil }
+        let listener = try PostgresDatabase(url: url)
+        try listener.listen("haul_downloads")
+        return listener
+    }
+
+    /// The database session of this store's connection: notifications it caused itself carry it.
+    public var session: Int32? { (db as? PostgresDatabase)?.backendPID }
+
+    /// The next `count` creation numbers, unique over every node.
+    public func allocateSequences(_ count: Int) throws -> [Int64]? {
+        guard isShared, count > 0 else { return nil }
+        return try db.query("SELECT nextval('haul_download_seq') FROM generate_series(1, ?)",
+                            [.integer(Int64(count))]).compactMap { $0[0].int }
+    }
+
+    private static func arrayElement(_ text: String) -> String {
+        "\"" + text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
+    }
+
+    /// What PostgreSQL gets beyond the shared migrations, made again at every start (each statement is idempotent):
+    /// the creation-number sequence, and a trigger that tells every listening node which download changed.
+    static let postgresExtras = """
+        CREATE SEQUENCE IF NOT EXISTS haul_download_seq;
+        SELECT setval('haul_download_seq', m) FROM (SELECT max(seq) AS m FROM downloads) s
+            WHERE m IS NOT NULL AND m > (SELECT last_value FROM haul_download_seq);
+        CREATE OR REPLACE FUNCTION haul_download_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            -- A lease renewed is no news to the other nodes.
+            IF TG_OP = 'UPDATE' AND NEW.fence = OLD.fence AND NEW.updated_at = OLD.updated_at
+               AND NEW.state = OLD.state AND NEW.received_bytes = OLD.received_bytes
+               AND NEW.claimed_by IS NOT DISTINCT FROM OLD.claimed_by THEN
+                RETURN NULL;
+            END IF;
+            PERFORM pg_notify('haul_downloads', CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END);
+            RETURN NULL;
+        END $$;
+        CREATE OR REPLACE TRIGGER haul_download_changed AFTER INSERT OR UPDATE OR DELETE ON downloads
+            FOR EACH ROW EXECUTE FUNCTION haul_download_changed();
+        """
+}

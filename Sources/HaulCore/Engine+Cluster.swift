@@ -1,0 +1,249 @@
+import FoundationEssentials
+import HaulLoop
+
+/// What a node of a shared store keeps: the downloads it holds claims on, its timer, and the connection other
+/// nodes' changes arrive on.
+final class ClusterState {
+    let node: String
+    /// Downloads this node claimed; their fences are in the machines' downloads. A finished one stays: its last
+    /// writes still carry the fence.
+    var owned: Set<String> = []
+    var listener: PostgresDatabase?
+    var watch: ReadWatch?
+    var timer: ClockTimer?
+    /// The database session of the store's own connection: notifications it caused are not news.
+    let session: Int32?
+    /// The clock's time when the last renewal that went through was sent: the leases hold until at least
+    /// `lease` after it, by the database's clock.
+    var renewedAt: Double
+    var renewSentAt: Double
+    var stopping = false
+
+    init(node: String, session: Int32?, now: Double) {
+        self.node = node
+        self.session = session
+        renewedAt = now
+        renewSentAt = now
+    }
+}
+
+/// Several nodes on one PostgreSQL store. Every node mirrors every download (the API of any node answers for all of
+/// them); a node runs only the downloads it claimed. A claim holds for a lease the node renews; every write it makes
+/// carries the claim's fence and is refused once another node took the download over (or a client's change on
+/// another node ended the claim), and the node then stops that download at once. Changes reach the other nodes as
+/// PostgreSQL notifications (a trigger on the table), and each node reads the changed row again.
+extension Engine {
+    /// What a write of `id` holds over its row.
+    func writeClaim(_ id: String) -> WriteClaim {
+        guard let cluster else { return .sole }
+        if cluster.owned.contains(id), let download = machines[id]?.machine.download { return .fenced(download.fence) }
+        return .overriding
+    }
+
+    /// The node's name in the shared store, nil when the store is its own.
+    public var node: String? { cluster?.node }
+
+    func joinCluster() throws {
+        let state = ClusterState(node: config.node, session: store.session, now: clock.now)
+        cluster = state
+        // What this node ran before it stopped or died is claimable at once: no other process has its name.
+        try store.releaseClaims(node: config.node)
+        connectListener(resync: false)
+        state.timer = clock.every(config.claimInterval) { [unowned self] in self.clusterTick() }
+        log.info("sharing the store with other nodes", ["node": config.node, "lease_seconds": "\(config.lease)"])
+    }
+
+    /// A clean stop: the leases of this node's unfinished downloads end now, so another node takes them over at
+    /// once instead of after the lease.
+    func leaveCluster() {
+        guard let cluster else { return }
+        cluster.stopping = true
+        cluster.timer?.cancel()
+        cluster.watch?.cancel()
+        cluster.watch = nil
+        cluster.listener = nil
+        do {
+            try store.releaseClaims(node: cluster.node)
+        } catch {
+            log.warning("cannot end the leases; other nodes wait for them to run out", ["error": "\(error)"])
+        }
+    }
+
+    /// Listens for other nodes' changes; after a lost connection, reads every download again for what changed
+    /// while nobody listened.
+    private func connectListener(resync: Bool) {
+        guard let cluster else { return }
+        cluster.watch?.cancel()
+        cluster.watch = nil
+        cluster.listener = nil
+        do {
+            guard let listener = try store.openListener() else { return }
+            cluster.watch = try ReadWatch(loop: loop, fd: listener.socket) { [unowned self] in self.notified() }
+            cluster.listener = listener
+        } catch {
+            return log.warning("cannot listen for other nodes' changes; trying again", ["error": "\(error)"])
+        }
+        guard resync else { return }
+        do {
+            var seen: Set<String> = []
+            try store.forEach { row in
+                seen.insert(row.id)
+                if !cluster.owned.contains(row.id) { mirror(row.id, row) }
+            }
+            for id in Array(machines.keys) where !seen.contains(id) && !cluster.owned.contains(id) { mirror(id, nil) }
+        } catch {
+            log.warning("cannot read the downloads again", ["error": "\(error)"])
+        }
+    }
+
+    private func notified() {
+        guard let cluster, let listener = cluster.listener else { return }
+        let notes: [(channel: String, payload: String, sender: Int32)]
+        do {
+            notes = try listener.notifications()
+        } catch {
+            log.warning("lost the connection other nodes' changes arrive on; reconnecting", ["error": "\(error)"])
+            cluster.watch?.cancel()
+            cluster.watch = nil
+            cluster.listener = nil
+            return
+        }
+        var ids: [String] = []
+        var seen: Set<String> = []
+        for note in notes where note.sender != cluster.session && seen.insert(note.payload).inserted {
+            ids.append(note.payload)
+        }
+        for id in ids { changedElsewhere(id) }
+    }
+
+    /// Another session wrote `id`: a download another node runs, a client's change made on another node, or a
+    /// takeover of one of this node's.
+    private func changedElsewhere(_ id: String) {
+        guard let cluster else { return }
+        let row: Download?
+        do {
+            row = try store.load(id: id)
+        } catch {
+            return log.warning("cannot read a changed download", ["download.id": id, "error": "\(error)"])
+        }
+        if cluster.owned.contains(id) {
+            // Held only while the fence is still this node's.
+            if row == nil || row?.fence != machines[id]?.machine.download.fence { lost(id) }
+            return
+        }
+        mirror(id, row)
+        if row?.state == .queued { schedule() }
+    }
+
+    /// The download `id` is another node's now: its transfers stop at once and nothing of it is written here again.
+    func lost(_ id: String) {
+        guard let cluster, cluster.owned.remove(id) != nil else { return }
+        unsaved.remove(id)
+        if let runner = runners.removeValue(forKey: id) {
+            runner.abandon()
+            log.warning("the download was taken over, changed or removed through another node; stopped here",
+                        ["download.id": id, "node": cluster.node])
+        }
+        later { [unowned self] in
+            self.refresh(id)
+            self.schedule()
+        }
+    }
+
+    /// Reads `id` again from the store, unless this node holds it (then its own copy is the truth).
+    func refresh(_ id: String) {
+        guard let cluster, !cluster.owned.contains(id) else { return }
+        do {
+            mirror(id, try store.load(id: id))
+        } catch {
+            log.warning("cannot read a changed download", ["download.id": id, "error": "\(error)"])
+        }
+    }
+
+    /// Puts the stored `row` of `id` in place of what this node knew of it (nil: removed), and tells the hub.
+    private func mirror(_ id: String, _ row: Download?) {
+        let before = machines[id]?.machine.download
+        guard let row else {
+            guard let before else { return }
+            machines.removeValue(forKey: id)
+            unsaved.remove(id)
+            index(nil, was: before)
+            receivedTotal -= before.receivedBytes
+            return (onChange?(.removed(id))) ?? ()
+        }
+        if let before, before == row { return }
+        machines[id] = MachineBox(DownloadMachine(download: row, settings: settings))
+        index(row, was: before)
+        receivedTotal += row.receivedBytes - (before?.receivedBytes ?? 0)
+        // Not logged: the node that made the change logged it.
+        if let before {
+            onChange?(.updated(id, stateChanged: before.state != row.state))
+        } else {
+            onChange?(.created(id))
+        }
+    }
+
+    /// Claims as many downloads as there are free slots and starts them.
+    func claimWork() {
+        guard let cluster, !cluster.stopping else { return }
+        let free = config.maxActive - runners.count
+        guard free > 0 else { return }
+        let claims: [Claim]
+        do {
+            claims = try store.claim(node: cluster.node, limit: free, lease: config.lease)
+        } catch {
+            return log.warning("cannot claim downloads", ["error": "\(error)"])
+        }
+        for claim in claims { take(claim) }
+    }
+
+    private func take(_ claim: Claim) {
+        guard let cluster else { return }
+        let row: Download?
+        do {
+            row = try store.load(id: claim.id)
+        } catch {
+            // The lease runs out and the download is claimed again.
+            return log.warning("cannot read a claimed download", ["download.id": claim.id, "error": "\(error)"])
+        }
+        guard let row, row.fence == claim.fence else { return }
+        let previous = machines[claim.id]?.machine.download.node
+        cluster.owned.insert(claim.id)
+        mirror(claim.id, row)
+        if row.state.isActive {
+            // Its node died, was cut off or stopped: it goes on from the journal, as after a restart.
+            log.info("took the download over", ["download.id": claim.id, "node": cluster.node,
+                                                "node.previous": previous ?? row.node ?? "none"])
+            deliver(claim.id, .interrupted)
+        }
+        guard let download = machines[claim.id]?.machine.download, download.state == .queued,
+              runners[claim.id] == nil else { return }
+        let runner = DownloadRunner(engine: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed)
+        runners[download.id] = runner
+        runner.begin()
+    }
+
+    /// Every `claimInterval`: the notification connection, the leases (every third of one), and new claims.
+    private func clusterTick() {
+        guard let cluster, !cluster.stopping else { return }
+        let now = clock.now
+        if cluster.listener == nil { connectListener(resync: true) }
+        let running = runners.keys.filter { cluster.owned.contains($0) }
+        if now - cluster.renewSentAt >= config.lease / 3 {
+            cluster.renewSentAt = now
+            let claims = running.compactMap { id in machines[id].map { Claim(id: id, fence: $0.machine.download.fence) } }
+            do {
+                let held = try store.renew(node: cluster.node, claims, lease: config.lease)
+                cluster.renewedAt = now
+                for claim in claims where !held.contains(claim.id) { lost(claim.id) }
+            } catch {
+                log.warning("cannot renew the leases", ["error": "\(error)"])
+            }
+        }
+        // Cut off from the store for most of a lease: another node may hold these downloads by now.
+        if now - cluster.renewedAt > config.lease * 0.8 {
+            for id in running where cluster.owned.contains(id) { lost(id) }
+        }
+        claimWork()
+    }
+}

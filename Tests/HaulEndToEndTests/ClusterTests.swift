@@ -1,0 +1,191 @@
+import Foundation
+import HaulTestSupport
+import XCTest
+
+/// Three `haul serve` nodes on one PostgreSQL and one download directory, behind no proxy: any node answers for
+/// every download, each download runs on one node at a time, and a node killed with SIGKILL has its downloads
+/// taken over by the others after its lease.
+final class ClusterTests: XCTestCase {
+    private var sandbox: Sandbox!
+    private var origins: [ServerProcess] = []
+    private var nodes: [String: ServerProcess] = [:]
+    private var storeURL: String!
+    private let lease = 3.0
+
+    override func setUpWithError() throws {
+        sandbox = try Sandbox()
+        try FileManager.default.createDirectory(atPath: sandbox.file("www"), withIntermediateDirectories: true)
+        chmod(sandbox.file("www"), 0o755)
+        storeURL = try PostgresServer.shared().createDatabase()
+        for index in 0..<2 {
+            origins.append(try ServerProcess(executable: buildDirectory + "/TestOrigin",
+                                             arguments: ["--root", sandbox.file("www")],
+                                             logPath: sandbox.file("origin-\(index).log")))
+        }
+    }
+
+    override func tearDownWithError() throws {
+        for node in nodes.values { node.stop(signal: SIGKILL) }
+        for origin in origins { origin.stop(signal: SIGKILL) }
+        if let run = testRun, run.totalFailureCount > 0 {
+            for name in nodes.keys.sorted() {
+                let log = (try? String(contentsOfFile: sandbox.file("\(name).log"), encoding: .utf8)) ?? ""
+                print("---- \(name).log ----\n\(log.suffix(4000))")
+            }
+        }
+        nodes.removeAll()
+        origins.removeAll()
+        sandbox = nil
+    }
+
+    private func startNode(_ name: String, maxActive: Int = 4) throws {
+        nodes[name] = try ServerProcess(
+            executable: buildDirectory + "/haul",
+            arguments: ["serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("downloads"),
+                        "--store", storeURL, "--node", name, "--lease", "\(lease)", "--max-active", "\(maxActive)",
+                        "--retry-wait", "0.1", "--min-free-space", "16M"],
+            logPath: sandbox.file("\(name).log"))
+    }
+
+    private func api(_ name: String) -> Client { Client(base: nodes[name]!.baseURL) }
+
+    private func downloads(on name: String) throws -> [[String: Any]] {
+        let reply = try api(name).get("/downloads?limit=1000")
+        XCTAssertEqual(reply.status, 200, reply.text)
+        return reply.json["downloads"] as? [[String: Any]] ?? []
+    }
+
+    private func originRequests() throws -> [[String: Any]] {
+        try origins.flatMap { origin -> [[String: Any]] in
+            let reply = try Client(base: origin.baseURL).get("/_requests")
+            return (try JSONSerialization.jsonObject(with: reply.body)) as? [[String: Any]] ?? []
+        }
+    }
+
+    func testThreeNodesFinishEveryFileOnceWhenOneIsKilled() throws {
+        for name in ["n1", "n2", "n3"] { try startNode(name) }
+        var hashes: [String: String] = [:]
+        var ids: [String: String] = [:]
+        for index in 0..<30 {
+            let name = "file-\(index).bin"
+            hashes[name] = try sandbox.makeRandomFile("www/\(name)", size: 500_000 + index * 37_000)
+            // Throttled so that a third of the files are still running when a node dies.
+            let url = origins[index % 2].baseURL + "/files/\(name)?rate=400000"
+            let reply = try api(["n1", "n2", "n3"][index % 3]).request("POST", "/downloads",
+                                                                        json: ["url": url, "connections": 2])
+            XCTAssertEqual(reply.status, 201, reply.text)
+            ids[name] = reply.json["id"] as? String
+        }
+        let events = try SSEClient(port: nodes["n2"]!.port, path: "/events")
+
+        // Every node sees all thirty, whichever node was asked.
+        try waitFor("every node to list every download") {
+            try ["n1", "n2", "n3"].allSatisfy { try downloads(on: $0).count == 30 }
+        }
+        var victims: [String] = []
+        try waitFor("n3 to be running downloads") {
+            victims = try downloads(on: "n1").filter {
+                $0["node"] as? String == "n3" && $0["state"] as? String == "downloading"
+                    && ($0["received_bytes"] as? Int ?? 0) > 0
+            }.compactMap { $0["id"] as? String }
+            return victims.count >= 2
+        }
+        let killedAt = Date().timeIntervalSince1970
+        XCTAssertEqual(nodes["n3"]!.stop(signal: SIGKILL), SIGKILL)
+        nodes["n3"] = nil
+
+        try waitFor("every download to complete", timeout: 120) {
+            try downloads(on: "n1").allSatisfy { $0["state"] as? String == "completed" }
+        }
+        let finished = try downloads(on: "n2")
+        XCTAssertEqual(finished.count, 30)
+        for download in finished {
+            let path = try XCTUnwrap(download["path"] as? String)
+            XCTAssertEqual(try sha256(sandbox.file("downloads/" + path)), hashes[path], path)
+            if victims.contains(download["id"] as? String ?? "") {
+                XCTAssertNotEqual(download["node"] as? String, "n3", "\(path) was finished by a survivor")
+            }
+        }
+        // Once each: no second copy under another name, no part file left behind.
+        let files = try FileManager.default.contentsOfDirectory(atPath: sandbox.file("downloads")).sorted()
+        XCTAssertEqual(files, hashes.keys.sorted())
+
+        // Never fetched by two nodes at once: one download's GETs never overlap in time, but a connection
+        // handing its range to the next inside one node (a hand-over within 0.2 s).
+        let requests = try originRequests().filter { $0["method"] as? String == "GET" }
+        var takeover: Double?
+        for (name, _) in hashes {
+            let gets = requests.filter { ($0["path"] as? String) == "/files/\(name)" }
+                .compactMap { request -> (start: Double, end: Double, range: String)? in
+                    guard let start = request["started_at"] as? Double else { return nil }
+                    return (start, request["ended_at"] as? Double ?? .infinity, request["range"] as? String ?? "")
+                }
+            let victim = victims.contains(ids[name] ?? "")
+            if victim, let first = gets.map(\.start).filter({ $0 > killedAt }).min() {
+                takeover = max(takeover ?? 0, first - killedAt)
+            }
+            for (index, a) in gets.enumerated() {
+                for b in gets.dropFirst(index + 1) where a.range == b.range || victim {
+                    // The same range twice at once, or a taken-over file fetched by the dead node and a survivor.
+                    let overlap = min(a.end, b.end) - max(a.start, b.start)
+                    if a.range == b.range || (a.start < killedAt) != (b.start < killedAt) {
+                        XCTAssertLessThan(overlap, 0.2, "\(name): \(a.range) and \(b.range) at once")
+                    }
+                }
+            }
+        }
+        let took = try XCTUnwrap(takeover, "the dead node's downloads were fetched again after the kill")
+        XCTAssertGreaterThan(took, lease * 0.5, "not before the lease ran out")
+        print("cluster: 30 downloads on 3 nodes, n3 killed with \(victims.count) running; "
+              + "takeover \(String(format: "%.2f", took)) s after SIGKILL (lease \(lease) s)")
+
+        // A surviving node's event stream shows a dead node's download going on elsewhere.
+        XCTAssertTrue(events.read(timeout: 10) { client in
+            client.events.contains { event in
+                let json = event.json
+                return victims.contains(json["id"] as? String ?? "") && event.event == "state"
+                    && ["n1", "n2"].contains(json["node"] as? String ?? "")
+            }
+        }, "n2's events show the takeover")
+    }
+
+    func testAnyNodeAnswersForEveryDownloadAndPausesAnotherNodesDownload() throws {
+        try startNode("n1", maxActive: 5)
+        try startNode("n2", maxActive: 5)
+        let hash = try sandbox.makeRandomFile("www/slow.bin", size: 3_000_000)
+        let url = origins[0].baseURL + "/files/slow.bin?rate=300000"
+        let created = try api("n1").request("POST", "/downloads", json: ["url": url, "connections": 1])
+        XCTAssertEqual(created.status, 201, created.text)
+        let id = try XCTUnwrap(created.json["id"] as? String)
+        var runner = ""
+        try waitFor("the download to run on a node") {
+            let download = try api("n2").get("/downloads/\(id)").json
+            runner = download["node"] as? String ?? ""
+            return download["state"] as? String == "downloading" && !runner.isEmpty
+        }
+        let other = runner == "n1" ? "n2" : "n1"
+        // Paused through the node that does not run it: the running node stops its transfer.
+        let paused = try api(other).request("PATCH", "/downloads/\(id)", json: ["state": "paused"])
+        XCTAssertEqual(paused.status, 200, paused.text)
+        XCTAssertEqual(paused.json["state"] as? String, "paused")
+        try waitFor("the running node to see the pause") {
+            try api(runner).get("/downloads/\(id)").json["state"] as? String == "paused"
+        }
+        try waitFor("the origin to see the transfer end") {
+            try originRequests().filter { $0["method"] as? String == "GET" }.allSatisfy { $0["ended_at"] != nil }
+        }
+        let resumed = try api(other).request("PATCH", "/downloads/\(id)", json: ["state": "queued"])
+        XCTAssertEqual(resumed.status, 200, resumed.text)
+        try waitFor("the download to complete", timeout: 60) {
+            try api(runner).get("/downloads/\(id)").json["state"] as? String == "completed"
+        }
+        let done = try api(other).get("/downloads/\(id)").json
+        XCTAssertEqual(try sha256(sandbox.file("downloads/" + (done["path"] as? String ?? ""))), hash)
+        // Health and metrics say which node answered.
+        XCTAssertEqual(try api("n1").get("/healthz").json["node"] as? String, "n1")
+        XCTAssertTrue(try api("n2").get("/metrics").text.contains("haul_node_info{node=\"n2\"} 1"))
+        // Removed through one node, gone from the other.
+        XCTAssertEqual(try api(runner).request("DELETE", "/downloads/\(id)").status, 204)
+        try waitFor("the other node to forget it") { try api(other).get("/downloads/\(id)").status == 404 }
+    }
+}
