@@ -543,6 +543,8 @@ public final class API {
             out.sample("haul_node_info", ["node": node], 1)
             out.single("haul_node_running_downloads", type: "gauge", help: "Downloads this node runs (the others' "
                        + "are in haul_downloads too).", Double(engine.runningIDs.count))
+            out.single("haul_nodes_alive", type: "gauge", help: "Nodes sharing the store heard of within a lease, "
+                       + "this one included: the limits are shared out among them.", Double(engine.nodeShare))
         }
         out.family("haul_downloads", type: "gauge", help: "Downloads stored, by state.")
         for state in DownloadState.allCases {

@@ -8,8 +8,9 @@ public enum WriteClaim: Sendable, Equatable {
     /// This node's claim with this fence: the write lands only while the row still carries it, so a node that was
     /// paused or cut off can never write over the node that took the download over.
     case fenced(Int64)
-    /// A client's change to a download this node does not run: the write lands, ends whoever's claim (the fence
-    /// moves on, so the holder's next write fails) and leaves the row for any node to claim.
+    /// A client's change to a download this node does not run: the write lands and ends whoever's claim (the
+    /// fence moves on, so the holder's next write fails, and the lease ends, so a node that sees the holder's
+    /// files may claim it). `claimed_by` stays: it says where the files are.
     case overriding
 }
 
@@ -34,18 +35,21 @@ extension DownloadStore {
     private static let now = "extract(epoch from clock_timestamp())"
 
     /// Takes up to `limit` downloads for `node`: queued ones no live claim holds, and running ones whose holder's
-    /// lease ran out (a node that died or lost the database), highest priority first, then oldest. Rows another
-    /// node is claiming at this moment are passed over, not waited for.
-    public func claim(node: String, limit: Int, lease: Double) throws -> [Claim] {
+    /// lease ran out (a node that died or lost the database), highest priority first, then oldest. Only new ones,
+    /// and ones last held by a node of `peers` (those whose download directory `node` shares: their part files
+    /// are where it can go on with them). Rows another node is claiming at this moment are passed over, not
+    /// waited for.
+    public func claim(node: String, limit: Int, lease: Double, peers: [String]) throws -> [Claim] {
         guard limit > 0 else { return [] }
         let rows = try db.query("""
             UPDATE downloads SET claimed_by = ?, lease_until = \(Self.now) + ?, fence = fence + 1
             WHERE id IN (SELECT id FROM downloads
                          WHERE state IN ('queued', 'probing', 'downloading', 'verifying')
-                           AND (claimed_by IS NULL OR lease_until IS NULL OR lease_until < \(Self.now))
+                           AND (lease_until IS NULL OR lease_until < \(Self.now))
+                           AND (claimed_by IS NULL OR claimed_by = ANY(?::text[]))
                          ORDER BY priority DESC, seq LIMIT ? FOR UPDATE SKIP LOCKED)
             RETURNING id, fence, priority, seq
-            """, [.text(node), .real(lease), .integer(Int64(limit))])
+            """, [.text(node), .real(lease), .text(Self.array(peers + [node])), .integer(Int64(limit))])
         var claimed: [(claim: Claim, priority: Int64, sequence: Int64)] = []
         for row in rows {
             guard let id = row[0].string, let fence = row[1].int else { continue }
@@ -60,7 +64,7 @@ extension DownloadStore {
     /// client's change ended the claim).
     public func renew(node: String, _ claims: [Claim], lease: Double) throws -> Set<String> {
         guard !claims.isEmpty else { return [] }
-        let ids = "{" + claims.map { Self.arrayElement($0.id) }.joined(separator: ",") + "}"
+        let ids = Self.array(claims.map(\.id))
         let fences = "{" + claims.map { String($0.fence) }.joined(separator: ",") + "}"
         return Set(try db.query("""
             UPDATE downloads d SET lease_until = \(Self.now) + ?
@@ -78,12 +82,13 @@ extension DownloadStore {
                    + "AND state IN ('queued', 'probing', 'downloading', 'verifying')", [.text(node)])
     }
 
-    /// A connection of its own for notifications (PostgreSQL), listening for changed downloads: each notification's
-    /// payload is a download's id.
+    /// A connection of its own for notifications (PostgreSQL), listening for changed downloads (each payload is a
+    /// download's id, on `haul_downloads`) and changed settings (`haul_settings`).
     public func openListener() throws -> PostgresDatabase? {
         guard let url = postgresURL else { return nil }
         let listener = try PostgresDatabase(url: url)
         try listener.listen("haul_downloads")
+        try listener.listen("haul_settings")
         return listener
     }
 
@@ -97,8 +102,35 @@ extension DownloadStore {
                             [.integer(Int64(count))]).compactMap { $0[0].int }
     }
 
-    private static func arrayElement(_ text: String) -> String {
-        "\"" + text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
+    /// A PostgreSQL array literal of `texts`, each quoted.
+    private static func array(_ texts: [String]) -> String {
+        "{" + texts.map { "\"" + $0.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
+
+    /// A node sharing the store, as its heartbeats left it.
+    public struct NodeRecord: Sendable, Equatable {
+        public let name: String
+        public let mark: String
+        /// Heard of within the last lease.
+        public let alive: Bool
+    }
+
+    /// Says `node` is alive (its mark with it) and returns every node the store knows of.
+    public func heartbeat(node: String, mark: String, lease: Double) throws -> [NodeRecord] {
+        try db.run("INSERT INTO nodes (name, seen_at, mark) VALUES (?, \(Self.now), ?) "
+                   + "ON CONFLICT (name) DO UPDATE SET seen_at = excluded.seen_at, mark = excluded.mark",
+                   [.text(node), .text(mark)])
+        return try db.query("SELECT name, mark, seen_at > \(Self.now) - ? FROM nodes ORDER BY name",
+                            [.real(lease)]).compactMap { row in
+            guard let name = row[0].string, let mark = row[1].string else { return nil }
+            return NodeRecord(name: name, mark: mark, alive: row[2].int == 1)
+        }
+    }
+
+    /// A clean stop: the other nodes count this one out at once.
+    public func leave(node: String) throws {
+        try db.run("UPDATE nodes SET seen_at = 0 WHERE name = ?", [.text(node)])
     }
 
     /// What PostgreSQL gets beyond the shared migrations, made again at every start (each statement is idempotent):
@@ -120,5 +152,12 @@ extension DownloadStore {
         END $$;
         CREATE OR REPLACE TRIGGER haul_download_changed AFTER INSERT OR UPDATE OR DELETE ON downloads
             FOR EACH ROW EXECUTE FUNCTION haul_download_changed();
+        CREATE OR REPLACE FUNCTION haul_settings_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_notify('haul_settings', '');
+            RETURN NULL;
+        END $$;
+        CREATE OR REPLACE TRIGGER haul_settings_changed AFTER INSERT OR UPDATE OR DELETE ON settings
+            FOR EACH STATEMENT EXECUTE FUNCTION haul_settings_changed();
         """
 }

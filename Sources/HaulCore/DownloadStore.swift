@@ -83,6 +83,11 @@ public final class DownloadStore {
         ALTER TABLE downloads ADD COLUMN lease_until REAL;
         ALTER TABLE downloads ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;
         """,
+        // 8: the nodes sharing the store: when each was last heard of, and the mark it left in its download
+        // directory (a node that finds another's mark in its own shares that node's files).
+        """
+        CREATE TABLE nodes (name TEXT PRIMARY KEY, seen_at REAL NOT NULL, mark TEXT NOT NULL);
+        """,
     ]
 
     /// Another process holds the database.
@@ -223,8 +228,7 @@ public final class DownloadStore {
     /// Only while the row carries the writer's fence.
     private static let fencedUpsert = upsert + " WHERE downloads.fence = ? RETURNING id"
     /// Moves the fence on and ends the claim: whoever held it can write no more.
-    private static let overridingUpsert = upsert
-        + ", fence = downloads.fence + 1, claimed_by = NULL, lease_until = NULL RETURNING id"
+    private static let overridingUpsert = upsert + ", fence = downloads.fence + 1, lease_until = NULL RETURNING id"
 
     /// The journal last written for each unfinished download this run: a save whose journal did not change (most
     /// state changes) leaves the segments table alone. Only once the transaction commits is it trusted; a rolled

@@ -11,20 +11,28 @@ final class ClusterState {
     var listener: PostgresDatabase?
     var watch: ReadWatch?
     var timer: ClockTimer?
-    /// The database session of the store's own connection: notifications it caused are not news.
-    let session: Int32?
     /// The clock's time when the last renewal that went through was sent: the leases hold until at least
     /// `lease` after it, by the database's clock.
     var renewedAt: Double
     var renewSentAt: Double
     var stopping = false
+    /// A random token this node leaves in its download directory (`.haul-nodes/NAME`) and in the store: a node
+    /// that finds another's token in its own directory shares that node's files.
+    let mark: String
+    /// The nodes whose directory this one shares (their marks are in it): the ones whose downloads it may take.
+    var peers: [String] = []
+    /// Nodes heard of within a lease, this one included: the shares of the limits over the cluster.
+    var liveNodes = 1
 
-    init(node: String, session: Int32?, now: Double) {
+    init(node: String, now: Double) {
         self.node = node
-        self.session = session
         renewedAt = now
         renewSentAt = now
+        var generator = SystemRandomNumberGenerator()
+        mark = String(generator.next() as UInt64, radix: 16) + String(generator.next() as UInt64, radix: 16)
     }
+
+    static let markDirectory = ".haul-nodes"
 }
 
 /// Several nodes on one PostgreSQL store. Every node mirrors every download (the API of any node answers for all of
@@ -44,10 +52,12 @@ extension Engine {
     public var node: String? { cluster?.node }
 
     func joinCluster() throws {
-        let state = ClusterState(node: config.node, session: store.session, now: clock.now)
+        let state = ClusterState(node: config.node, now: clock.now)
         cluster = state
         // What this node ran before it stopped or died is claimable at once: no other process has its name.
         try store.releaseClaims(node: config.node)
+        try directory(ClusterState.markDirectory, create: true).writeText(state.mark, to: config.node)
+        heartbeat()
         connectListener(resync: false)
         state.timer = clock.every(config.claimInterval) { [unowned self] in self.clusterTick() }
         log.info("sharing the store with other nodes", ["node": config.node, "lease_seconds": "\(config.lease)"])
@@ -64,10 +74,34 @@ extension Engine {
         cluster.listener = nil
         do {
             try store.releaseClaims(node: cluster.node)
+            try store.leave(node: cluster.node)
         } catch {
             log.warning("cannot end the leases; other nodes wait for them to run out", ["error": "\(error)"])
         }
     }
+
+    /// Tells the store this node is alive, and learns which nodes are (the shares of the limits) and which of them
+    /// share its download directory (whose downloads it may take over).
+    private func heartbeat() {
+        guard let cluster else { return }
+        let nodes: [DownloadStore.NodeRecord]
+        do {
+            nodes = try store.heartbeat(node: cluster.node, mark: cluster.mark, lease: config.lease)
+        } catch {
+            return log.warning("cannot reach the store to say this node is alive", ["error": "\(error)"])
+        }
+        let marks = try? directory(ClusterState.markDirectory, create: false)
+        cluster.peers = nodes.filter { $0.name != cluster.node && marks?.readText($0.name) == $0.mark }.map(\.name)
+        let live = max(1, nodes.filter(\.alive).count)
+        guard live != cluster.liveNodes else { return }
+        cluster.liveNodes = live
+        log.info("nodes alive now", ["nodes": "\(live)", "node": cluster.node])
+        // The global speed limit and the per-host cap are shared out evenly among the nodes alive.
+        updateSpeedLimit()
+    }
+
+    /// How many nodes share the limits (1 without a shared store).
+    public var nodeShare: Int { max(1, cluster?.liveNodes ?? 1) }
 
     /// Listens for other nodes' changes; after a lost connection, reads every download again for what changed
     /// while nobody listened.
@@ -110,9 +144,18 @@ extension Engine {
         }
         var ids: [String] = []
         var seen: Set<String> = []
-        for note in notes where note.sender != cluster.session && seen.insert(note.payload).inserted {
-            ids.append(note.payload)
+        var settingsChanged = false
+        // What the store's own session caused is not news (asked each time: a reconnect makes a new session).
+        let session = store.session
+        for note in notes where note.sender != session {
+            if note.channel == "haul_settings" {
+                settingsChanged = true
+            } else if seen.insert(note.payload).inserted {
+                ids.append(note.payload)
+            }
         }
+        // A client changed the settings through another node: they hold for the whole cluster.
+        if settingsChanged { loadSettings() }
         for id in ids { changedElsewhere(id) }
     }
 
@@ -190,7 +233,7 @@ extension Engine {
         guard free > 0 else { return }
         let claims: [Claim]
         do {
-            claims = try store.claim(node: cluster.node, limit: free, lease: config.lease)
+            claims = try store.claim(node: cluster.node, limit: free, lease: config.lease, peers: cluster.peers)
         } catch {
             return log.warning("cannot claim downloads", ["error": "\(error)"])
         }
@@ -239,6 +282,7 @@ extension Engine {
             } catch {
                 log.warning("cannot renew the leases", ["error": "\(error)"])
             }
+            heartbeat()
         }
         // Cut off from the store for most of a lease: another node may hold these downloads by now.
         if now - cluster.renewedAt > config.lease * 0.8 {

@@ -89,13 +89,7 @@ public final class Engine {
 
     /// Loads the stored downloads, puts the ones that were running back in the queue and starts the queue.
     public func start() throws {
-        if let stored = try store.settings(), let value = try? JSONValue.parse(Array(stored.utf8)),
-           case .object(let members) = value {
-            let (change, errors) = SettingsChange.parse(members)
-            if !errors.isEmpty { log.warning("stored settings partly unreadable", ["error": "\(errors)"]) }
-            settingsChange = change.kept
-            applySettings()
-        }
+        try loadSettings(throwing: true)
         let count = try store.count()
         machines.reserveCapacity(count)
         order.reserveCapacity(count)
@@ -144,6 +138,24 @@ public final class Engine {
 
     // MARK: settings
 
+    /// Puts the stored settings in force (at start, and when another node changed them).
+    func loadSettings() {
+        do {
+            try loadSettings(throwing: true)
+        } catch {
+            log.warning("cannot read the stored settings", ["error": "\(error)"])
+        }
+    }
+
+    private func loadSettings(throwing: Bool) throws {
+        guard let stored = try store.settings(), let value = try? JSONValue.parse(Array(stored.utf8)),
+              case .object(let members) = value else { return }
+        let (change, errors) = SettingsChange.parse(members)
+        if !errors.isEmpty { log.warning("stored settings partly unreadable", ["error": "\(errors)"]) }
+        settingsChange = change.kept
+        applySettings()
+    }
+
     /// The settings in force: the defaults with a client's changes.
     public var currentSettings: ServerSettings { settingsChange.applied(to: defaultSettings) }
 
@@ -183,7 +195,8 @@ public final class Engine {
 
     /// Puts the limit of this moment in force: the window of the schedule that holds it, else the base one.
     func updateSpeedLimit() {
-        let limit = currentSettings.speedLimit(at: WeekTime(Date()))
+        // Several nodes: each takes an even share of the cluster's limit.
+        let limit = currentSettings.speedLimit(at: WeekTime(Date())).map { max(1, $0 / Int64(nodeShare)) }
         guard limit != currentSpeedLimit else { return }
         if let limit, globalBucket != nil {
             globalBucket?.rate = Double(limit)
@@ -682,7 +695,8 @@ public final class Engine {
 
     /// Takes a connection to `host` if the per-host cap allows.
     func acquireConnection(to host: String) -> Bool {
-        guard hostConnections[host, default: 0] < config.maxConnectionsPerHost else { return false }
+        // Several nodes: each takes an even share of the cap on the cluster's connections to one host.
+        guard hostConnections[host, default: 0] < max(1, config.maxConnectionsPerHost / nodeShare) else { return false }
         hostConnections[host, default: 0] += 1
         return true
     }

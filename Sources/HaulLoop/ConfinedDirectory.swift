@@ -180,6 +180,30 @@ public final class ConfinedDirectory {
         }
     }
 
+    /// Puts `text` in the small file `name` (a marker), whole or not at all: written under a temporary name, then
+    /// renamed over it.
+    public func writeText(_ text: String, to name: String) throws(FileError) {
+        let temporary = name + ".tmp"
+        try remove(temporary)
+        let file = try openForWriting(temporary, exclusive: true)
+        Files.writeAll(Array(text.utf8), to: file)
+        Glibc.close(file)
+        guard renameat(fd, temporary, fd, name) == 0 else {
+            throw FileError(call: "rename", path: shown(name), code: errno)
+        }
+    }
+
+    /// What the small regular file `name` holds (never read through a link), or nil when there is none.
+    public func readText(_ name: String, limit: Int = 4096) -> String? {
+        let file = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard file >= 0 else { return nil }
+        defer { Glibc.close(file) }
+        var buffer = [UInt8](repeating: 0, count: limit)
+        let count = read(file, &buffer, limit)
+        guard count >= 0 else { return nil }
+        return String(decoding: buffer.prefix(count), as: UTF8.self)
+    }
+
     /// Makes the directory's entries (a new name, a removal) durable.
     public func sync() throws(FileError) {
         guard fsync(fd) == 0 else { throw FileError(call: "fsync", path: path, code: errno) }

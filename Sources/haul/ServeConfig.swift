@@ -181,10 +181,11 @@ struct ServeConfig {
             config.store = v
         }
         if let v = values["node"] {
-            guard !v.isEmpty, v.utf8.count <= 64,
+            // A file of the download directory is named after it (.haul-nodes/NAME).
+            guard let first = v.first, first.isASCII, first.isLetter || first.isNumber, v.utf8.count <= 64,
                   v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
                 throw Invalid(description: "\(label("node")) takes up to 64 letters, digits, '-', '_' or '.', "
-                    + "not '\(v)'")
+                    + "starting with a letter or digit, not '\(v)'")
             }
             config.node = v
         }

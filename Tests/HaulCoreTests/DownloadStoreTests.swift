@@ -191,11 +191,11 @@ final class DownloadStoreTests: XCTestCase {
         let a = try DownloadStore(postgres: url, node: "a")
         let b = try DownloadStore(postgres: url, node: "b")
         for index in 0..<10 { try a.save(queued("d\(index)", sequence: Int64(index + 1), priority: index == 7 ? 5 : 0)) }
-        let fromA = try a.claim(node: "a", limit: 4, lease: 30)
+        let fromA = try a.claim(node: "a", limit: 4, lease: 30, peers: ["b"])
         XCTAssertEqual(fromA.map(\.id), ["d7", "d0", "d1", "d2"], "highest priority first, then oldest")
-        let fromB = try b.claim(node: "b", limit: 10, lease: 30)
+        let fromB = try b.claim(node: "b", limit: 10, lease: 30, peers: ["a"])
         XCTAssertEqual(Set(fromB.map(\.id)), Set((0..<10).map { "d\($0)" }).subtracting(fromA.map(\.id)))
-        XCTAssertEqual(try a.claim(node: "a", limit: 10, lease: 30), [], "a claimed download is nobody else's")
+        XCTAssertEqual(try a.claim(node: "a", limit: 10, lease: 30, peers: ["b"]), [], "a claimed download is nobody else's")
         XCTAssertEqual(try b.load(id: "d7")?.node, "a")
 
         // The holder writes with its fence; a client's change on another node ends the claim.
@@ -214,9 +214,12 @@ final class DownloadStoreTests: XCTestCase {
 
         // a stops renewing (dead, or cut off): once its lease ran out, b takes its running download over.
         _ = try a.renew(node: "a", [fromA[0]], lease: 0.2)
-        XCTAssertEqual(try b.claim(node: "b", limit: 10, lease: 30), [], "not before the lease ends")
+        XCTAssertEqual(try b.claim(node: "b", limit: 10, lease: 30, peers: ["a"]), [], "not before the lease ends")
         usleep(400_000)
-        let takeover = try b.claim(node: "b", limit: 1, lease: 30)
+        let c = try DownloadStore(postgres: url, node: "c")
+        XCTAssertEqual(try c.claim(node: "c", limit: 10, lease: 30, peers: []), [],
+                       "a node that does not share a's directory leaves a's download where its files are")
+        let takeover = try b.claim(node: "b", limit: 1, lease: 30, peers: ["a"])
         XCTAssertEqual(takeover.map(\.id), ["d7"])
         XCTAssertGreaterThan(takeover[0].fence, fromA[0].fence)
         let taken = try XCTUnwrap(try b.load(id: "d7"))
@@ -231,6 +234,19 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(try a.renew(node: "a", [fromA[0]], lease: 30), [])
     }
 
+    func testHeartbeatsTellWhichNodesAreAlive() throws {
+        let url = try PostgresServer.shared().createDatabase()
+        let a = try DownloadStore(postgres: url, node: "a")
+        let b = try DownloadStore(postgres: url, node: "b")
+        XCTAssertEqual(try a.heartbeat(node: "a", mark: "ma", lease: 10).map(\.name), ["a"])
+        let both = try b.heartbeat(node: "b", mark: "mb", lease: 10)
+        XCTAssertEqual(both, [DownloadStore.NodeRecord(name: "a", mark: "ma", alive: true),
+                              DownloadStore.NodeRecord(name: "b", mark: "mb", alive: true)])
+        try a.leave(node: "a")
+        XCTAssertEqual(try b.heartbeat(node: "b", mark: "mb", lease: 10).filter(\.alive).map(\.name), ["b"],
+                       "a node that left is not counted, but stays known (its downloads may be taken over)")
+    }
+
     func testNodesClaimingAtOnceNeverShareADownload() throws {
         let url = try PostgresServer.shared().createDatabase()
         let setup = try DownloadStore(postgres: url, node: "setup")
@@ -242,7 +258,7 @@ final class DownloadStoreTests: XCTestCase {
                 do {
                     let store = try DownloadStore(postgres: url, node: node)
                     while true {
-                        let claims = try store.claim(node: node, limit: 7, lease: 30)
+                        let claims = try store.claim(node: node, limit: 7, lease: 30, peers: [])
                         if claims.isEmpty { break }
                         results.add(node, claims.map(\.id))
                     }

@@ -38,12 +38,13 @@ final class ClusterTests: XCTestCase {
         sandbox = nil
     }
 
-    private func startNode(_ name: String, maxActive: Int = 4) throws {
+    private func startNode(_ name: String, maxActive: Int = 4, directory: String = "downloads",
+                           extra: [String] = []) throws {
         nodes[name] = try ServerProcess(
             executable: buildDirectory + "/haul",
-            arguments: ["serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("downloads"),
+            arguments: ["serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file(directory),
                         "--store", storeURL, "--node", name, "--lease", "\(lease)", "--max-active", "\(maxActive)",
-                        "--retry-wait", "0.1", "--min-free-space", "16M"],
+                        "--retry-wait", "0.1", "--min-free-space", "16M"] + extra,
             logPath: sandbox.file("\(name).log"))
     }
 
@@ -107,7 +108,9 @@ final class ClusterTests: XCTestCase {
             }
         }
         // Once each: no second copy under another name, no part file left behind.
-        let files = try FileManager.default.contentsOfDirectory(atPath: sandbox.file("downloads")).sorted()
+        // (.haul-nodes holds each node's mark: how nodes tell that they share the directory.)
+        let files = try FileManager.default.contentsOfDirectory(atPath: sandbox.file("downloads"))
+            .filter { $0 != ".haul-nodes" }.sorted()
         XCTAssertEqual(files, hashes.keys.sorted())
 
         // Never fetched by two nodes at once: one download's GETs never overlap in time, but a connection
@@ -152,7 +155,7 @@ final class ClusterTests: XCTestCase {
     func testAnyNodeAnswersForEveryDownloadAndPausesAnotherNodesDownload() throws {
         try startNode("n1", maxActive: 5)
         try startNode("n2", maxActive: 5)
-        let hash = try sandbox.makeRandomFile("www/slow.bin", size: 3_000_000)
+        let hash = try sandbox.makeRandomFile("www/slow.bin", size: 1_500_000)
         let url = origins[0].baseURL + "/files/slow.bin?rate=300000"
         let created = try api("n1").request("POST", "/downloads", json: ["url": url, "connections": 1])
         XCTAssertEqual(created.status, 201, created.text)
@@ -183,9 +186,62 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(try sha256(sandbox.file("downloads/" + (done["path"] as? String ?? ""))), hash)
         // Health and metrics say which node answered.
         XCTAssertEqual(try api("n1").get("/healthz").json["node"] as? String, "n1")
-        XCTAssertTrue(try api("n2").get("/metrics").text.contains("haul_node_info{node=\"n2\"} 1"))
+        let metrics = try api("n2").get("/metrics").text
+        XCTAssertTrue(metrics.contains("haul_node_info{node=\"n2\"} 1"), metrics)
+        XCTAssertTrue(metrics.contains("haul_nodes_alive 2"), metrics)
         // Removed through one node, gone from the other.
         XCTAssertEqual(try api(runner).request("DELETE", "/downloads/\(id)").status, 204)
         try waitFor("the other node to forget it") { try api(other).get("/downloads/\(id)").status == 404 }
+    }
+
+    func testNodesWithDirectoriesOfTheirOwnKeepTheirDownloadsAndShareTheLimitsAndSettings() throws {
+        try startNode("a", directory: "downloads-a", extra: ["--max-speed", "1000000"])
+        try startNode("b", directory: "downloads-b", extra: ["--max-speed", "1000000"])
+        // Two nodes alive: each takes half of the cluster's speed limit.
+        try waitFor("each node to take half the speed limit") {
+            try ["a", "b"].allSatisfy { try api($0).get("/settings").json["current_max_speed"] as? Int == 500_000 }
+        }
+        // A setting changed through one node holds on the other.
+        XCTAssertEqual(try api("a").request("PATCH", "/settings", json: ["max_active": 3]).status, 200)
+        try waitFor("b to take a's change of the settings") {
+            try api("b").get("/settings").json["max_active"] as? Int == 3
+        }
+
+        _ = try sandbox.makeRandomFile("www/kept.bin", size: 2_000_000)
+        let created = try api("a").request("POST", "/downloads", json: [
+            "url": origins[0].baseURL + "/files/kept.bin?rate=200000", "connections": 1])
+        let id = try XCTUnwrap(created.json["id"] as? String)
+        var holder = ""
+        try waitFor("the download to run") {
+            let download = try api("a").get("/downloads/\(id)").json
+            holder = download["node"] as? String ?? ""
+            return download["state"] as? String == "downloading" && (download["received_bytes"] as? Int ?? 0) > 0
+        }
+        let survivor = holder == "a" ? "b" : "a"
+        XCTAssertEqual(nodes[holder]!.stop(signal: SIGKILL), SIGKILL)
+        nodes[holder] = nil
+        // The survivor does not see the dead node's part file: the download stays where its bytes are, and says so.
+        try waitFor("the survivor to count the dead node out", timeout: lease * 4) {
+            try api(survivor).get("/settings").json["current_max_speed"] as? Int == 1_000_000
+        }
+        Thread.sleep(forTimeInterval: lease)
+        let kept = try api(survivor).get("/downloads/\(id)").json
+        XCTAssertEqual(kept["node"] as? String, holder)
+        XCTAssertEqual(kept["state"] as? String, "downloading")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads-\(survivor)/kept.bin.part")))
+        // New downloads run on the survivor.
+        let hash = try sandbox.makeRandomFile("www/new.bin", size: 200_000)
+        let next = try api(survivor).request("POST", "/downloads", json: ["url": origins[0].baseURL + "/files/new.bin"])
+        let nextID = try XCTUnwrap(next.json["id"] as? String)
+        try waitFor("the new download to complete") {
+            try api(survivor).get("/downloads/\(nextID)").json["state"] as? String == "completed"
+        }
+        XCTAssertEqual(try sha256(sandbox.file("downloads-\(survivor)/new.bin")), hash)
+        // The dead node comes back: it takes its own download up again from its journal.
+        try startNode(holder, directory: "downloads-\(holder)")
+        try waitFor("the download to complete where it began", timeout: 60) {
+            try api(survivor).get("/downloads/\(id)").json["state"] as? String == "completed"
+        }
+        XCTAssertEqual(try api(survivor).get("/downloads/\(id)").json["node"] as? String, holder)
     }
 }

@@ -51,6 +51,17 @@ final class ConfigurationTests: XCTestCase {
                       "the variable is named as the user wrote it: \(refused.stderr)")
         let flagged = try execute(buildDirectory + "/haul", ["serve", "--max-active", "0"], environment: environment)
         XCTAssertTrue(flagged.stderr.contains("haul: --max-active must be an integer from 1 to 1000"), flagged.stderr)
+        // The store and the node's name: a URL of the one database Haul speaks, a name that can name a file.
+        for (arguments, message) in [
+            (["--store", "mysql://db/haul"], "--store takes a postgres:// URL"),
+            (["--store", "postgres://db/haul", "--node", ".."], "--node takes up to 64 letters"),
+            (["--store", "postgres://db/haul", "--node", "a/b"], "--node takes up to 64 letters"),
+            (["--lease", "1"], "--lease must be"),
+        ] {
+            let wrong = try execute(buildDirectory + "/haul", ["serve"] + arguments, environment: environment)
+            XCTAssertEqual(wrong.status, 2, "\(arguments)")
+            XCTAssertTrue(wrong.stderr.contains(message), "\(arguments): \(wrong.stderr)")
+        }
         environment["HAUL_LISTEN"] = "127.0.0.1:0"
         environment["HAUL_DOWNLOAD_DIR"] = sandbox.file("dl")
         environment["HAUL_DATA_DIR"] = sandbox.file("data")
