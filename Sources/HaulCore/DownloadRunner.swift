@@ -332,13 +332,18 @@ final class DownloadRunner: FetchDelegate {
     // MARK: the end
 
     private func finish() {
+        stopEverything()
+        engine.runnerFinished(id)
+    }
+
+    /// No timer, hold or transfer of this download goes on.
+    private func stopEverything() {
         done = true
         for timer in timers.values { timer.cancel() }
         timers.removeAll()
         for hold in holds.values { hold.cancel() }
         holds.removeAll()
         for transfer in transfers { cancel(transfer) }
-        engine.runnerFinished(id)
     }
 
     /// Another node holds the download now: everything stops at once, and nothing more is written, to the store
@@ -346,12 +351,7 @@ final class DownloadRunner: FetchDelegate {
     func abandon() {
         queue.removeAll()
         abandoned = true
-        done = true
-        for timer in timers.values { timer.cancel() }
-        timers.removeAll()
-        for hold in holds.values { hold.cancel() }
-        holds.removeAll()
-        for transfer in transfers { cancel(transfer) }
+        stopEverything()
         file?.close()
         file = nil
     }

@@ -148,15 +148,7 @@ public final class PostgresDatabase: SQLDatabase {
     }
 
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN")
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
+        try transaction(beginningWith: "BEGIN", body)
     }
 
     public var inTransaction: Bool { conn.map { PQtransactionStatus($0) != PQTRANS_IDLE } ?? false }

@@ -68,6 +68,19 @@ extension SQLDatabase {
         try forEachRow(sql, [], body)
     }
 
+    /// `body` between `begin` and COMMIT, or ROLLBACK when it throws: what both databases' `transaction` do.
+    func transaction<T>(beginningWith begin: String, _ body: () throws -> T) throws -> T {
+        try execute(begin)
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     /// Like `transaction`, or just `body` when a transaction is already open.
     public func transactionIfNeeded<T>(_ body: () throws -> T) throws -> T {
         if inTransaction { return try body() }

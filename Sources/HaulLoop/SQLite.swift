@@ -96,15 +96,7 @@ public final class SQLiteDatabase: SQLDatabase {
 
     /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
+        try transaction(beginningWith: "BEGIN IMMEDIATE", body)
     }
 
     public var inTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
