@@ -3,7 +3,7 @@ import HaulLoop
 
 /// What a node of a shared store keeps: the downloads it holds claims on, its timer, and the connection other
 /// nodes' changes arrive on.
-final class ClusterState {
+public final class ClusterState {
     let node: String
     /// Downloads this node claimed; their fences are in the machines' downloads. A finished one stays: its last
     /// writes still carry the fence.
@@ -33,6 +33,14 @@ final class ClusterState {
     }
 
     static let markDirectory = ".haul-nodes"
+
+    /// Whether `name` may name a node: it names a file of the marks' directory, so letters, digits, '-', '_' and
+    /// '.', starting with a letter or digit, at most 64 (no '/', no '..').
+    public static func isValidNodeName(_ name: String) -> Bool {
+        guard let first = name.first, first.isASCII, first.isLetter || first.isNumber, name.utf8.count <= 64
+        else { return false }
+        return name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }
+    }
 }
 
 /// Several nodes on one PostgreSQL store. Every node mirrors every download (the API of any node answers for all of
@@ -91,7 +99,10 @@ extension Engine {
             return log.warning("cannot reach the store to say this node is alive", ["error": "\(error)"])
         }
         let marks = try? directory(ClusterState.markDirectory, create: false)
-        cluster.peers = nodes.filter { $0.name != cluster.node && marks?.readText($0.name) == $0.mark }.map(\.name)
+        // A name read from the store is opened as a file only if it could be a node's name.
+        cluster.peers = nodes.filter {
+            $0.name != cluster.node && ClusterState.isValidNodeName($0.name) && marks?.readText($0.name) == $0.mark
+        }.map(\.name)
         let live = max(1, nodes.filter(\.alive).count)
         guard live != cluster.liveNodes else { return }
         cluster.liveNodes = live

@@ -182,8 +182,7 @@ struct ServeConfig {
         }
         if let v = values["node"] {
             // A file of the download directory is named after it (.haul-nodes/NAME).
-            guard let first = v.first, first.isASCII, first.isLetter || first.isNumber, v.utf8.count <= 64,
-                  v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+            guard ClusterState.isValidNodeName(v) else {
                 throw Invalid(description: "\(label("node")) takes up to 64 letters, digits, '-', '_' or '.', "
                     + "starting with a letter or digit, not '\(v)'")
             }
