@@ -78,6 +78,7 @@ async function start() {
     render();
     follow();
     loadSettings();
+    loadDisk();
   } catch (error) {
     if (error.status === 401) return; // waits for the token form
     setConnection("down", error.message);
@@ -136,7 +137,9 @@ function retryLater() {
     if (state.lastEventId !== null) {
       api("GET", "/healthz").then(follow, retryLater);
     } else {
-      start();
+      setInterval(loadDisk, 30000);
+
+start();
     }
   }, state.retryDelay);
   state.retryDelay = Math.min(state.retryDelay * 2, 30000);
@@ -373,6 +376,16 @@ function renderTotals() {
     + (speed > 0 ? `, ${formatBytes(speed)}/s` : "");
 }
 
+// The free space of the download root, from /stats: what downloads may still write (the reserve left out).
+async function loadDisk() {
+  try {
+    const disk = (await api("GET", "/stats")).disk;
+    $("disk").textContent = disk ? `${formatBytes(disk.usable_bytes)} free for downloads` : "";
+  } catch {
+    // The connection line already says when the server cannot be reached.
+  }
+}
+
 function renderSelection() {
   for (const id of [...state.selected]) if (!state.downloads.has(id)) state.selected.delete(id);
   const count = state.selected.size;
@@ -529,7 +542,9 @@ $("token-form").addEventListener("submit", (event) => {
   localStorage.setItem(TOKEN_KEY, state.token);
   $("token-form").hidden = true;
   $("token").value = "";
-  start();
+  setInterval(loadDisk, 30000);
+
+start();
 });
 
 /** Adds the URLs of the box, one a line, as one batch; the lines refused stay in the box with their reasons. */
@@ -637,5 +652,7 @@ applyDensity();
 setInterval(() => {
   if (state.shown.some(isRetrying)) renderWindow();
 }, 1000);
+
+setInterval(loadDisk, 30000);
 
 start();

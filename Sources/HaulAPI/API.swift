@@ -531,6 +531,10 @@ public final class API {
             ("slow_event_streams", JSONValue(events.slowStreamCount)),
             ("event_queued_bytes", JSONValue(events.queuedBytes)),
             ("sequence", JSONValue(events.sequence)),
+            ("disk", engine.diskSpace().map { space in
+                .object([("free_bytes", JSONValue(space.free)), ("total_bytes", JSONValue(space.total)),
+                         ("reserved_bytes", JSONValue(space.reserved)), ("usable_bytes", JSONValue(space.usable))])
+            } ?? .null),
         ]))
     }
 
@@ -563,6 +567,14 @@ public final class API {
                    Double(events.slowStreamCount))
         out.single("haul_event_queued_bytes", type: "gauge", help: "Event bytes waiting for slow clients.",
                    Double(events.queuedBytes))
+        if let space = engine.diskSpace() {
+            out.single("haul_disk_free_bytes", type: "gauge", help: "Free bytes of the download root's file system "
+                       + "(for unprivileged users).", Double(space.free))
+            out.single("haul_disk_total_bytes", type: "gauge", help: "Size of the download root's file system.",
+                       Double(space.total))
+            out.single("haul_disk_usable_bytes", type: "gauge", help: "Free bytes downloads may still take: the free "
+                       + "space less --min-free-space.", Double(space.usable))
+        }
         metrics.render(into: &out)
         if let resident = ProcessStats.residentBytes {
             out.single("process_resident_memory_bytes", type: "gauge", help: "Resident memory size in bytes.",

@@ -865,7 +865,7 @@ components:
     Stats:
       type: object
       required: [downloads, active, queued, paused, completed, failed, speed, received_bytes, active_connections,
-                 event_streams, slow_event_streams, event_queued_bytes, sequence]
+                 event_streams, slow_event_streams, event_queued_bytes, sequence, disk]
       properties:
         downloads: { type: integer }
         active: { type: integer, description: "probing, downloading or verifying" }
@@ -880,6 +880,17 @@ components:
         slow_event_streams: { type: integer }
         event_queued_bytes: { type: integer }
         sequence: { type: integer }
+        disk:
+          description: >-
+            The file system of the download root (null when it cannot be read). `usable_bytes` is what downloads may
+            still write: the free space less `--min-free-space`; a POST whose `size` does not fit gets 507.
+          type: [object, "null"]
+          required: [free_bytes, total_bytes, reserved_bytes, usable_bytes]
+          properties:
+            free_bytes: { type: integer }
+            total_bytes: { type: integer }
+            reserved_bytes: { type: integer }
+            usable_bytes: { type: integer }
     RemovedEvent:
       type: object
       required: [id]

@@ -574,6 +574,13 @@ public final class Engine {
         }
     }
 
+    /// The disk under the download root as downloads see it: nil when the root cannot be read.
+    public func diskSpace() -> DiskSpace? {
+        guard let root = try? directory("", create: false), let free = try? root.freeBytes(),
+              let total = try? root.totalBytes() else { return nil }
+        return DiskSpace(free: free, total: total, reserved: config.space.minFreeSpace)
+    }
+
     /// Why a file of `size` bytes cannot be stored under the root now, or nil when it can.
     public func spaceRefusal(for size: Int64) -> DownloadError? {
         let free: Int64

@@ -52,3 +52,19 @@ public struct SpacePolicy: Sendable, Equatable {
         return "\(tenths / 10).\(tenths % 10) \(units[unit]) (\(count) bytes)"
     }
 }
+
+/// The free space of the download root's file system, and what of it new downloads may take.
+public struct DiskSpace: Sendable, Equatable {
+    public var free: Int64
+    public var total: Int64
+    /// Kept free for the rest of the machine (`--min-free-space`).
+    public var reserved: Int64
+    /// What downloads may still write: the free space less the reserve.
+    public var usable: Int64 { max(0, free - reserved) }
+
+    public init(free: Int64, total: Int64, reserved: Int64) {
+        self.free = free
+        self.total = total
+        self.reserved = reserved
+    }
+}

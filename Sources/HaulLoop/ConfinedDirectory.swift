@@ -121,6 +121,13 @@ public final class ConfinedDirectory {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
+    /// The size of the file system holding this directory, in bytes.
+    public func totalBytes() throws(FileError) -> Int64 {
+        var info = statvfs()
+        guard fstatvfs(fd, &info) == 0 else { throw FileError(call: "statvfs", path: path, code: errno) }
+        return Int64(info.f_blocks) * Int64(info.f_frsize)
+    }
+
     /// The device and inode of `name`, without following a link.
     public func identity(_ name: String) -> FileIdentity? {
         status(name).map(FileIdentity.init)

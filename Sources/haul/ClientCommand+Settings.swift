@@ -31,6 +31,25 @@ extension ClientCommand {
         printOutput(Format.column("speed limit now", 26) + speed(answer["current_max_speed"] ?? .null))
     }
 
+    static func stats(_ client: Client, _ options: Options) throws(Stop) {
+        _ = try options.positionals(0...0, "stats takes no arguments")
+        let answer = try client.call("GET", "/stats")
+        if options.flag("json") { return printOutput(answer.serialized()) }
+        let number = { (key: String) in answer[key]?.integerValue.map(String.init) ?? "?" }
+        printOutput(Format.column("downloads", 14) + number("downloads"))
+        for key in ["active", "queued", "paused", "completed", "failed"] {
+            printOutput(Format.column(key, 14) + number(key))
+        }
+        printOutput(Format.column("speed", 14) + Format.bytes(answer["speed"]?.integerValue ?? 0) + "/s")
+        printOutput(Format.column("connections", 14) + number("active_connections"))
+        let disk = answer["disk"] ?? .null
+        if let usable = disk["usable_bytes"]?.integerValue, let free = disk["free_bytes"]?.integerValue,
+           let total = disk["total_bytes"]?.integerValue {
+            printOutput(Format.column("disk", 14) + "\(Format.bytes(usable)) usable for downloads (\(Format.bytes(free)) "
+                        + "free of \(Format.bytes(total)))")
+        }
+    }
+
     private static func setting(_ name: String, _ text: String, spec: CommandSpec) throws(Stop) -> (String, JSONValue) {
         if text == "default" { return (name == "schedule" ? "speed_schedule" : name, .null) }
         switch name {

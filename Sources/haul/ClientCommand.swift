@@ -76,6 +76,9 @@ enum ClientCommand {
                 + "like 'mon-fri 09:00-18:00 2M; sat,sun 00:00-24:00 0'; none for no schedule). VALUE default puts "
                 + "a setting back to the server's flag. Changes are kept by the server across restarts.",
             options: [.init(name: "json", value: nil, help: "print the settings as JSON")]),
+        CommandSpec(name: "stats", arguments: "",
+                    summary: "Shows the totals: downloads by state, speed, connections and the disk's free space.",
+                    details: "", options: [.init(name: "json", value: nil, help: "print /stats as JSON")]),
         CommandSpec(name: "health", arguments: "",
                     summary: "Exits 0 if the server answers /healthz (the container's HEALTHCHECK).", details: "",
                     options: []),
@@ -161,6 +164,7 @@ enum ClientCommand {
             case "rm": try remove(client, options)
             case "watch": try watch(client, options)
             case "settings": try settings(client, options)
+            case "stats": try stats(client, options)
             default: try health(client, options)
             }
             return Status.ok.rawValue

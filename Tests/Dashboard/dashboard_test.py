@@ -269,6 +269,9 @@ def main():
                                                "from": "00:00", "to": "00:00", "max_speed": 512_000}], settings
         assert settings["current_max_speed"] == 512_000, settings
         wait.until(lambda d: page.find("#limit").text == "limit 500.0 KiB/s")
+        # The header tells the free space downloads may still take, as /stats has it.
+        wait.until(lambda d: page.find("#disk").text.endswith(" free for downloads"))
+        assert page.api("GET", "/stats")["disk"]["usable_bytes"] >= 0
         driver.save_screenshot(os.path.join(shots, "settings.png"))
         driver.refresh()
         wait.until(lambda d: page.find("#set-max-active").get_attribute("value") == "2")

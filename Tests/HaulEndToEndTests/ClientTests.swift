@@ -139,7 +139,7 @@ final class ClientTests: HaulTestCase {
     }
 
     func testEveryCommandHasItsHelpAndTheVersionIsTheSpecs() throws {
-        for command in ["add", "ls", "pause", "resume", "rm", "watch", "settings", "health"] {
+        for command in ["add", "ls", "pause", "resume", "rm", "watch", "settings", "stats", "health"] {
             for arguments in [[command, "--help"], [command, "-h"], ["help", command]] {
                 let result = try execute(haulPath, arguments)
                 XCTAssertEqual(result.status, 0, "\(arguments): \(result.output)")
@@ -236,6 +236,19 @@ final class ClientTests: HaulTestCase {
         XCTAssertTrue(progress.contains("busy.bin: probing, retrying in "), progress)
         XCTAssertTrue(progress.contains(": http_503: the server answered HTTP 503"), progress)
         XCTAssertEqual(try sha256(sandbox.file("downloads/busy.bin")), hash)
+    }
+
+    func testStatsShowTheTotalsAndTheDisk() throws {
+        _ = try add(["url": "http://127.0.0.1:9/later.bin", "start_paused": true])
+        let shown = try haulCommand(["stats"])
+        XCTAssertEqual(shown.status, 0, shown.output)
+        XCTAssertTrue(shown.stdout.hasPrefix("downloads     1\n"), shown.stdout)
+        XCTAssertTrue(shown.stdout.contains("paused        1\n"), shown.stdout)
+        XCTAssertTrue(shown.stdout.contains(" usable for downloads ("), shown.stdout)
+        let json = try haulCommand(["stats", "--json"])
+        let stats = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        XCTAssertNotNil((stats?["disk"] as? [String: Any])?["free_bytes"] as? Int, json.stdout)
+        XCTAssertEqual(try haulCommand(["stats", "extra"]).status, 2)
     }
 
     func testSettingsAreShownAndChanged() throws {

@@ -107,6 +107,34 @@ final class DiskSpaceTests: HaulTestCase {
                                                                      "size": 1000, "start_paused": true]).status, 201)
     }
 
+    func testStatsAndMetricsShowTheFreeSpaceThatPOSTIsCheckedAgainst() throws {
+        try FileManager.default.createDirectory(atPath: sandbox.file("downloads"), withIntermediateDirectories: true)
+        let reserve: Int64 = 64 << 20
+        haul.stop()
+        try startHaul(extra: ["--min-free-space", String(reserve)])
+        let disk = try XCTUnwrap(try api.get("/stats").json["disk"] as? [String: Any])
+        let free = try XCTUnwrap((disk["free_bytes"] as? NSNumber)?.int64Value)
+        let usable = try XCTUnwrap((disk["usable_bytes"] as? NSNumber)?.int64Value)
+        // Other processes write to this disk too: the figures agree with statvfs within 256 MiB.
+        XCTAssertLessThan(abs(free - freeBytes(sandbox.file("downloads"))), 256 << 20)
+        XCTAssertEqual((disk["reserved_bytes"] as? NSNumber)?.int64Value, reserve)
+        XCTAssertEqual(usable, max(0, free - reserve))
+        XCTAssertGreaterThanOrEqual((disk["total_bytes"] as? NSNumber)?.int64Value ?? 0, free)
+        let metrics = try api.get("/metrics").text
+        let line = try XCTUnwrap(metrics.split(separator: "\n").first { $0.hasPrefix("haul_disk_free_bytes ") })
+        let exported = try XCTUnwrap(Double(line.split(separator: " ")[1]))
+        XCTAssertLessThan(abs(exported - Double(free)), Double(256 << 20))
+        XCTAssertTrue(metrics.contains("haul_disk_usable_bytes "), metrics)
+        // A size past what /stats says is usable is refused; one well within it is taken.
+        let tooBig = try api.request("POST", "/downloads", json: ["url": "http://127.0.0.1:9/x.iso",
+                                                                   "size": usable + (1 << 30)])
+        XCTAssertEqual(tooBig.status, 507, tooBig.text)
+        XCTAssertTrue((tooBig.json["detail"] as? String ?? "").contains("min-free-space"), tooBig.text)
+        let fits = try api.request("POST", "/downloads", json: ["url": "http://127.0.0.1:9/y.iso",
+                                                                "size": min(usable / 2, 1 << 20), "start_paused": true])
+        XCTAssertEqual(fits.status, 201, fits.text)
+    }
+
     func testASizeTheOriginContradictsFails() throws {
         try sandbox.makeRandomFile("www/s.bin", size: 5000)
         let failed = try waitForState(try add(["url": originURL("s.bin"), "size": 4000]), "failed")
