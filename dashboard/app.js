@@ -137,9 +137,7 @@ function retryLater() {
     if (state.lastEventId !== null) {
       api("GET", "/healthz").then(follow, retryLater);
     } else {
-      setInterval(loadDisk, 30000);
-
-start();
+      start();
     }
   }, state.retryDelay);
   state.retryDelay = Math.min(state.retryDelay * 2, 30000);
@@ -526,6 +524,63 @@ function settingsBody() {
   };
 }
 
+// MARK: webhooks
+
+async function loadWebhooks() {
+  try {
+    const { webhooks } = await api("GET", "/webhooks");
+    const list = $("webhook-list");
+    list.replaceChildren();
+    for (const hook of webhooks) {
+      const item = document.createElement("li");
+      const text = document.createElement("span");
+      text.className = "grow";
+      text.textContent = `${hook.url}: ${hook.events.join(", ")}${hook.category ? ` (category ${hook.category})` : ""}`;
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.textContent = "Remove";
+      remove.setAttribute("aria-label", `Remove the webhook to ${hook.url}`);
+      remove.addEventListener("click", async () => {
+        try {
+          await api("DELETE", `/webhooks/${hook.id}`);
+          loadWebhooks();
+        } catch (error) {
+          $("webhook-problem").textContent = error.message;
+        }
+      });
+      item.append(text, remove);
+      list.append(item);
+    }
+    if (!webhooks.length) list.textContent = "No webhooks.";
+  } catch (error) {
+    $("webhook-problem").textContent = error.message;
+  }
+}
+
+$("webhooks-panel").addEventListener("toggle", () => {
+  if ($("webhooks-panel").open) loadWebhooks();
+});
+
+$("webhook-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const body = {
+    url: $("webhook-url").value.trim(),
+    events: [...$("webhook-events").querySelectorAll("input:checked")].map((box) => box.value),
+  };
+  const category = $("webhook-category").value.trim();
+  if (category) body.category = category;
+  try {
+    const hook = await api("POST", "/webhooks", body);
+    $("webhook-problem").textContent = "";
+    $("webhook-secret").textContent = `Added. Its secret, shown this once: ${hook.secret}`;
+    $("webhook-url").value = "";
+    loadWebhooks();
+  } catch (error) {
+    $("webhook-secret").textContent = "";
+    $("webhook-problem").textContent = error.message;
+  }
+});
+
 // MARK: forms
 
 function askForToken(message) {
@@ -542,9 +597,7 @@ $("token-form").addEventListener("submit", (event) => {
   localStorage.setItem(TOKEN_KEY, state.token);
   $("token-form").hidden = true;
   $("token").value = "";
-  setInterval(loadDisk, 30000);
-
-start();
+  start();
 });
 
 /** Adds the URLs of the box, one a line, as one batch; the lines refused stay in the box with their reasons. */

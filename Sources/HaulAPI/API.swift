@@ -22,6 +22,7 @@ public final class API {
         self.log = log
         gate = AccessGate(policy: access)
         self.events = EventHub(engine: engine, config: events)
+        engine.webhookResource = DownloadResource.json
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
                 "GET": .read(query: ["state", "limit", "cursor", "changed_since", "q", "sort"]) {
@@ -93,7 +94,7 @@ public final class API {
                                            body: Array(OpenAPIDocument.yaml.utf8)))
                 },
             ]),
-        ])
+        ] + webhookRoutes)
     }
 
     /// Answers `request`, counting it in the metrics and logging one line for it.

@@ -74,6 +74,29 @@ enum DashboardAssets {
     </form>
   </details>
 
+  <details id="webhooks-panel" class="panel">
+    <summary><h2>Webhooks</h2></summary>
+    <p class="muted">A signed POST to a receiver for each event of its downloads. The secret is shown once, when the webhook is added: the receiver checks each delivery's <code>Haul-Signature</code> with it.</p>
+    <ul id="webhook-list" class="webhooks"></ul>
+    <form id="webhook-form">
+      <div class="options">
+        <label class="grow">Receiver URL <input id="webhook-url" type="url" required placeholder="https://example.com/hook" spellcheck="false"></label>
+        <label>Category <input id="webhook-category" placeholder="every download"></label>
+      </div>
+      <div class="row days" id="webhook-events">
+        <label class="check"><input type="checkbox" value="created" checked> created</label>
+        <label class="check"><input type="checkbox" value="completed" checked> completed</label>
+        <label class="check"><input type="checkbox" value="failed" checked> failed</label>
+        <label class="check"><input type="checkbox" value="removed" checked> removed</label>
+        <label class="check"><input type="checkbox" value="state"> every state change</label>
+        <span class="grow"></span>
+        <button type="submit" id="add-webhook">Add webhook</button>
+      </div>
+      <p class="muted" id="webhook-secret" aria-live="polite"></p>
+      <p class="problem" id="webhook-problem" role="alert"></p>
+    </form>
+  </details>
+
   <section class="panel" id="list-panel">
     <div class="row toolbar">
       <h2>Downloads</h2>
@@ -301,9 +324,7 @@ function retryLater() {
     if (state.lastEventId !== null) {
       api("GET", "/healthz").then(follow, retryLater);
     } else {
-      setInterval(loadDisk, 30000);
-
-start();
+      start();
     }
   }, state.retryDelay);
   state.retryDelay = Math.min(state.retryDelay * 2, 30000);
@@ -690,6 +711,63 @@ function settingsBody() {
   };
 }
 
+// MARK: webhooks
+
+async function loadWebhooks() {
+  try {
+    const { webhooks } = await api("GET", "/webhooks");
+    const list = $("webhook-list");
+    list.replaceChildren();
+    for (const hook of webhooks) {
+      const item = document.createElement("li");
+      const text = document.createElement("span");
+      text.className = "grow";
+      text.textContent = `${hook.url}: ${hook.events.join(", ")}${hook.category ? ` (category ${hook.category})` : ""}`;
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.textContent = "Remove";
+      remove.setAttribute("aria-label", `Remove the webhook to ${hook.url}`);
+      remove.addEventListener("click", async () => {
+        try {
+          await api("DELETE", `/webhooks/${hook.id}`);
+          loadWebhooks();
+        } catch (error) {
+          $("webhook-problem").textContent = error.message;
+        }
+      });
+      item.append(text, remove);
+      list.append(item);
+    }
+    if (!webhooks.length) list.textContent = "No webhooks.";
+  } catch (error) {
+    $("webhook-problem").textContent = error.message;
+  }
+}
+
+$("webhooks-panel").addEventListener("toggle", () => {
+  if ($("webhooks-panel").open) loadWebhooks();
+});
+
+$("webhook-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const body = {
+    url: $("webhook-url").value.trim(),
+    events: [...$("webhook-events").querySelectorAll("input:checked")].map((box) => box.value),
+  };
+  const category = $("webhook-category").value.trim();
+  if (category) body.category = category;
+  try {
+    const hook = await api("POST", "/webhooks", body);
+    $("webhook-problem").textContent = "";
+    $("webhook-secret").textContent = `Added. Its secret, shown this once: ${hook.secret}`;
+    $("webhook-url").value = "";
+    loadWebhooks();
+  } catch (error) {
+    $("webhook-secret").textContent = "";
+    $("webhook-problem").textContent = error.message;
+  }
+});
+
 // MARK: forms
 
 function askForToken(message) {
@@ -706,9 +784,7 @@ $("token-form").addEventListener("submit", (event) => {
   localStorage.setItem(TOKEN_KEY, state.token);
   $("token-form").hidden = true;
   $("token").value = "";
-  setInterval(loadDisk, 30000);
-
-start();
+  start();
 });
 
 /** Adds the URLs of the box, one a line, as one batch; the lines refused stay in the box with their reasons. */
@@ -904,5 +980,8 @@ body[data-density=compact] .item .actions button { padding: 0 0.4rem; }
 .fill[data-state=paused] { background: var(--warn); }
 .fill.unknown { width: 100%; opacity: 0.35; }
 .percent { font-size: 0.8em; color: var(--muted); min-width: 2.4rem; text-align: right; }
+.webhooks { list-style: none; padding: 0; margin: 0.5rem 0; }
+.webhooks li { display: flex; gap: 0.5rem; align-items: center; padding: 0.25rem 0; overflow-wrap: anywhere; }
+#webhook-events { gap: 0.75rem; flex-wrap: wrap; }
 """#
 }

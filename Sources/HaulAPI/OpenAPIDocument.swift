@@ -538,6 +538,136 @@ paths:
                 properties:
                   status: { type: string, const: ok }
                   node: { type: string, description: "The node that answered, with a store several nodes share." }
+  /webhooks:
+    get:
+      operationId: listWebhooks
+      summary: The webhooks, without their secrets.
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "200":
+          description: Every webhook, oldest first.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [webhooks]
+                properties:
+                  webhooks:
+                    type: array
+                    items: { $ref: "#/components/schemas/Webhook" }
+    post:
+      operationId: addWebhook
+      summary: Adds a receiver of signed POSTs about downloads; its secret is in this answer only.
+      description: |
+        Each event a webhook asks for (of the downloads of its `category`, or of every download) is one delivery: a
+        JSON POST of `{"id", "event", "webhook_id", "created_at", "download"}` (the download resource as it was) with
+        the headers `Haul-Event`, `Haul-Delivery` (the delivery's id, the same on every attempt: drop repeats by it),
+        `Haul-Webhook` and `Haul-Signature: t=<unix seconds>,v1=<hex>`, where v1 is HMAC-SHA256 under the secret of
+        `<t>.<body>`. A receiver checks the MAC and refuses a `t` far from its clock. Deliveries are written to the
+        store's outbox in the transaction of the change they tell of, and sent until a 2xx answer, at least once:
+        after a failure again after 5 s (five times `--retry-wait`), doubling up to an hour, for 24 hours, and after
+        a crash or restart. Receivers are reached under the outbound address policy (`--deny-private-networks`,
+        `--allow-networks`), with no redirects followed and 15 s per attempt.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/NewWebhook" }
+      responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "201":
+          description: The webhook, with its `secret`.
+          headers:
+            Location: { schema: { type: string }, description: "/webhooks/{id}" }
+          content:
+            application/json:
+              schema:
+                allOf:
+                  - { $ref: "#/components/schemas/Webhook" }
+                  - type: object
+                    required: [secret]
+                    properties:
+                      secret: { type: string, description: "whsec_ and 64 hex digits; shown once." }
+        "400": { $ref: "#/components/responses/Malformed" }
+        "409":
+          description: The server keeps 100 webhooks at most.
+          content:
+            application/problem+json:
+              schema: { $ref: "#/components/schemas/Problem" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /webhooks/{id}:
+    parameters:
+      - name: id
+        in: path
+        required: true
+        schema: { type: string }
+    get:
+      operationId: getWebhook
+      summary: One webhook, without its secret.
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "200":
+          description: The webhook.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Webhook" }
+        "404": { $ref: "#/components/responses/NotFound" }
+    delete:
+      operationId: removeWebhook
+      summary: Removes a webhook and its deliveries, sent or not.
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "204": { description: Removed. }
+        "404": { $ref: "#/components/responses/NotFound" }
+  /webhooks/{id}/deliveries:
+    parameters:
+      - name: id
+        in: path
+        required: true
+        schema: { type: string }
+    get:
+      operationId: listWebhookDeliveries
+      summary: The webhook's latest deliveries, newest first, with their attempts and outcome.
+      parameters:
+        - name: limit
+          in: query
+          schema: { type: integer, minimum: 1, maximum: 1000, default: 50 }
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "200":
+          description: Pending deliveries, and the ones delivered or given up on in the last week.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [deliveries]
+                properties:
+                  deliveries:
+                    type: array
+                    items: { $ref: "#/components/schemas/WebhookDelivery" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "422": { $ref: "#/components/responses/Invalid" }
   /openapi.yaml:
     get:
       operationId: openapi
@@ -891,6 +1021,53 @@ components:
             total_bytes: { type: integer }
             reserved_bytes: { type: integer }
             usable_bytes: { type: integer }
+    NewWebhook:
+      type: object
+      required: [url]
+      additionalProperties: false
+      properties:
+        url: { type: string, format: uri, description: "http or https" }
+        events:
+          type: array
+          minItems: 1
+          maxItems: 5
+          uniqueItems: true
+          items: { $ref: "#/components/schemas/WebhookEvent" }
+          description: Default created, completed, failed and removed; `state` is every change of state.
+        category: { $ref: "#/components/schemas/CategoryName" }
+    CategoryName:
+      type: string
+      pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'
+      description: A category's name (for a webhook, only the downloads of that category).
+    WebhookEvent:
+      type: string
+      enum: [created, completed, failed, removed, state]
+    Webhook:
+      type: object
+      required: [id, url, events, category, created_at]
+      properties:
+        id: { type: string }
+        url: { type: string, description: Credentials in it are redacted. }
+        events:
+          type: array
+          items: { $ref: "#/components/schemas/WebhookEvent" }
+        category: { type: [string, "null"] }
+        created_at: { type: string, format: date-time }
+    WebhookDelivery:
+      type: object
+      required: [id, event, download_id, state, attempts, created_at, last_attempt_at, last_status, last_error,
+                 next_attempt_at]
+      properties:
+        id: { type: string, description: "The Haul-Delivery header." }
+        event: { $ref: "#/components/schemas/WebhookEvent" }
+        download_id: { type: string }
+        state: { type: string, enum: [pending, delivered, failed], description: "failed: given up after 24 hours" }
+        attempts: { type: integer }
+        created_at: { type: string, format: date-time }
+        last_attempt_at: { type: [string, "null"], format: date-time }
+        last_status: { type: [integer, "null"], description: "The receiver's HTTP status, null when none answered." }
+        last_error: { type: [string, "null"] }
+        next_attempt_at: { type: [string, "null"], format: date-time }
     RemovedEvent:
       type: object
       required: [id]

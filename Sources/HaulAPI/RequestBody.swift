@@ -149,6 +149,16 @@ enum Validate {
         return nil
     }
 
+    /// A category's name: a path segment of the API and a folder's default name, so 1-64 letters, digits, '-', '_'
+    /// and '.', starting with a letter or digit.
+    static func categoryName(_ text: String) -> String? {
+        guard let first = text.first, first.isASCII, first.isLetter || first.isNumber, text.utf8.count <= 64,
+              text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+            return "must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit"
+        }
+        return nil
+    }
+
     /// A plain file name: no path separators, no `.` or `..`, no NUL or control characters (which would be
     /// silently dropped, leaving a name the client did not ask for).
     static func filename(_ text: String) -> String? {

@@ -28,6 +28,8 @@ public struct Download: Sendable, Equatable {
     public var expectedBytes: Int64?
     /// "sha256:<hex>", "sha1:<hex>" or "md5:<hex>", checked before the file gets its name.
     public var checksum: String?
+    /// The client's namespace for it (`PUT /categories/NAME`), nil for none.
+    public var category: String?
     /// Fetch over TLS without verifying the server's certificate (asked for per download, never by default).
     public var insecure = false
     public var acceptsRanges = false

@@ -79,6 +79,7 @@ struct DownloadColumn: Sendable {
         DownloadColumn(name: "expected_bytes", write: { integer($0.expectedBytes) }) { d, v in
             d.expectedBytes = v.int
         },
+        DownloadColumn(name: "category", write: { text($0.category) }) { d, v in d.category = v.string },
         DownloadColumn(name: "claimed_by", write: nil) { d, v in d.node = v.string },
         DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]

@@ -88,6 +88,25 @@ public final class DownloadStore {
         """
         CREATE TABLE nodes (name TEXT PRIMARY KEY, seen_at REAL NOT NULL, mark TEXT NOT NULL);
         """,
+        // 9: categories, webhooks, and the outbox of their deliveries (written in the transaction of the change each tells of;
+        // `sender` is the node that holds an attempt in flight until `next_attempt_at`).
+        """
+        CREATE TABLE webhooks (
+            id TEXT PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL, events TEXT NOT NULL, category TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE webhook_deliveries (
+            id TEXT PRIMARY KEY, webhook_id TEXT NOT NULL, event TEXT NOT NULL, download_id TEXT NOT NULL,
+            body TEXT NOT NULL, created_at REAL NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL,
+            next_attempt_at REAL NOT NULL, last_attempt_at REAL, last_status INTEGER, last_error TEXT, sender TEXT
+        );
+        CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);
+        CREATE INDEX webhook_deliveries_of ON webhook_deliveries (webhook_id, created_at);
+        ALTER TABLE downloads ADD COLUMN category TEXT;
+        CREATE TABLE categories (
+            name TEXT PRIMARY KEY, directory TEXT NOT NULL, connections INTEGER, max_speed INTEGER, priority INTEGER
+        );
+        """,
     ]
 
     /// Another process holds the database.

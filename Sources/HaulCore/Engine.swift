@@ -54,6 +54,10 @@ public final class Engine {
     public var onChange: ((EngineChange) -> Void)?
     /// With a store several nodes share: what this node holds, its timers and its notification connection.
     var cluster: ClusterState?
+    /// Webhooks, the deliveries waiting to be stored, the attempts in flight.
+    let outbox = WebhookOutbox()
+    /// The download as the API shows it, for webhook bodies (set by the API; a bare id without it).
+    public var webhookResource: ((DownloadSnapshot) -> JSONValue)?
 
     /// An engine fetching with libcurl on `loop` and timing with its timers, unless a test gives other seams.
     public init(loop: EventLoop, store: DownloadStore, config: EngineConfig, log: Logger, fetcher: Fetcher? = nil,
@@ -123,6 +127,7 @@ public final class Engine {
         }
         tick?.start()
         if shared { try joinCluster() }
+        try startWebhooks()
         schedule()
     }
 
@@ -221,6 +226,7 @@ public final class Engine {
         refill?.cancel()
         refill = nil
         saveUnsaved()
+        stopWebhooks()
         leaveCluster()
         multi?.close()
     }
@@ -423,7 +429,13 @@ public final class Engine {
                 if let numbers = try store.allocateSequences(fresh.count), numbers.count == fresh.count {
                     for index in fresh.indices { fresh[index].sequence = numbers[index] }
                 }
-                try store.transaction { for download in fresh { try store.save(download) } }
+                try store.transaction {
+                    for download in fresh {
+                        try store.save(download)
+                        try store.insertDeliveries(webhookDeliveries(download, before: nil))
+                    }
+                }
+                wakeDeliveries()
             } catch {
                 throw .storage("\(error)")
             }
@@ -544,13 +556,21 @@ public final class Engine {
                 try? directory?.remove(name)
             }
         }
+        let last = machines[id]?.machine.download ?? download
         do {
-            try store.delete(id: id)
+            // What waited for the group commit is told too: the receiver hears every change, then the removal.
+            let deliveries = (outbox.waiting.removeValue(forKey: id) ?? []) + webhookDeliveries(last, before: last.state,
+                                                                                               removed: true)
+            try store.transaction {
+                try store.delete(id: id)
+                try store.insertDeliveries(deliveries)
+            }
+            wakeDeliveries()
         } catch {
             throw .storage("\(error)")
         }
         // As the stop left it: what the indexes and totals hold.
-        let last = machines.removeValue(forKey: id)?.machine.download ?? download
+        machines.removeValue(forKey: id)
         unsaved.remove(id)
         index(nil, was: last)
         receivedTotal -= last.receivedBytes
@@ -644,6 +664,8 @@ public final class Engine {
         if stateChanged {
             index(download, was: before)
             logStateChange(download, from: before.state)
+            let deliveries = webhookDeliveries(download, before: before.state)
+            if !deliveries.isEmpty { outbox.waiting[id, default: []] += deliveries }
         }
         if download.journal != before.journal, !journalOnlyGrew(from: before.journal, to: download.journal) {
             // Cutting the file back is on disk before a byte of other data can land where the journal used to vouch
@@ -808,17 +830,28 @@ public final class Engine {
         let ids = unsaved
         unsaved.removeAll()
         var refused: [String] = []
+        var saved: [String] = []
         do {
             try store.transaction {
                 for id in ids {
                     guard let download = machines[id]?.machine.download else { continue }
-                    if try !store.save(download, claim: writeClaim(id)) { refused.append(id) }
+                    if try store.save(download, claim: writeClaim(id)) {
+                        try storeWaitingDeliveries(id)
+                        saved.append(id)
+                    } else {
+                        refused.append(id)
+                    }
                 }
             }
+            storedWaitingDeliveries(saved)
         } catch {
             log.error("cannot save downloads", ["error": "\(error)"])
         }
-        for id in refused { lost(id) }
+        for id in refused {
+            // Another node holds it now: what this node saw of it is not the story, the holder tells its own.
+            outbox.waiting.removeValue(forKey: id)
+            lost(id)
+        }
     }
 
     private func journalOnlyGrew(from old: [Segment], to new: [Segment]) -> Bool {
@@ -828,7 +861,17 @@ public final class Engine {
 
     private func persist(_ download: Download) {
         do {
-            if try !store.save(download, claim: writeClaim(download.id)) { lost(download.id) }
+            var landed = false
+            try store.transaction {
+                landed = try store.save(download, claim: writeClaim(download.id))
+                if landed { try storeWaitingDeliveries(download.id) }
+            }
+            if landed {
+                storedWaitingDeliveries([download.id])
+            } else {
+                outbox.waiting.removeValue(forKey: download.id)
+                lost(download.id)
+            }
         } catch {
             log.error("cannot save download", ["download.id": download.id, "error": "\(error)"])
         }

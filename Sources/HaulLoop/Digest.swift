@@ -25,6 +25,26 @@ public enum Digest {
         return Array(digest.prefix(Int(length)))
     }
 
+    /// HMAC-SHA256 of `message` under `key` (RFC 2104).
+    public static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let result = key.withUnsafeBytes { k in
+            message.withUnsafeBytes { m in
+                HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), m.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                     m.count, &digest, &length)
+            }
+        }
+        precondition(result != nil, "HMAC failed")
+        return Array(digest.prefix(Int(length)))
+    }
+
+    /// `bytes` as lower-case hex.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+    }
+
     /// The lower-case hex digest of the file open as `fd`, read from its start in 1 MiB pieces (`path` names it in
     /// errors).
     public static func hex(ofDescriptor fd: Int32, path: String, algorithm: DigestAlgorithm) throws(FileError)

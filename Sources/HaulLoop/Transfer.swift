@@ -20,6 +20,10 @@ public struct TransferRequest: Sendable {
     public var verifyTLS = true
     /// When set, every address curl is about to connect to (after DNS, after each redirect) must pass it.
     public var addressPolicy: AddressPolicy?
+    /// A body makes the request a POST of these bytes (set `Content-Type` in `headers`).
+    public var body: [UInt8]?
+    /// The whole transfer's time limit in seconds, nil for none (a download may take hours).
+    public var timeout: Double?
 
     public init(url: String) { self.url = url }
 }
@@ -191,6 +195,15 @@ public final class Transfer {
         headerList = curl_slist_append(headerList, "Accept-Encoding: identity")
         if request.method == .head {
             results.append(haul_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
+        }
+        if let body = request.body {
+            // The size first: COPYPOSTFIELDS copies that many bytes, NULs included.
+            results.append(haul_easy_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count))
+            results.append(body.withUnsafeBytes { haul_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS,
+                                                                       UnsafeMutableRawPointer(mutating: $0.baseAddress)) })
+        }
+        if let timeout = request.timeout {
+            results.append(haul_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(timeout * 1000)))
         }
         if let range = request.range {
             let spec = range.end.map { "\(range.start)-\($0)" } ?? "\(range.start)-"

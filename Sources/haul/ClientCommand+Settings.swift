@@ -50,6 +50,54 @@ extension ClientCommand {
         }
     }
 
+    static func webhook(_ client: Client, _ options: Options) throws(Stop) {
+        let words = try options.positionals(1...2, "give add URL, ls, deliveries ID or rm ID")
+        let json = options.flag("json")
+        switch (words[0], words.count) {
+        case ("add", 2):
+            var members: [(String, JSONValue)] = [("url", .string(words[1]))]
+            if let events = options.value("events") {
+                members.append(("events", .array(events.split(separator: ",").map {
+                    .string(String($0).trimmingSpaces())
+                })))
+            }
+            if let category = options.value("category") { members.append(("category", .string(category))) }
+            let hook = try client.call("POST", "/webhooks", body: .object(members))
+            if json { return printOutput(hook.serialized()) }
+            printOutput("\(hook["id"]?.stringValue ?? "?") \(hook["secret"]?.stringValue ?? "?")")
+        case ("ls", 1):
+            let answer = try client.call("GET", "/webhooks")
+            if json { return printOutput(answer["webhooks"]?.serialized() ?? "[]") }
+            guard case .array(let hooks)? = answer["webhooks"] else { return }
+            for hook in hooks {
+                var events: [String] = []
+                if case .array(let names)? = hook["events"] { events = names.compactMap(\.stringValue) }
+                var line = "\(Format.column(hook["id"]?.stringValue ?? "?", 17)) \(hook["url"]?.stringValue ?? "?")  "
+                    + events.joined(separator: ",")
+                if let category = hook["category"]?.stringValue { line += "  category \(category)" }
+                printOutput(line)
+            }
+        case ("deliveries", 2):
+            let answer = try client.call("GET", "/webhooks/" + Client.escape(words[1]) + "/deliveries")
+            if json { return printOutput(answer["deliveries"]?.serialized() ?? "[]") }
+            guard case .array(let list)? = answer["deliveries"] else { return }
+            for d in list {
+                var line = "\(Format.column(d["id"]?.stringValue ?? "?", 17)) "
+                    + "\(Format.column(d["event"]?.stringValue ?? "?", 10)) "
+                    + "\(Format.column(d["state"]?.stringValue ?? "?", 10)) "
+                    + "\(Format.column(String(d["attempts"]?.integerValue ?? 0), 3)) "
+                    + (d["download_id"]?.stringValue ?? "?")
+                if let error = d["last_error"]?.stringValue { line += "  (\(error))" }
+                printOutput(line)
+            }
+        case ("rm", 2):
+            _ = try client.call("DELETE", "/webhooks/" + Client.escape(words[1]))
+            printOutput("\(words[1]) removed")
+        default:
+            throw .usage("give add URL, ls, deliveries ID or rm ID", command: options.spec)
+        }
+    }
+
     private static func setting(_ name: String, _ text: String, spec: CommandSpec) throws(Stop) -> (String, JSONValue) {
         if text == "default" { return (name == "schedule" ? "speed_schedule" : name, .null) }
         switch name {

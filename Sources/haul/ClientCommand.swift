@@ -76,6 +76,17 @@ enum ClientCommand {
                 + "like 'mon-fri 09:00-18:00 2M; sat,sun 00:00-24:00 0'; none for no schedule). VALUE default puts "
                 + "a setting back to the server's flag. Changes are kept by the server across restarts.",
             options: [.init(name: "json", value: nil, help: "print the settings as JSON")]),
+        CommandSpec(
+            name: "webhook", arguments: "add URL | ls | deliveries ID | rm ID",
+            summary: "Adds, lists and removes webhooks, and shows what was sent to one.",
+            details: "add prints the webhook's id and its secret (shown this once: keep it to check the "
+                + "Haul-Signature of each delivery). Events: created, completed, failed, removed (the default) and "
+                + "state (every change of state).",
+            options: [
+                .init(name: "events", value: "E,...", help: "the events to send (add)"),
+                .init(name: "category", value: "NAME", help: "only downloads of this category (add)"),
+                .init(name: "json", value: nil, help: "print the answer as JSON"),
+            ]),
         CommandSpec(name: "stats", arguments: "",
                     summary: "Shows the totals: downloads by state, speed, connections and the disk's free space.",
                     details: "", options: [.init(name: "json", value: nil, help: "print /stats as JSON")]),
@@ -165,6 +176,7 @@ enum ClientCommand {
             case "watch": try watch(client, options)
             case "settings": try settings(client, options)
             case "stats": try stats(client, options)
+            case "webhook": try webhook(client, options)
             default: try health(client, options)
             }
             return Status.ok.rawValue

@@ -279,6 +279,24 @@ def main():
         assert len(driver.find_elements(By.CSS_SELECTOR, "#schedule .window")) == 1
         page.api("PATCH", "/settings", {"max_active": None, "max_speed": None, "speed_schedule": None})
 
+        # Webhooks: added from the panel (its secret shown once), listed, removed.
+        page.find("#webhooks-panel summary").click()
+        wait.until(lambda d: page.find("#webhook-list").text == "No webhooks.")
+        page.find("#webhook-url").send_keys("http://127.0.0.1:9/hook")
+        page.find("#webhook-category").send_keys("films")
+        page.find("#webhook-events input[value='removed']").click()
+        page.find("#add-webhook").click()
+        wait.until(lambda d: "shown this once: whsec_" in page.find("#webhook-secret").text)
+        hooks = page.api("GET", "/webhooks")["webhooks"]
+        assert [(h["url"], h["events"], h["category"]) for h in hooks] == [
+            ("http://127.0.0.1:9/hook", ["created", "completed", "failed"], "films")], hooks
+        wait.until(lambda d: "http://127.0.0.1:9/hook: created, completed, failed (category films)"
+                   in page.find("#webhook-list").text)
+        driver.save_screenshot(os.path.join(shots, "webhooks.png"))
+        page.find("#webhook-list button").click()
+        wait.until(lambda d: page.find("#webhook-list").text == "No webhooks.")
+        assert page.api("GET", "/webhooks")["webhooks"] == []
+
         # 10,000 downloads: the page draws the rows on screen only, and scrolls to the oldest.
         driver.get("about:blank")
         for chunk in range(10):

@@ -63,6 +63,7 @@ final class DownloadStoreTests: XCTestCase {
         download.updatedAt = created.addingTimeInterval(2)
         download.insecure = true
         download.expectedBytes = 1 << 40
+        download.category = "films"
         try forEachBackend { backend in
         do {
             let store = try backend.open()
@@ -274,6 +275,48 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(all.count, 300, "each download claimed once")
         XCTAssertEqual(Set(all).count, 300)
         XCTAssertEqual(try setup.loadAll().filter { $0.node == nil }.count, 0)
+    }
+
+    func testTheOutboxHoldsADeliveryInFlightAndGivesItBackAfterARestart() throws {
+        try forEachBackend { backend in
+            let store = try backend.open()
+            let created = Date(timeIntervalSince1970: 1_800_000_000)
+            let hook = Webhook(id: "w1", url: "http://127.0.0.1:1/hook", secret: "whsec_x", events: [.completed, .removed],
+                               category: "films", createdAt: created)
+            try store.insertWebhook(hook)
+            XCTAssertEqual(try store.webhooks(), [hook], backend.name)
+            let deliveries = (0..<3).map { index in
+                WebhookDelivery(id: "d\(index)", webhookID: "w1", event: .completed, downloadID: "x\(index)",
+                                body: "{\"n\":\(index)}", createdAt: created.addingTimeInterval(Double(index)))
+            }
+            try store.transaction { try store.insertDeliveries(deliveries) }
+            let now = created.addingTimeInterval(10)
+            let taken = try store.takeDueDeliveries(node: "n1", now: now, hold: 30, limit: 2)
+            XCTAssertEqual(taken.map(\.id), ["d0", "d1"], backend.name)
+            // Held while in flight: not taken again, by this node or another, until the hold runs out.
+            XCTAssertEqual(try store.takeDueDeliveries(node: "n2", now: now, hold: 30, limit: 5).map(\.id), ["d2"])
+            XCTAssertEqual(try store.takeDueDeliveries(node: "n2", now: now.addingTimeInterval(29), hold: 30,
+                                                       limit: 5), [])
+            var delivered = taken[0]
+            delivered.state = .delivered
+            delivered.attempts = 1
+            delivered.lastStatus = 204
+            delivered.lastAttemptAt = now
+            try store.recordAttempt(delivered)
+            // n1 restarts: what it held is due again at once; what n2 holds is not.
+            try store.releaseDeliveries(node: "n1", now: now.addingTimeInterval(1))
+            XCTAssertEqual(try store.takeDueDeliveries(node: "n1", now: now.addingTimeInterval(1), hold: 30,
+                                                       limit: 5).map(\.id), ["d1"], backend.name)
+            let recorded = try store.deliveries(webhookID: "w1", limit: 10)
+            XCTAssertEqual(recorded.map(\.id), ["d2", "d1", "d0"])
+            XCTAssertEqual(recorded.last?.state, .delivered)
+            XCTAssertEqual(recorded.last?.lastStatus, 204)
+            XCTAssertEqual(recorded.last?.body, "{\"n\":0}")
+            // A removed webhook takes its outbox with it.
+            XCTAssertTrue(try store.deleteWebhook(id: "w1"))
+            XCTAssertFalse(try store.deleteWebhook(id: "w1"))
+            XCTAssertEqual(try store.deliveries(webhookID: "w1", limit: 10), [])
+        }
     }
 
     func testEachColumnIsWrittenAndReadByTheSameEntry() {

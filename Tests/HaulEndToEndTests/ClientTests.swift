@@ -139,7 +139,7 @@ final class ClientTests: HaulTestCase {
     }
 
     func testEveryCommandHasItsHelpAndTheVersionIsTheSpecs() throws {
-        for command in ["add", "ls", "pause", "resume", "rm", "watch", "settings", "stats", "health"] {
+        for command in ["add", "ls", "pause", "resume", "rm", "watch", "settings", "webhook", "stats", "health"] {
             for arguments in [[command, "--help"], [command, "-h"], ["help", command]] {
                 let result = try execute(haulPath, arguments)
                 XCTAssertEqual(result.status, 0, "\(arguments): \(result.output)")
@@ -236,6 +236,22 @@ final class ClientTests: HaulTestCase {
         XCTAssertTrue(progress.contains("busy.bin: probing, retrying in "), progress)
         XCTAssertTrue(progress.contains(": http_503: the server answered HTTP 503"), progress)
         XCTAssertEqual(try sha256(sandbox.file("downloads/busy.bin")), hash)
+    }
+
+    func testWebhooksAreAddedListedAndRemoved() throws {
+        let added = try haulCommand(["webhook", "add", "http://127.0.0.1:9/hook", "--events", "completed,failed"])
+        XCTAssertEqual(added.status, 0, added.output)
+        let words = added.stdout.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        XCTAssertEqual(words.count, 2, added.stdout)
+        XCTAssertTrue(words.last?.hasPrefix("whsec_") ?? false, added.stdout)
+        let listed = try haulCommand(["webhook", "ls"])
+        XCTAssertTrue(listed.stdout.contains("http://127.0.0.1:9/hook  completed,failed"), listed.stdout)
+        XCTAssertFalse(listed.stdout.contains("whsec_"), "the secret is shown once")
+        XCTAssertEqual(try haulCommand(["webhook", "deliveries", words[0]]).status, 0)
+        XCTAssertEqual(try haulCommand(["webhook", "rm", words[0]]).stdout, "\(words[0]) removed\n")
+        XCTAssertEqual(try haulCommand(["webhook", "rm", words[0]]).status, 1, "gone")
+        XCTAssertEqual(try haulCommand(["webhook", "add", "ftp://x/", "--events", "completed"]).status, 1)
+        XCTAssertEqual(try haulCommand(["webhook", "frobnicate"]).status, 2)
     }
 
     func testStatsShowTheTotalsAndTheDisk() throws {

@@ -4,10 +4,11 @@ import Foundation
 /// Content-Length, an endless body, headers beyond any limit, or nothing at all). Each connection is served on its
 /// own thread: the request head is read, then `respond` decides what happens on the socket.
 final class HostileOrigin: @unchecked Sendable {
-    /// A received request: its first line and headers, lower-case names.
+    /// A received request: its first line, headers (lower-case names) and body (by Content-Length).
     struct Request {
         var line: String
         var headers: [String: String]
+        var body: [UInt8] = []
         var method: String { String(line.split(separator: " ").first ?? "") }
         var path: String { String(line.split(separator: " ").dropFirst().first ?? "") }
     }
@@ -30,7 +31,8 @@ final class HostileOrigin: @unchecked Sendable {
     private var received: [Request] = []
     private var stopped = false
 
-    init(respond: @escaping @Sendable (Request) -> Behaviour) throws {
+    /// Listens on `port` of 127.0.0.1 (0: any free one; a given one lets a test bring a server back where it was).
+    init(port wanted: UInt16 = 0, respond: @escaping @Sendable (Request) -> Behaviour) throws {
         self.respond = respond
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw HarnessError("socket: \(errno)") }
@@ -40,6 +42,7 @@ final class HostileOrigin: @unchecked Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = wanted.bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
@@ -130,7 +133,17 @@ final class HostileOrigin: @unchecked Sendable {
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...]
                 .trimmingCharacters(in: .whitespaces)
         }
-        return Request(line: first, headers: headers)
+        var body: [UInt8] = []
+        if let length = headers["content-length"].flatMap(Int.init), length > 0, length <= 1 << 20 {
+            body = [UInt8](repeating: 0, count: length)
+            var read = 0
+            while read < length {
+                let n = body.withUnsafeMutableBytes { recv(client, $0.baseAddress! + read, length - read, 0) }
+                guard n > 0 else { return nil }
+                read += n
+            }
+        }
+        return Request(line: first, headers: headers, body: body)
     }
 
     private func write(_ client: Int32, _ bytes: [UInt8]) -> Bool {

@@ -1,0 +1,110 @@
+import FoundationEssentials
+import HaulCore
+import HaulLoop
+
+/// `/webhooks`: receivers of signed POSTs about downloads, and what was sent to each.
+extension API {
+    var webhookRoutes: [Route] {
+        [
+            Route(pattern: "/webhooks", handlers: [
+                "GET": .read { [unowned self] _ in
+                    .response(API.json(200, .object([("webhooks", .array(self.engine.webhooks.map {
+                        API.webhookJSON($0, withSecret: false)
+                    }))])))
+                },
+                "POST": .write { [unowned self] c throws(Problem) in .response(try self.addWebhook(c)) },
+            ]),
+            Route(pattern: "/webhooks/{id}", handlers: [
+                "GET": .read { [unowned self] c throws(Problem) in
+                    .response(API.json(200, API.webhookJSON(try self.webhook(c), withSecret: false)))
+                },
+                "DELETE": .write { [unowned self] c throws(Problem) in
+                    let hook = try self.webhook(c)
+                    try self.attempt(self.engine.removeWebhook(hook.id))
+                    return .response(HTTPResponse(status: 204))
+                },
+            ]),
+            Route(pattern: "/webhooks/{id}/deliveries", handlers: [
+                "GET": .read(query: ["limit"]) { [unowned self] c throws(Problem) in
+                    .response(try self.deliveries(c))
+                },
+            ]),
+        ]
+    }
+
+    private func webhook(_ c: RequestContext) throws(Problem) -> Webhook {
+        let id = c.parameters["id"]!
+        guard let hook = engine.webhook(id) else { throw Problem.notFound("no webhook with id '\(id)'") }
+        return hook
+    }
+
+    /// The most webhooks a server keeps: each change is written once per webhook.
+    static let maxWebhooks = 100
+
+    private func addWebhook(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        var body = try RequestBody(c.request)
+        body.rejectUnknown(except: ["url", "events", "category"])
+        let url = body.string("url", required: true)
+        if let url, let problem = Validate.url(url) { body.reject("url", problem) }
+        var events = WebhookEvent.allCases.filter { $0 != .state }
+        if let names = body.array("events", count: 1...WebhookEvent.allCases.count) {
+            let parsed = names.map { $0.stringValue.flatMap(WebhookEvent.init(rawValue:)) }
+            if parsed.contains(nil) {
+                body.reject("events", "must list events among " + WebhookEvent.allCases.map(\.rawValue)
+                    .joined(separator: ", "))
+            } else if Set(parsed).count != parsed.count {
+                body.reject("events", "must name each event once")
+            } else {
+                events = parsed.compactMap { $0 }
+            }
+        }
+        let category = body.string("category")
+        if let category, let problem = Validate.categoryName(category) { body.reject("category", problem) }
+        try body.finish()
+        guard engine.webhooks.count < API.maxWebhooks else {
+            throw Problem(status: 409, slug: "too-many-webhooks", title: "Too many webhooks",
+                          detail: "this server keeps at most \(API.maxWebhooks) webhooks; remove one first")
+        }
+        let hook = try attempt(engine.addWebhook(url: url!, events: events, category: category))
+        return API.json(201, API.webhookJSON(hook, withSecret: true), headers: [("Location", "/webhooks/\(hook.id)")])
+    }
+
+    /// A webhook as the API shows it; its secret only in the answer to the POST that made it.
+    static func webhookJSON(_ hook: Webhook, withSecret: Bool) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("id", .string(hook.id)),
+            ("url", .string(Redact.url(hook.url))),
+            ("events", .array(hook.events.map { .string($0.rawValue) })),
+            ("category", JSONValue(hook.category)),
+            ("created_at", .string(Timestamp.rfc3339(hook.createdAt))),
+        ]
+        if withSecret { members.append(("secret", .string(hook.secret))) }
+        return .object(members)
+    }
+
+    private func deliveries(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        let hook = try webhook(c)
+        var limit = 50
+        if let text = c.query["limit"] {
+            guard let value = Int(text), (1...1000).contains(value) else {
+                throw Problem.invalid([("limit", "must be an integer from 1 to 1000")])
+            }
+            limit = value
+        }
+        let list = try attempt(engine.deliveries(of: hook.id, limit: limit))
+        return API.json(200, .object([("deliveries", .array(list.map { d in
+            .object([
+                ("id", .string(d.id)),
+                ("event", .string(d.event.rawValue)),
+                ("download_id", .string(d.downloadID)),
+                ("state", .string(d.state.rawValue)),
+                ("attempts", JSONValue(d.attempts)),
+                ("created_at", .string(Timestamp.rfc3339(d.createdAt))),
+                ("last_attempt_at", JSONValue(d.lastAttemptAt.map(Timestamp.rfc3339))),
+                ("last_status", JSONValue(d.lastStatus.map(Int64.init))),
+                ("last_error", JSONValue(d.lastError)),
+                ("next_attempt_at", d.state == .pending ? .string(Timestamp.rfc3339(d.nextAttemptAt)) : .null),
+            ])
+        }))]))
+    }
+}
