@@ -83,7 +83,16 @@ final class DownloadRunner: FetchDelegate {
         case .fetch(let transfer, let kind): outsideCallbacks { self.fetch(transfer, kind) }
         case .cancel(let transfer): cancel(transfer)
         case .abort(let transfer):
-            if transfer == inCallback { stopRequested = true } else { cancel(transfer) }
+            if transfer == inCallback {
+                stopRequested = true
+                // Curl ends a transfer whose write callback refused bytes, except (libcurl 7.88) when they were the
+                // held ones curl_easy_pause gave back after a speed limit's wait: that transfer then sat until an
+                // unrelated timer, up to 30 s, with its download complete. What curl has not ended by the next
+                // turn is ended here.
+                engine.later { [weak self] in self?.endIfStillRunning(transfer) }
+            } else {
+                cancel(transfer)
+            }
         case .write(let transfer, let offset, let count): write(transfer, offset: offset, count: count)
         case .openPartFile(let request): openPartFile(request)
         case .truncate(let size):
@@ -162,6 +171,16 @@ final class DownloadRunner: FetchDelegate {
             self.cancelled.remove(transfer)
             self.engine.fetcher.cancel(transfer)
         }
+    }
+
+    /// Ends a transfer the machine stopped from inside its callback if curl has not (see `.abort`).
+    private func endIfStillRunning(_ transfer: TransferID) {
+        guard transfers.contains(transfer), !cancelled.contains(transfer) else { return }
+        holds.removeValue(forKey: transfer)?.cancel()
+        releaseHostConnection(transfer)
+        transfers.remove(transfer)
+        engine.fetcher.cancel(transfer)
+        deliver(.ended(transfer, TransferResult(failure: .aborted, message: "stopped", response: nil)))
     }
 
     private func releaseHostConnection(_ transfer: TransferID) {
@@ -394,15 +413,18 @@ final class DownloadRunner: FetchDelegate {
         deliver(.ended(transfer, result))
     }
 
-    /// Seconds until `count` bytes fit this download's and the global speed limits, spending them if they fit now;
+    /// Seconds until `count` bytes fit this download's, its category's and the global speed limits, spending them if they fit now;
     /// nil without limits.
     private func limitDelay(_ count: Int) -> Double? {
-        guard bucket != nil || engine.globalBucket != nil else { return nil }
+        let category = engine.download(id)?.category
+        guard bucket != nil || engine.globalBucket != nil || engine.categoryLimited(category) else { return nil }
         let now = engine.clock.now
-        let wait = max(bucket?.delay(for: count, now: now) ?? 0, engine.globalBucket?.delay(for: count, now: now) ?? 0)
+        let wait = max(bucket?.delay(for: count, now: now) ?? 0, engine.globalBucket?.delay(for: count, now: now) ?? 0,
+                       engine.categoryDelay(category, for: count, now: now))
         if wait == 0 {
             bucket?.consume(count)
             engine.globalBucket?.consume(count)
+            engine.categoryConsume(category, count)
         }
         return wait
     }
