@@ -606,7 +606,7 @@ $("add-form").addEventListener("submit", async (event) => {
   const lines = $("urls").value.split("\n").map((line) => line.trim()).filter((line) => line && !line.startsWith("#"));
   if (!lines.length) return;
   const options = {};
-  for (const field of ["filename", "directory", "checksum"]) {
+  for (const field of ["filename", "directory", "category", "checksum"]) {
     const value = $(field).value.trim();
     if (value) options[field] = value;
   }

@@ -25,10 +25,13 @@ public final class API {
         engine.webhookResource = DownloadResource.json
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
-                "GET": .read(query: ["state", "limit", "cursor", "changed_since", "q", "sort"]) {
+                "GET": .read(query: ["state", "limit", "cursor", "changed_since", "q", "sort", "category"]) {
                     [unowned self] c throws(Problem) in .response(try self.listDownloads(c))
                 },
                 "POST": .write { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },
+                "DELETE": .write(query: ["category", "state", "delete_file"]) { [unowned self] c throws(Problem) in
+                    .response(try self.deleteDownloads(c))
+                },
             ]),
             Route(pattern: "/downloads/actions", handlers: [
                 "POST": .write { [unowned self] c throws(Problem) in .response(try self.act(c)) },
@@ -49,7 +52,7 @@ public final class API {
                 },
             ]),
             Route(pattern: "/events", access: .streamToken, handlers: [
-                "GET": .read(query: ["last_event_id"]) { [unowned self] c throws(Problem) in
+                "GET": .read(query: ["last_event_id", "category"]) { [unowned self] c throws(Problem) in
                     try self.eventStream(c, downloadID: nil)
                 },
             ]),
@@ -94,7 +97,7 @@ public final class API {
                                            body: Array(OpenAPIDocument.yaml.utf8)))
                 },
             ]),
-        ] + webhookRoutes)
+        ] + webhookRoutes + categoryRoutes)
     }
 
     /// Answers `request`, counting it in the metrics and logging one line for it.
@@ -148,7 +151,8 @@ public final class API {
 
     /// Starts sending events to `sink`, a stream the transport opened for `request`.
     public func attach(_ sink: EventSink, for request: EventStreamRequest) {
-        events.subscribe(sink, downloadID: request.downloadID, lastEventID: request.lastEventID)
+        events.subscribe(sink, downloadID: request.downloadID, category: request.category,
+                         lastEventID: request.lastEventID)
     }
 
     /// Every `(path, method)` the API serves, for the contract test.
@@ -192,7 +196,7 @@ public final class API {
     /// collected in `body`.
     static func newDownload(_ body: inout RequestBody) -> NewDownload {
         body.rejectUnknown(except: ["url", "filename", "directory", "connections", "headers", "priority",
-                                    "max_speed", "start_paused", "checksum", "insecure", "size"])
+                                    "max_speed", "start_paused", "checksum", "insecure", "size", "category"])
         let url = body.string("url", required: true)
         if let url, let problem = Validate.url(url) { body.reject("url", problem) }
         var request = NewDownload(url: url ?? "")
@@ -209,7 +213,11 @@ public final class API {
                 .joined(separator: "/")
         }
         request.connections = body.integer("connections", in: 1...32).map(Int.init)
-        request.priority = body.integer("priority", in: -1000...1000).map(Int.init) ?? 0
+        request.priority = body.integer("priority", in: -1000...1000).map(Int.init)
+        if let category = body.string("category") {
+            if let problem = Validate.categoryName(category) { body.reject("category", problem) }
+            request.category = category
+        }
         request.maxSpeed = body.integer("max_speed", in: 0...Int64(1) << 50).flatMap { $0 == 0 ? nil : $0 }
         request.startPaused = body.bool("start_paused") ?? false
         request.insecure = body.bool("insecure") ?? false
@@ -440,6 +448,8 @@ public final class API {
             if (1...200).contains(text.count) { search = text.lowercased() }
             else { errors.append(("q", "must be 1 to 200 characters")) }
         }
+        let category = c.query["category"]
+        if let category, let problem = Validate.categoryName(category) { errors.append(("category", problem)) }
         var changes: (changed: Set<String>, removed: [String])??
         if let text = c.query["changed_since"] {
             if let since = Int64(text), since >= 0 { changes = .some(events.changes(since: since)) }
@@ -451,6 +461,7 @@ public final class API {
         let changed = changes??.changed
         let wanted = { (download: Download) in
             (states?.contains(download.state) ?? true) && (search.map(download.matches(search:)) ?? true)
+                && (category == nil || download.category == category)
         }
         let (page, more) = if byPosition {
             engine.page(by: order, descending: descending, offset: offset, limit: limit) { download in
@@ -493,7 +504,12 @@ public final class API {
         if c.request.method == "HEAD" {
             return .response(HTTPResponse(status: 200, headers: EventStreamRequest.standardHeaders))
         }
-        return .eventStream(EventStreamRequest(downloadID: downloadID, lastEventID: lastEventID))
+        var request = EventStreamRequest(downloadID: downloadID, lastEventID: lastEventID)
+        if let category = c.query["category"] {
+            if let problem = Validate.categoryName(category) { throw Problem.invalid([("category", problem)]) }
+            request.category = category
+        }
+        return .eventStream(request)
     }
 
     /// The settings in force, the speed limit of this moment (the schedule's), and the defaults the flags gave.

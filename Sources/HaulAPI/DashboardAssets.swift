@@ -42,6 +42,7 @@ enum DashboardAssets {
       <div class="options">
         <label>File name <input id="filename" name="filename" placeholder="from the server (one URL)"></label>
         <label>Directory <input id="directory" name="directory" placeholder="under the download root"></label>
+        <label>Category <input id="category" name="category" placeholder="none"></label>
         <label>Connections <input id="connections" name="connections" type="number" min="1" max="32" placeholder="default"></label>
         <label>Max speed <input id="max_speed" name="max_speed" placeholder="no limit, or 500k, 2M"></label>
         <label class="grow">Checksum <input id="checksum" name="checksum" placeholder="sha256:… (one URL)"></label>
@@ -793,7 +794,7 @@ $("add-form").addEventListener("submit", async (event) => {
   const lines = $("urls").value.split("\n").map((line) => line.trim()).filter((line) => line && !line.startsWith("#"));
   if (!lines.length) return;
   const options = {};
-  for (const field of ["filename", "directory", "checksum"]) {
+  for (const field of ["filename", "directory", "category", "checksum"]) {
     const value = $(field).value.trim();
     if (value) options[field] = value;
   }

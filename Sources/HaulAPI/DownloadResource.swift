@@ -32,6 +32,7 @@ enum DownloadResource {
             ("checksum", JSONValue(d.checksum)),
             ("insecure", .bool(d.insecure)),
             ("priority", JSONValue(d.priority)),
+            ("category", JSONValue(d.category)),
             ("max_speed", JSONValue(d.maxSpeed)),
             ("error", error(d.error)),
             ("last_error", error(snapshot.lastError)),

@@ -15,6 +15,8 @@ public final class EventHub {
     private var replayStart = 0
     /// The sequence number of each download's latest event.
     private var lastChange: [String: Int64] = [:]
+    /// The category of each download that has one and was announced: a `removed` event names it too.
+    private var categories: [String: String] = [:]
     /// The numbers of `lastChange` in the order they were given out (older entries of an id linger until the log
     /// is compacted): `changed_since` reads from the first number past it instead of visiting every download.
     private var changeLog: [(sequence: Int64, id: String)] = []
@@ -69,7 +71,8 @@ public final class EventHub {
             if moved || engine.snapshot(id)?.download.state == .completed { publish(.progress, about: id) }
         case .removed(let id):
             sequence += 1
-            let event = StreamEvent(sequence: sequence, kind: .removed, downloadID: id, payload: .removed(id))
+            let event = StreamEvent(sequence: sequence, kind: .removed, downloadID: id,
+                                    category: categories.removeValue(forKey: id), payload: .removed(id))
             lastChange.removeValue(forKey: id)
             announcedBytes.removeValue(forKey: id)
             dirty.remove(id)
@@ -97,7 +100,11 @@ public final class EventHub {
     private func publish(_ kind: StreamEvent.Kind, about id: String) {
         guard let snapshot = engine.snapshot(id) else { return }
         sequence += 1
-        let event = StreamEvent(sequence: sequence, kind: kind, downloadID: id, payload: .download(snapshot))
+        let category = snapshot.download.category
+        // Kept for the `removed` event, which comes when the download is gone.
+        if let category { categories[id] = category }
+        let event = StreamEvent(sequence: sequence, kind: kind, downloadID: id, category: category,
+                                payload: .download(snapshot))
         lastChange[id] = sequence
         changeLog.append((sequence, id))
         if changeLog.count > 2 * lastChange.count + 1024 {
@@ -128,10 +135,10 @@ public final class EventHub {
     /// Starts streaming to `sink`: first what a reconnecting client missed since `lastEventID` (or one snapshot
     /// when that is no longer in the buffer), or for a new follower of one download its current state; then every
     /// new event.
-    func subscribe(_ sink: EventSink, downloadID: String?, lastEventID: Int64?) {
+    func subscribe(_ sink: EventSink, downloadID: String?, category: String? = nil, lastEventID: Int64?) {
         let now = self.clock.now
-        let subscriber = EventSubscriber(sink: sink, downloadID: downloadID, queueLimit: config.slowClientQueue,
-                                         now: now)
+        let subscriber = EventSubscriber(sink: sink, downloadID: downloadID, category: category,
+                                         queueLimit: config.slowClientQueue, now: now)
         let key = ObjectIdentifier(sink)
         sink.onClose = { [unowned self] in self.subscribers.removeValue(forKey: key) }
         sink.onDrained = { [unowned self, weak subscriber] in subscriber?.drained(now: self.clock.now) }
@@ -142,7 +149,8 @@ public final class EventHub {
             // numbered with the current sequence, so a reconnect from it misses nothing.
             if let downloadID, let snapshot = engine.snapshot(downloadID) {
                 subscriber.offer(StreamEvent(sequence: sequence, kind: .state, downloadID: downloadID,
-                                             payload: .download(snapshot)), now: now)
+                                             category: snapshot.download.category, payload: .download(snapshot)),
+                                 now: now)
             }
             return
         }
@@ -153,7 +161,8 @@ public final class EventHub {
         } else {
             // Every download now (or the one followed), as one event carrying the current sequence number,
             // written as the client reads it.
-            subscriber.send(SnapshotStream(engine: engine, sequence: sequence, downloadID: downloadID), now: now)
+            subscriber.send(SnapshotStream(engine: engine, sequence: sequence, downloadID: downloadID,
+                                           category: category), now: now)
         }
     }
 

@@ -9,6 +9,8 @@ final class EventSubscriber {
     let sink: EventSink
     /// Only events about this download, or all when nil.
     let downloadID: String?
+    /// Only events about downloads of this category, or all when nil.
+    let category: String?
     private let queueLimit: Int
     /// Since when the client has not taken its queue (it is slow, or a snapshot waits for it to read).
     private(set) var slowSince: Double?
@@ -17,14 +19,16 @@ final class EventSubscriber {
     /// The snapshot being written, if any.
     private var snapshot: SnapshotStream?
 
-    init(sink: EventSink, downloadID: String?, queueLimit: Int, now: Double) {
+    init(sink: EventSink, downloadID: String?, category: String? = nil, queueLimit: Int, now: Double) {
         self.sink = sink
         self.downloadID = downloadID
+        self.category = category
         self.queueLimit = queueLimit
         self.lastWriteAt = now
     }
 
     func wants(_ event: StreamEvent) -> Bool {
+        if let category, event.category != category { return false }
         guard let downloadID else { return true }
         return event.downloadID == downloadID
     }

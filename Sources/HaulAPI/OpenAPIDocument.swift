@@ -112,6 +112,10 @@ paths:
           in: query
           description: Only downloads whose name or URL holds this text, without case (a URL's password is not searched).
           schema: { type: string, minLength: 1, maxLength: 200 }
+        - name: category
+          in: query
+          description: Only the downloads of this category.
+          schema: { $ref: "#/components/schemas/CategoryName" }
         - name: sort
           in: query
           description: The order, `-` before it for descending; ties in creation order.
@@ -201,12 +205,47 @@ paths:
                   - { $ref: "#/components/schemas/BatchAnswer" }
         "400": { $ref: "#/components/responses/Malformed" }
         "409":
-          description: The Idempotency-Key was used with a different request, or its download was removed.
+          description: The Idempotency-Key was used with a different request, or its download was removed; or the `category` does not exist.
           content:
             application/problem+json:
               schema: { $ref: "#/components/schemas/Problem" }
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+        "422": { $ref: "#/components/responses/Invalid" }
+    delete:
+      operationId: removeDownloads
+      summary: Removes every download in some states, of one category or of all (a clean-up).
+      description: |
+        Each as `DELETE /downloads/{id}` would: an unfinished one is stopped and its part file deleted; a finished
+        file stays unless `delete_file=true`. `state` is required, so that nothing is removed by accident.
+      parameters:
+        - name: category
+          in: query
+          description: Only the downloads of this category.
+          schema: { $ref: "#/components/schemas/CategoryName" }
+        - name: state
+          in: query
+          required: true
+          description: The states of the downloads to remove, comma-separated (e.g. `completed,failed`).
+          schema: { type: string, pattern: "^(queued|probing|downloading|verifying|completed|paused|failed)(,(queued|probing|downloading|verifying|completed|paused|failed))*$" }
+        - name: delete_file
+          in: query
+          schema: { type: boolean, default: false }
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "200":
+          description: The ids removed.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [removed]
+                properties:
+                  removed: { type: array, items: { type: string } }
         "422": { $ref: "#/components/responses/Invalid" }
   /downloads/actions:
     post:
@@ -423,6 +462,10 @@ paths:
       parameters:
         - $ref: "#/components/parameters/LastEventIDHeader"
         - $ref: "#/components/parameters/LastEventIDQuery"
+        - name: category
+          in: query
+          description: Only events about the downloads of this category.
+          schema: { $ref: "#/components/schemas/CategoryName" }
       responses:
         "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
@@ -432,6 +475,99 @@ paths:
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200": { $ref: "#/components/responses/EventStream" }
         "422": { $ref: "#/components/responses/Invalid" }
+  /categories:
+    get:
+      operationId: listCategories
+      summary: The categories, by name.
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "200":
+          description: Every category.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [categories]
+                properties:
+                  categories:
+                    type: array
+                    items: { $ref: "#/components/schemas/Category" }
+  /categories/{name}:
+    parameters:
+      - name: name
+        in: path
+        required: true
+        schema: { $ref: "#/components/schemas/CategoryName" }
+    get:
+      operationId: getCategory
+      summary: One category.
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "200":
+          description: The category.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Category" }
+        "404": { $ref: "#/components/responses/NotFound" }
+    put:
+      operationId: putCategory
+      summary: Makes or replaces a category; downloads added with `"category"` take its folder and defaults.
+      description: |
+        A download of the category is stored under `directory` (default the category's name; a download's own
+        `directory` is then under it), starts with the category's `connections` and `priority` unless it gives its
+        own, and shares `max_speed`: one limit over all the category's running downloads, beside each download's
+        own and the global one. Replacing a category changes the limit of running downloads at once; downloads
+        already added keep their folder.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/CategoryChange" }
+      responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "200":
+          description: Replaced.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Category" }
+        "201":
+          description: Made.
+          headers:
+            Location: { schema: { type: string }, description: "/categories/{name}" }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Category" }
+        "400": { $ref: "#/components/responses/Malformed" }
+        "409":
+          description: The server keeps 1,000 categories at most.
+          content:
+            application/problem+json:
+              schema: { $ref: "#/components/schemas/Problem" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+        "422": { $ref: "#/components/responses/Invalid" }
+    delete:
+      operationId: removeCategory
+      summary: Forgets a category; its downloads keep its name (filters still find them) and their folders.
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "204": { description: Removed. }
+        "404": { $ref: "#/components/responses/NotFound" }
   /stats:
     get:
       operationId: stats
@@ -724,7 +860,10 @@ components:
             beyond). Haul sets Range, If-Range, Host, Content-Length, Transfer-Encoding, Connection and
             Accept-Encoding itself, and the connection headers TE, Trailer, Upgrade, Keep-Alive, Proxy-Connection,
             Expect and HTTP2-Settings cannot be given.
-        priority: { type: integer, minimum: -1000, maximum: 1000, default: 0 }
+        priority: { type: integer, minimum: -1000, maximum: 1000, description: "Default the category's, else 0." }
+        category:
+          $ref: "#/components/schemas/CategoryName"
+          description: A category made with PUT /categories/{name} (409 otherwise); its folder and defaults apply.
         max_speed: { type: integer, minimum: 0, maximum: 1125899906842624, description: "Bytes per second; 0 for unlimited." }
         start_paused: { type: boolean, default: false }
         checksum:
@@ -916,9 +1055,10 @@ components:
       required: [id, url, final_url, filename, path, state, total_bytes, received_bytes, progress, speed,
                  eta_seconds, connections, active_connections, resumable, segments, checksum, insecure, priority,
                  max_speed, error, last_error, next_attempt_at, attempts, created_at, updated_at, started_at,
-                 completed_at, node]
+                 completed_at, node, category]
       properties:
         id: { type: string }
+        category: { type: [string, "null"] }
         url: { type: string }
         final_url: { type: [string, "null"], description: After redirects. }
         filename:
@@ -1035,6 +1175,26 @@ components:
           items: { $ref: "#/components/schemas/WebhookEvent" }
           description: Default created, completed, failed and removed; `state` is every change of state.
         category: { $ref: "#/components/schemas/CategoryName" }
+    Category:
+      type: object
+      required: [name, directory, connections, max_speed, priority]
+      properties:
+        name: { $ref: "#/components/schemas/CategoryName" }
+        directory: { type: string, description: Relative to the download root. }
+        connections: { type: [integer, "null"] }
+        max_speed: { type: [integer, "null"], description: Bytes per second over all its running downloads. }
+        priority: { type: [integer, "null"] }
+    CategoryChange:
+      type: object
+      additionalProperties: false
+      properties:
+        directory:
+          type: string
+          pattern: '^([^/\\\u0000-\u001f\u007f]*[^/\\\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000.<>:"|?*][^/\\\u0000-\u001f\u007f]*(/[^/\\\u0000-\u001f\u007f]*[^/\\\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000.<>:"|?*][^/\\\u0000-\u001f\u007f]*)*)?$'
+          description: Relative to the download root, as a download's `directory`; default the category's name.
+        connections: { type: [integer, "null"], minimum: 1, maximum: 32 }
+        max_speed: { type: [integer, "null"], minimum: 0, maximum: 1125899906842624, description: "0 or null: none" }
+        priority: { type: [integer, "null"], minimum: -1000, maximum: 1000 }
     CategoryName:
       type: string
       pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'

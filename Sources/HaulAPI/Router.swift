@@ -81,6 +81,8 @@ public enum APIResult {
 public struct EventStreamRequest: Sendable {
     /// Follow one download, or all when nil.
     public let downloadID: String?
+    /// Follow the downloads of one category (`?category=`).
+    public var category: String?
     /// From `Last-Event-ID` or `?last_event_id=`.
     public let lastEventID: Int64?
     /// The headers that open the stream: `standardHeaders` and the CORS headers of the request.

@@ -13,16 +13,19 @@ final class SnapshotStream {
     private let sequence: Int64
     /// Only this download (a per-download stream), or all of them.
     private let downloadID: String?
+    /// Only the downloads of this category.
+    private let category: String?
     /// The sequence number of the last download written.
     private var cursor: Int64 = 0
     private var stage = Stage.header
 
     private enum Stage { case header, items(first: Bool), done }
 
-    init(engine: Engine, sequence: Int64, downloadID: String?) {
+    init(engine: Engine, sequence: Int64, downloadID: String?, category: String? = nil) {
         self.engine = engine
         self.sequence = sequence
         self.downloadID = downloadID
+        self.category = category
     }
 
     /// The next piece of the event, or nil once it has all been written.
@@ -47,7 +50,10 @@ final class SnapshotStream {
     }
 
     private func page() -> (items: [DownloadSnapshot], more: Bool) {
-        guard let downloadID else { return engine.page(after: cursor, limit: SnapshotStream.pageSize) }
+        guard let downloadID else {
+            guard let category else { return engine.page(after: cursor, limit: SnapshotStream.pageSize) }
+            return engine.page(after: cursor, limit: SnapshotStream.pageSize) { $0.category == category }
+        }
         // A per-download stream's snapshot is that download, if it is still there.
         guard cursor == 0, let snapshot = engine.snapshot(downloadID) else { return ([], false) }
         return ([snapshot], false)

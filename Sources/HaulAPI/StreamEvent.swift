@@ -15,12 +15,15 @@ final class StreamEvent {
     let sequence: Int64
     let kind: Kind
     let downloadID: String
+    /// The download's category, for streams that follow one (`?category=`).
+    let category: String?
     private let payload: Payload
 
-    init(sequence: Int64, kind: Kind, downloadID: String, payload: Payload) {
+    init(sequence: Int64, kind: Kind, downloadID: String, category: String?, payload: Payload) {
         self.sequence = sequence
         self.kind = kind
         self.downloadID = downloadID
+        self.category = category
         self.payload = payload
     }
 

@@ -56,6 +56,8 @@ public final class Engine {
     var cluster: ClusterState?
     /// Webhooks, the deliveries waiting to be stored, the attempts in flight.
     let outbox = WebhookOutbox()
+    /// Categories and their speed limits.
+    let book = CategoryBook()
     /// The download as the API shows it, for webhook bodies (set by the API; a bare id without it).
     public var webhookResource: ((DownloadSnapshot) -> JSONValue)?
 
@@ -94,6 +96,7 @@ public final class Engine {
     /// Loads the stored downloads, puts the ones that were running back in the queue and starts the queue.
     public func start() throws {
         try loadSettings(throwing: true)
+        try loadCategories()
         let count = try store.count()
         machines.reserveCapacity(count)
         order.reserveCapacity(count)
@@ -202,6 +205,7 @@ public final class Engine {
     func updateSpeedLimit() {
         // Several nodes: each takes an even share of the cluster's limit.
         let limit = currentSettings.speedLimit(at: WeekTime(Date())).map { max(1, $0 / Int64(nodeShare)) }
+        updateCategoryLimits()
         guard limit != currentSpeedLimit else { return }
         if let limit, globalBucket != nil {
             globalBucket?.rate = Double(limit)
@@ -384,7 +388,20 @@ public final class Engine {
         var reservedBytes: Int64 = 0
         let now = Date()
         for request in requests {
-            let destination = Engine.destination(request.url, request.directory, request.filename)
+            var category: Category?
+            if let name = request.category {
+                guard let found = self.category(name) else {
+                    // As qBittorrent's API: a category is made before it is used (409), never by a typo.
+                    plans.append(.refused(.conflict("no category '\(name)'; make it first with PUT "
+                                                    + "/categories/\(name)")))
+                    continue
+                }
+                category = found
+            }
+            // A category's folder holds its downloads (a download's own directory is then under it).
+            let directory = [category?.directory ?? "", request.directory].filter { !$0.isEmpty }
+                .joined(separator: "/")
+            let destination = Engine.destination(request.url, directory, request.filename)
             if let existing = destinations[destination] {
                 plans.append(.same(existing))
                 continue
@@ -403,12 +420,14 @@ public final class Engine {
                 continue
             }
             reservedBytes += request.expectedBytes ?? 0
+            // The category's connections and priority are the defaults.
             var download = Download(
                 id: Engine.newID(), sequence: nextSequence + Int64(fresh.count), url: request.url,
-                headers: request.headers, requestedFilename: request.filename, directory: request.directory,
+                headers: request.headers, requestedFilename: request.filename, directory: directory,
                 state: request.startPaused ? .paused : .queued,
-                connections: request.connections ?? config.defaultConnections, priority: request.priority,
-                maxSpeed: request.maxSpeed, createdAt: now)
+                connections: request.connections ?? category?.connections ?? config.defaultConnections,
+                priority: request.priority ?? category?.priority ?? 0, maxSpeed: request.maxSpeed, createdAt: now)
+            download.category = request.category
             download.checksum = request.checksum
             download.insecure = request.insecure
             download.expectedBytes = request.expectedBytes

@@ -48,8 +48,11 @@ public struct NewDownload: Sendable {
     public var filename: String?
     public var directory = ""
     public var connections: Int?
-    public var priority = 0
+    /// nil: the category's, else 0.
+    public var priority: Int?
     public var maxSpeed: Int64?
+    /// The name of a category made with `putCategory`, whose folder and defaults the download takes.
+    public var category: String?
     public var startPaused = false
     public var checksum: String?
     public var insecure = false

@@ -19,6 +19,7 @@ extension ClientCommand {
             shared.append(("checksum", .string(checksum)))
         }
         if let directory = options.value("directory") { shared.append(("directory", .string(directory))) }
+        if let category = options.value("category") { shared.append(("category", .string(category))) }
         if let text = options.value("connections") {
             guard let n = Int64(text) else { throw .usage("--connections takes a number, not '\(text)'") }
             shared.append(("connections", JSONValue(n)))
@@ -104,6 +105,7 @@ extension ClientCommand {
         if let state { filters += "&state=" + Client.escape(state) }
         if let search = options.value("search") { filters += "&q=" + Client.escape(search) }
         if let sort = options.value("sort") { filters += "&sort=" + Client.escape(sort) }
+        if let category = options.value("category") { filters += "&category=" + Client.escape(category) }
         var all: [JSONValue] = []
         var cursor: String?
         repeat {

@@ -50,6 +50,56 @@ extension ClientCommand {
         }
     }
 
+    static func category(_ client: Client, _ options: Options) throws(Stop) {
+        let words = try options.positionals(1...2, "give put NAME, ls, rm NAME or clean NAME")
+        let json = options.flag("json")
+        let usage = Stop.usage("give put NAME, ls, rm NAME or clean NAME", command: options.spec)
+        let path = words.count == 2 ? "/categories/" + Client.escape(words[1]) : ""
+        func show(_ c: JSONValue) -> String {
+            var line = "\(Format.column(c["name"]?.stringValue ?? "?", 16)) \(c["directory"]?.stringValue ?? "?")"
+            if let n = c["connections"]?.integerValue { line += "  connections \(n)" }
+            if let speed = c["max_speed"]?.integerValue { line += "  max-speed \(Format.bytes(speed))/s" }
+            if let priority = c["priority"]?.integerValue { line += "  priority \(priority)" }
+            return line
+        }
+        switch (words[0], words.count) {
+        case ("put", 2):
+            var members: [(String, JSONValue)] = []
+            if let directory = options.value("directory") { members.append(("directory", .string(directory))) }
+            if let text = options.value("connections") {
+                guard let n = Int64(text) else { throw .usage("--connections takes a number", command: options.spec) }
+                members.append(("connections", JSONValue(n)))
+            }
+            if let text = options.value("max-speed") {
+                members.append(("max_speed", JSONValue(try speedValue(text, spec: options.spec))))
+            }
+            if let text = options.value("priority") {
+                guard let n = Int64(text) else { throw .usage("--priority takes a number", command: options.spec) }
+                members.append(("priority", JSONValue(n)))
+            }
+            let answer = try client.call("PUT", path, body: .object(members))
+            printOutput(json ? answer.serialized() : show(answer))
+        case ("ls", 1):
+            let answer = try client.call("GET", "/categories")
+            if json { return printOutput(answer["categories"]?.serialized() ?? "[]") }
+            guard case .array(let list)? = answer["categories"] else { return }
+            for c in list { printOutput(show(c)) }
+        case ("rm", 2):
+            _ = try client.call("DELETE", path)
+            printOutput("\(words[1]) removed")
+        case ("clean", 2):
+            var query = "?category=" + Client.escape(words[1]) + "&state="
+                + Client.escape(options.value("state") ?? "completed")
+            if options.flag("delete-file") { query += "&delete_file=true" }
+            let answer = try client.call("DELETE", "/downloads" + query)
+            if json { return printOutput(answer.serialized()) }
+            guard case .array(let removed)? = answer["removed"] else { return }
+            for id in removed { printOutput("\(id.stringValue ?? "?") removed") }
+        default:
+            throw usage
+        }
+    }
+
     static func webhook(_ client: Client, _ options: Options) throws(Stop) {
         let words = try options.positionals(1...2, "give add URL, ls, deliveries ID or rm ID")
         let json = options.flag("json")

@@ -31,7 +31,9 @@ enum ClientCommand {
                       + "input; blank lines and lines starting with # are skipped)", short: "i"),
                 .init(name: "wait", value: nil, help: "follow the downloads until they complete or fail"),
                 .init(name: "filename", value: "NAME", help: "the file's name (one URL only)"),
-                .init(name: "directory", value: "DIR", help: "a folder under the download root"),
+                .init(name: "directory", value: "DIR", help: "a folder under the download root (or the category's)"),
+                .init(name: "category", value: "NAME", help: "a category made with 'haul category put': its folder "
+                      + "and defaults"),
                 .init(name: "connections", value: "N", help: "connections per download, 1-32"),
                 .init(name: "checksum", value: "ALGO:HEX", help: "sha256:, sha1: or md5: digest to verify (one URL "
                       + "only)"),
@@ -49,6 +51,7 @@ enum ClientCommand {
                 .init(name: "state", value: "S,...", help: "only these states: queued, probing, downloading, "
                       + "verifying, paused, completed, failed"),
                 .init(name: "search", value: "TEXT", help: "only downloads whose name or URL holds TEXT, without case"),
+                .init(name: "category", value: "NAME", help: "only downloads of this category"),
                 .init(name: "sort", value: "KEY", help: "created (the default), name, size, progress or speed; -KEY "
                       + "for descending"),
                 .init(name: "json", value: nil, help: "print the downloads as a JSON array"),
@@ -76,6 +79,21 @@ enum ClientCommand {
                 + "like 'mon-fri 09:00-18:00 2M; sat,sun 00:00-24:00 0'; none for no schedule). VALUE default puts "
                 + "a setting back to the server's flag. Changes are kept by the server across restarts.",
             options: [.init(name: "json", value: nil, help: "print the settings as JSON")]),
+        CommandSpec(
+            name: "category", arguments: "put NAME | ls | rm NAME | clean NAME",
+            summary: "Makes, lists and removes categories; clean removes a category's finished downloads.",
+            details: "put makes or replaces a category: its folder (default its name) and the connections, speed "
+                + "limit (over all its downloads) and priority its downloads get. clean removes its completed "
+                + "downloads (--state to choose others); their files stay unless --delete-file.",
+            options: [
+                .init(name: "directory", value: "DIR", help: "the category's folder under the download root (put)"),
+                .init(name: "connections", value: "N", help: "connections of its downloads, 1-32 (put)"),
+                .init(name: "max-speed", value: "SIZE", help: "bytes per second over all its downloads (put)"),
+                .init(name: "priority", value: "N", help: "priority of its downloads (put)"),
+                .init(name: "state", value: "S,...", help: "the states clean removes (default completed)"),
+                .init(name: "delete-file", value: nil, help: "clean deletes the finished files too"),
+                .init(name: "json", value: nil, help: "print the answer as JSON"),
+            ]),
         CommandSpec(
             name: "webhook", arguments: "add URL | ls | deliveries ID | rm ID",
             summary: "Adds, lists and removes webhooks, and shows what was sent to one.",
@@ -177,6 +195,7 @@ enum ClientCommand {
             case "settings": try settings(client, options)
             case "stats": try stats(client, options)
             case "webhook": try webhook(client, options)
+            case "category": try category(client, options)
             default: try health(client, options)
             }
             return Status.ok.rawValue

@@ -297,6 +297,19 @@ def main():
         wait.until(lambda d: page.find("#webhook-list").text == "No webhooks.")
         assert page.api("GET", "/webhooks")["webhooks"] == []
 
+        # A category from the add form: the download is the category's.
+        page.api("PUT", "/categories/films", {"directory": "media/films"})
+        page.find("#add-form details summary").click()
+        page.find("#category").send_keys("films")
+        page.find("#start_paused").click()
+        page.find("#urls").send_keys("http://127.0.0.1:9/film.mkv")
+        page.find("#add").click()
+        wait.until(lambda d: len(page.api("GET", "/downloads?category=films")["downloads"]) == 1)
+        film = page.api("GET", "/downloads?category=films")["downloads"][0]
+        assert film["category"] == "films" and film["state"] == "paused", film
+        page.api("DELETE", "/downloads?category=films&state=paused")
+        page.api("DELETE", "/categories/films")
+
         # 10,000 downloads: the page draws the rows on screen only, and scrolls to the oldest.
         driver.get("about:blank")
         for chunk in range(10):

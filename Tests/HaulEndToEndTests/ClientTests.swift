@@ -139,7 +139,7 @@ final class ClientTests: HaulTestCase {
     }
 
     func testEveryCommandHasItsHelpAndTheVersionIsTheSpecs() throws {
-        for command in ["add", "ls", "pause", "resume", "rm", "watch", "settings", "webhook", "stats", "health"] {
+        for command in ["add", "ls", "pause", "resume", "rm", "watch", "settings", "category", "webhook", "stats", "health"] {
             for arguments in [[command, "--help"], [command, "-h"], ["help", command]] {
                 let result = try execute(haulPath, arguments)
                 XCTAssertEqual(result.status, 0, "\(arguments): \(result.output)")
@@ -236,6 +236,29 @@ final class ClientTests: HaulTestCase {
         XCTAssertTrue(progress.contains("busy.bin: probing, retrying in "), progress)
         XCTAssertTrue(progress.contains(": http_503: the server answered HTTP 503"), progress)
         XCTAssertEqual(try sha256(sandbox.file("downloads/busy.bin")), hash)
+    }
+
+    func testCategoriesAreMadeUsedAndCleaned() throws {
+        let made = try haulCommand(["category", "put", "films", "--directory", "media/films", "--connections", "2",
+                                    "--max-speed", "1M"])
+        XCTAssertEqual(made.status, 0, made.output)
+        XCTAssertEqual(made.stdout, "films            media/films  connections 2  max-speed 1.00 MiB/s\n")
+        let hash = try sandbox.makeRandomFile("www/cli-film.bin", size: 200_000)
+        let added = try haulCommand(["add", originURL("cli-film.bin"), "--category", "films", "--wait"])
+        XCTAssertEqual(added.status, 0, added.output)
+        XCTAssertEqual(try sha256(sandbox.file("downloads/media/films/cli-film.bin")), hash)
+        _ = try add(["url": "http://127.0.0.1:9/other.bin", "start_paused": true])
+        let listed = try haulCommand(["ls", "--category", "films"])
+        XCTAssertTrue(listed.stdout.contains("cli-film.bin"), listed.stdout)
+        XCTAssertFalse(listed.stdout.contains("other.bin"), listed.stdout)
+        XCTAssertTrue(try haulCommand(["category", "ls"]).stdout.hasPrefix("films "))
+        let cleaned = try haulCommand(["category", "clean", "films"])
+        XCTAssertEqual(cleaned.status, 0, cleaned.output)
+        XCTAssertTrue(cleaned.stdout.hasSuffix(" removed\n"), cleaned.stdout)
+        XCTAssertEqual((try api.get("/downloads").json["downloads"] as? [[String: Any]])?.count, 1)
+        XCTAssertEqual(try haulCommand(["category", "rm", "films"]).stdout, "films removed\n")
+        XCTAssertEqual(try haulCommand(["add", originURL("cli-film.bin"), "--category", "films"]).status, 1)
+        XCTAssertEqual(try haulCommand(["category", "put"]).status, 2)
     }
 
     func testWebhooksAreAddedListedAndRemoved() throws {

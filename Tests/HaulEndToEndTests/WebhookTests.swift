@@ -196,6 +196,19 @@ final class WebhookTests: HaulTestCase {
         XCTAssertTrue(receiver.requests.isEmpty, "nothing reached a loopback receiver")
     }
 
+    func testAWebhookOfACategoryHearsOnlyItsDownloads() throws {
+        XCTAssertEqual(try api.request("PUT", "/categories/films", json: [:]).status, 201)
+        let hook = try addWebhook(["url": receiver.baseURL + "/hook", "events": ["created"], "category": "films"])
+        _ = try add(["url": "http://127.0.0.1:9/other.bin", "start_paused": true])
+        let film = try add(["url": "http://127.0.0.1:9/film.bin", "start_paused": true, "category": "films"])
+        try waitFor("the film's delivery") { !deliveries(secret: hook.secret).isEmpty }
+        Thread.sleep(forTimeInterval: 1)
+        let received = deliveries(secret: hook.secret)
+        XCTAssertEqual(received.count, 1)
+        XCTAssertEqual((received.first?["download"] as? [String: Any])?["id"] as? String, film)
+        XCTAssertEqual((received.first?["download"] as? [String: Any])?["category"] as? String, "films")
+    }
+
     func testBadWebhooksAreRefusedWithTheFieldsNamed() throws {
         let bad = try api.request("POST", "/webhooks", json: ["url": "ftp://example.com/x", "events": ["finished"],
                                                               "colour": "red"])

@@ -1,0 +1,118 @@
+import FoundationEssentials
+import HaulCore
+import HaulLoop
+
+/// `/categories`: namespaces of downloads with a folder, defaults and a speed limit of their own; and the clean-up
+/// of a category (or a state) in one call, `DELETE /downloads?category=X&state=completed`.
+extension API {
+    var categoryRoutes: [Route] {
+        [
+            Route(pattern: "/categories", handlers: [
+                "GET": .read { [unowned self] _ in
+                    .response(API.json(200, .object([("categories", .array(self.engine.allCategories.map(API.categoryJSON)))])))
+                },
+            ]),
+            Route(pattern: "/categories/{name}", handlers: [
+                "GET": .read { [unowned self] c throws(Problem) in
+                    .response(API.json(200, API.categoryJSON(try self.category(c))))
+                },
+                "PUT": .write { [unowned self] c throws(Problem) in .response(try self.putCategory(c)) },
+                "DELETE": .write { [unowned self] c throws(Problem) in
+                    let category = try self.category(c)
+                    try self.attempt(self.engine.removeCategory(category.name))
+                    return .response(HTTPResponse(status: 204))
+                },
+            ]),
+        ]
+    }
+
+    private func category(_ c: RequestContext) throws(Problem) -> HaulCore.Category {
+        let name = c.parameters["name"]!
+        guard let category = engine.category(name) else { throw Problem.notFound("no category '\(name)'") }
+        return category
+    }
+
+    /// The most categories a server keeps.
+    static let maxCategories = 1000
+
+    private func putCategory(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        let name = c.parameters["name"]!
+        if let problem = Validate.categoryName(name) { throw Problem.invalid([("name", problem)]) }
+        var body = try RequestBody(c.request)
+        body.rejectUnknown(except: ["directory", "connections", "max_speed", "priority"])
+        var category = HaulCore.Category(name: name, directory: name)
+        if let directory = body.string("directory") {
+            if let problem = Validate.directory(directory) {
+                body.reject("directory", problem)
+            } else {
+                category.directory = directory.split(separator: "/").compactMap { FileName.sanitize(String($0)) }
+                    .joined(separator: "/")
+            }
+        }
+        category.connections = body.nullableInteger("connections", in: 1...32).flatMap { $0 }.map(Int.init)
+        category.maxSpeed = body.nullableInteger("max_speed", in: 0...Int64(1) << 50).flatMap { $0 }
+            .flatMap { $0 == 0 ? nil : $0 }
+        category.priority = body.nullableInteger("priority", in: -1000...1000).flatMap { $0 }.map(Int.init)
+        try body.finish()
+        if engine.category(name) == nil, engine.allCategories.count >= API.maxCategories {
+            throw Problem(status: 409, slug: "too-many-categories", title: "Too many categories",
+                          detail: "this server keeps at most \(API.maxCategories) categories; remove one first")
+        }
+        let created = try attempt(engine.putCategory(category))
+        return API.json(created ? 201 : 200, API.categoryJSON(category),
+                        headers: created ? [("Location", "/categories/\(name)")] : [])
+    }
+
+    static func categoryJSON(_ c: HaulCore.Category) -> JSONValue {
+        .object([
+            ("name", .string(c.name)),
+            ("directory", .string(c.directory)),
+            ("connections", JSONValue(c.connections.map(Int64.init))),
+            ("max_speed", JSONValue(c.maxSpeed)),
+            ("priority", JSONValue(c.priority.map(Int64.init))),
+        ])
+    }
+
+    /// Removes every download in the given states (required: never "everything" by accident), of one category or
+    /// of all, as DELETE /downloads/{id} would each; answers the ids removed.
+    func deleteDownloads(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        var errors: [(field: String, message: String)] = []
+        let category = c.query["category"]
+        if let category, let problem = Validate.categoryName(category) { errors.append(("category", problem)) }
+        var states: Set<DownloadState>?
+        if let filter = c.query["state"] {
+            states = []
+            for name in filter.split(separator: ",", omittingEmptySubsequences: false) {
+                if let state = DownloadState(rawValue: String(name)) {
+                    states?.insert(state)
+                } else {
+                    errors.append(("state", "'\(name)' is not a state"))
+                }
+            }
+        }
+        var deleteFile = false
+        if let flag = c.query["delete_file"] {
+            if flag == "true" || flag == "false" { deleteFile = flag == "true" }
+            else { errors.append(("delete_file", "must be true or false")) }
+        }
+        if states == nil {
+            errors.append(("state", "is required: the states of the downloads to remove (e.g. completed,failed)"))
+        }
+        if !errors.isEmpty { throw Problem.invalid(errors) }
+        let doomed = engine.list().map(\.download).filter {
+            (category == nil || $0.category == category) && (states?.contains($0.state) ?? true)
+        }.map(\.id)
+        var removed: [String] = []
+        for id in doomed {
+            do throws(EngineError) {
+                try engine.remove(id, deleteFile: deleteFile)
+                removed.append(id)
+            } catch .notFound {
+                // Removed meanwhile (through another node): nothing left to do.
+            } catch {
+                throw Problem(error)
+            }
+        }
+        return API.json(200, .object([("removed", .array(removed.map { .string($0) }))]))
+    }
+}

@@ -1,0 +1,143 @@
+import FoundationEssentials
+import HaulLoop
+
+/// A client's namespace for downloads (`PUT /categories/NAME`): its own folder under the download root, the
+/// connections and priority its downloads start with, and one speed limit over all of them (a bandwidth group).
+public struct Category: Sendable, Equatable {
+    public var name: String
+    /// Relative to the download root; a download's own `directory` is then relative to this one.
+    public var directory: String
+    public var connections: Int?
+    /// Bytes per second over every running download of the category, nil for none.
+    public var maxSpeed: Int64?
+    public var priority: Int?
+
+    public init(name: String, directory: String, connections: Int? = nil, maxSpeed: Int64? = nil,
+                priority: Int? = nil) {
+        self.name = name
+        self.directory = directory
+        self.connections = connections
+        self.maxSpeed = maxSpeed
+        self.priority = priority
+    }
+}
+
+/// The categories as the engine keeps them, with the speed limit of each.
+final class CategoryBook {
+    var byName: [String: Category] = [:]
+    var buckets: [String: TokenBucket] = [:]
+    /// When they were last read again (several nodes: another may have changed them).
+    var loadedAt = -Double.infinity
+}
+
+extension DownloadStore {
+    public func saveCategory(_ c: Category) throws {
+        try db.run("""
+            INSERT INTO categories (name, directory, connections, max_speed, priority) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (name) DO UPDATE SET directory = excluded.directory, connections = excluded.connections,
+                max_speed = excluded.max_speed, priority = excluded.priority
+            """, [.text(c.name), .text(c.directory), integer(c.connections.map(Int64.init)), integer(c.maxSpeed),
+                  integer(c.priority.map(Int64.init))])
+    }
+
+    public func categories() throws -> [Category] {
+        try db.query("SELECT name, directory, connections, max_speed, priority FROM categories ORDER BY name")
+            .compactMap { row in
+                guard let name = row[0].string, let directory = row[1].string else { return nil }
+                return Category(name: name, directory: directory, connections: row[2].int.map(Int.init),
+                                maxSpeed: row[3].int, priority: row[4].int.map(Int.init))
+            }
+    }
+
+    public func deleteCategory(name: String) throws -> Bool {
+        !(try db.query("DELETE FROM categories WHERE name = ? RETURNING name", [.text(name)])).isEmpty
+    }
+}
+
+/// Categories: their folders and defaults apply when a download is added; their speed limits while it runs.
+extension Engine {
+    public var allCategories: [Category] {
+        reloadCategoriesIfShared()
+        return book.byName.values.sorted { $0.name < $1.name }
+    }
+
+    public func category(_ name: String) -> Category? {
+        reloadCategoriesIfShared()
+        return book.byName[name]
+    }
+
+    func loadCategories() throws {
+        book.byName = Dictionary(try store.categories().map { ($0.name, $0) }, uniquingKeysWith: { $1 })
+        book.loadedAt = clock.now
+        updateCategoryLimits()
+    }
+
+    /// With several nodes a category may have been changed through another: read again every few seconds.
+    private func reloadCategoriesIfShared() {
+        guard store.isShared, clock.now - book.loadedAt >= 2 else { return }
+        do {
+            try loadCategories()
+        } catch {
+            log.warning("cannot read the categories", ["error": "\(error)"])
+        }
+    }
+
+    /// Makes or changes a category; true when it is new. Downloads added before keep their folder; a new speed
+    /// limit holds for the running ones at once.
+    public func putCategory(_ category: Category) throws(EngineError) -> Bool {
+        let created = book.byName[category.name] == nil
+        do {
+            try store.saveCategory(category)
+        } catch {
+            throw .storage("\(error)")
+        }
+        book.byName[category.name] = category
+        updateCategoryLimits()
+        log.info(created ? "category added" : "category changed", ["category": category.name])
+        return created
+    }
+
+    /// Forgets a category; its downloads keep its name (a filter still finds them) and their folders.
+    public func removeCategory(_ name: String) throws(EngineError) {
+        let found: Bool
+        do {
+            found = try store.deleteCategory(name: name)
+        } catch {
+            throw .storage("\(error)")
+        }
+        book.byName.removeValue(forKey: name)
+        updateCategoryLimits()
+        guard found else { throw .notFound(name) }
+        log.info("category removed", ["category": name])
+    }
+
+    /// Each category's limit in force, shared out among the nodes like the global one.
+    func updateCategoryLimits() {
+        for (name, category) in book.byName {
+            guard let limit = category.maxSpeed else {
+                book.buckets.removeValue(forKey: name)
+                continue
+            }
+            let rate = Double(max(1, limit / Int64(nodeShare)))
+            if book.buckets[name] != nil { book.buckets[name]?.rate = rate } else { book.buckets[name] = TokenBucket(rate: rate) }
+        }
+        for name in book.buckets.keys where book.byName[name] == nil { book.buckets.removeValue(forKey: name) }
+    }
+
+    /// Whether the category `name` has a speed limit.
+    func categoryLimited(_ name: String?) -> Bool {
+        guard let name else { return false }
+        return book.buckets[name] != nil
+    }
+
+    /// Seconds until `count` bytes fit the category's limit (0 without one).
+    func categoryDelay(_ name: String?, for count: Int, now: Double) -> Double {
+        guard let name else { return 0 }
+        return book.buckets[name]?.delay(for: count, now: now) ?? 0
+    }
+
+    func categoryConsume(_ name: String?, _ count: Int) {
+        guard let name else { return }
+        book.buckets[name]?.consume(count)
+    }
+}
