@@ -1,6 +1,6 @@
 """make bench: Haul against curl and aria2 on the same files, in one run, on loopback.
 
-Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H; --quick shrinks every input so `make test` can run the harness):
+Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J; --quick shrinks every input so `make test` can run the harness):
   A  one large file, unthrottled: Haul with 1 and 8 connections, curl -o, aria2c -x1 and -x8; the ceilings
      curl -o /dev/null and dd (with and without conv=fdatasync).
   B  one file from an nginx limiting each connection to 8 MiB/s: Haul with 1, 4, 8 and 16 connections, curl,
@@ -13,6 +13,9 @@ Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H; --quick shrinks every input so 
   G  "uneven": one file from an nginx limiting one connection in five to 1 MiB/s and the rest to 8 MiB/s: Haul
      with 8 and 16 connections against aria2c -x8/-x16 and axel -n8/-n16.
   H  100,000 stored downloads (nine in ten completed): start-up time, list pages, changed_since, /stats and RSS.
+  J  scenario B over TLS: one file from nginx limiting each request to 8 MiB/s, offered over HTTP/2 and over
+     HTTP/1.1 only: Haul x8 as streams of one h2 connection against Haul x8 on eight 1.1 connections, aria2c -x8
+     (1.1) and curl (h2, one stream).
 Each contender runs in rotating order after one discarded warm-up; medians with min-max are reported, and every
 result's sha256 is checked. "wall + sync" adds a `sync` of the written file (Haul fdatasyncs before it reports
 completion, curl does not). Results go to bench/results/latest.md.
@@ -29,7 +32,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_nginx(root, prefix, server_extra="", http_extra=""):
+def start_nginx(root, prefix, server_extra="", http_extra="", listen_extra=""):
     os.makedirs(prefix + "/logs", exist_ok=True)
     port = free_port()
     with open(prefix + "/nginx.conf", "w") as f:
@@ -37,11 +40,11 @@ def start_nginx(root, prefix, server_extra="", http_extra=""):
 events {{ worker_connections 1024; }}
 http {{ access_log off; sendfile on; client_body_temp_path {prefix}/b; proxy_temp_path {prefix}/p;
   fastcgi_temp_path {prefix}/f; uwsgi_temp_path {prefix}/u; scgi_temp_path {prefix}/s; {http_extra}
-  server {{ listen 127.0.0.1:{port}; root {root}; {server_extra} }} }}
+  server {{ listen 127.0.0.1:{port}{listen_extra}; root {root}; {server_extra} }} }}
 """)
     proc = subprocess.Popen(["nginx", "-p", prefix, "-c", prefix + "/nginx.conf"], stderr=subprocess.DEVNULL)
     wait_for_port(port, "nginx")
-    return proc, f"http://127.0.0.1:{port}"
+    return proc, ("https" if "ssl" in listen_extra else "http") + f"://127.0.0.1:{port}"
 
 
 def wait_for_port(port, what):
@@ -158,11 +161,12 @@ class Haul:
                 return
             time.sleep(poll)
 
-    def download(self, url, name, connections):
+    def download(self, url, name, connections, insecure=False):
         """Wall (from the POST to the server's completed_at), server CPU, and the file's path."""
         cpu0 = proc_stat(self.proc.pid)[0]
         start = time.time()
-        d = self.call("POST", "/downloads", {"url": url, "filename": name, "connections": connections})
+        d = self.call("POST", "/downloads", {"url": url, "filename": name, "connections": connections,
+                                             "insecure": insecure})
         while d["state"] not in ("completed", "failed"):
             time.sleep(0.05)
             d = self.call("GET", "/downloads/" + d["id"])
@@ -370,6 +374,54 @@ def scenario_g(args, report, work, disk):
     report.table(["contender", "wall", "even split"], rows)
     haul.stop()
     nginx.terminate()
+    os.remove(src)
+
+
+def scenario_j(args, report, work, disk):
+    size = (8 if args.quick else 128) * MIB
+    src = work + "/www/tls.bin"
+    expected = make_file(src, size)
+    cert, key = work + "/tls.crt", work + "/tls.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=haul-bench"], check=True, capture_output=True)
+    tls = f"ssl_certificate {cert}; ssl_certificate_key {key}; limit_rate 8m;"
+    h2_nginx, h2 = start_nginx(work + "/www", work + "/nginx-j2", tls, listen_extra=" ssl http2")
+    h1_nginx, h1 = start_nginx(work + "/www", work + "/nginx-j1", tls, listen_extra=" ssl")
+    dest = work + "/j"
+    os.makedirs(dest)
+    haul = Haul(args.haul, work + "/haul-j", "--max-connections-per-host", "32")
+    contenders = ["haul -c8 h2", "haul -c8 h1.1", "aria2c -x8 h1.1", "curl h2"]
+
+    def run(name):
+        out = f"{dest}/out.bin"
+        url = (h2 if name.endswith("h2") else h1) + "/tls.bin"
+        if name.startswith("haul"):
+            wall, _, out = haul.download(url, "out.bin", 8, insecure=True)
+        elif name.startswith("curl"):
+            wall, _, _ = timed(["curl", "-sk", "--http2", "-o", out, url])
+        else:
+            wall, _, _ = timed(["aria2c", "-q", "-x8", "-s8", "-k1M", "--file-allocation=none",
+                                "--check-certificate=false", "--allow-overwrite=true", "-d", dest, "-o", "out.bin",
+                                url])
+        if sha256(out) != expected:
+            raise RuntimeError(f"{name} wrote a wrong file")
+        os.remove(out)
+        return wall
+
+    results = rounds(contenders, 1 if args.quick else 3, run)
+    rows = [[name, fmt(results[name]), f"{size / ((1 if name.startswith('curl') else 8) * 8 * MIB):.2f} s"]
+            for name in contenders]
+    h2x8 = statistics.median(results["haul -c8 h2"])
+    ratio = h2x8 / statistics.median(results["haul -c8 h1.1"])
+    report.ratios.append(("J TLS h2 x8 vs h1.1 x8", ratio))
+    report.ratios.append(("J TLS h2 x8 vs aria2", h2x8 / statistics.median(results["aria2c -x8 h1.1"])))
+    report.section(f"J: one {size // MIB} MiB file over TLS, each request limited to 8 MiB/s, HTTP/2 and HTTP/1.1",
+                   f"nginx `listen ssl http2` and `listen ssl`, `limit_rate` per request (per stream on h2). Haul "
+                   f"h2 x8 (eight streams, one connection) / h1.1 x8 (eight connections): {ratio:.2f}.")
+    report.table(["contender", "wall", "ideal"], rows)
+    haul.stop()
+    h2_nginx.terminate()
+    h1_nginx.terminate()
     os.remove(src)
 
 
@@ -762,7 +814,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I")
+    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
     args = ap.parse_args()
@@ -781,7 +833,7 @@ def main():
                     f"{os.cpu_count()} cores; loopback; `bench/bench.py --scenarios {args.scenarios}"
                     + (" --quick" if args.quick else "") + "`"]
     scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "D": scenario_d, "E": scenario_e,
-                 "F": scenario_f, "G": scenario_g, "H": scenario_h, "I": scenario_i}
+                 "F": scenario_f, "G": scenario_g, "H": scenario_h, "I": scenario_i, "J": scenario_j}
     try:
         for key in args.scenarios.split(","):
             scenarios[key.strip()](args, report, work, disk)

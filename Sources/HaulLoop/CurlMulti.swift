@@ -27,6 +27,8 @@ public final class CurlMulti {
         }, me)
         event_priority_set(timer, EventLoop.Priority.transfer.rawValue)
         haul_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, me)
+        // Transfers to one HTTP/2 origin share its connection as streams (libcurl's default since 7.62, said here).
+        haul_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         haul_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, me)
         haul_multi_setopt_socketfn(multi) { easy, socket, what, userp, socketp in
             let this = Unmanaged<CurlMulti>.fromOpaque(userp!).takeUnretainedValue()

@@ -182,6 +182,13 @@ public final class Transfer {
             })
         }
         results.append(haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, request.maxRedirects))
+        // HTTP/2 where a TLS origin offers it (ALPN), 1.1 elsewhere: a download's segments are then streams of one
+        // connection (the multi multiplexes). Over TLS a transfer that starts while the host's first connection is
+        // still being made waits to learn whether it can share it, instead of opening one of its own.
+        results.append(haul_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+        if ASCII.hasPrefixIgnoringCase(request.url, "https:") {
+            results.append(haul_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1))
+        }
         if !request.verifyTLS {
             results.append(haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0))
             results.append(haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0))

@@ -34,7 +34,7 @@ final class APIInProcessTests: XCTestCase {
             XCTAssertEqual(response.status, status, "\(method) \(target)")
             XCTAssertEqual(problemType(fixture, response), "urn:haul:problem:\(type)", "\(method) \(target)")
         }
-        XCTAssertEqual(fixture.call("PUT", "/downloads", json: "{}").header("Allow"), "GET, POST, HEAD")
+        XCTAssertEqual(fixture.call("PUT", "/downloads", json: "{}").header("Allow"), "DELETE, GET, POST, HEAD")
         XCTAssertEqual(fixture.json(fixture.call("GET", "/stats"))["downloads"] as? Int, 1, "nothing else was added")
     }
 

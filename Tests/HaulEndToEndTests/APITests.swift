@@ -53,7 +53,7 @@ final class APITests: HaulTestCase {
         assertProblem(try api.get("/nowhere"), 404)
         let put = try api.request("PUT", "/downloads", json: [String: Any]())
         assertProblem(put, 405)
-        XCTAssertEqual(put.header("Allow"), "GET, POST, HEAD")
+        XCTAssertEqual(put.header("Allow"), "DELETE, GET, POST, HEAD")
         assertProblem(try api.request("POST", "/downloads/abc", json: [String: Any]()), 405)
         assertProblem(try api.get("/downloads?state=sleeping"), 422, field: "state")
         assertProblem(try api.get("/downloads?limit=0"), 422, field: "limit")

@@ -11,7 +11,9 @@ final class Nginx {
     /// `serverConfig` is added to the server block (e.g. `limit_rate 2m;`). The access log records each request's
     /// status and Range header, tab-separated.
     /// With `tls` (certificate and key files) it speaks HTTPS.
-    init(root: String, prefix: String, serverConfig: String = "", tls: (certificate: String, key: String)? = nil) throws {
+    /// With `http2` as well, it offers HTTP/2 by ALPN.
+    init(root: String, prefix: String, serverConfig: String = "", tls: (certificate: String, key: String)? = nil,
+         http2: Bool = false) throws {
         self.prefix = prefix
         try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
         let port = try Nginx.freePort()
@@ -22,7 +24,7 @@ final class Nginx {
             error_log \(prefix)/logs/error.log warn;
             events { worker_connections 256; }
             http {
-                log_format ranges '$status\t$http_range\t$body_bytes_sent';
+                log_format ranges '$status\t$http_range\t$body_bytes_sent\t$server_protocol\t$connection';
                 access_log \(prefix)/logs/access.log ranges;
                 client_body_temp_path \(prefix)/body;
                 proxy_temp_path \(prefix)/proxy;
@@ -31,7 +33,7 @@ final class Nginx {
                 scgi_temp_path \(prefix)/scgi;
                 sendfile on;
                 server {
-                    listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl");
+                    listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl")\(http2 ? " http2" : "");
                     \(tls.map { "ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
                     root \(root);
                     \(serverConfig)
@@ -55,12 +57,13 @@ final class Nginx {
         throw HarnessError("nginx did not start: \(log)")
     }
 
-    /// (status, Range header) of every request so far.
-    func requests() -> [(status: Int, range: String)] {
+    /// Status, Range header, protocol ("HTTP/2.0") and connection number of every request so far.
+    func requests() -> [(status: Int, range: String, proto: String, connection: Int)] {
         let log = (try? String(contentsOfFile: prefix + "/logs/access.log", encoding: .utf8)) ?? ""
         return log.split(separator: "\n").map { line in
-            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
-            return (Int(fields.first ?? "") ?? 0, fields.count > 1 ? String(fields[1]) : "")
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            return (Int(fields.first ?? "") ?? 0, fields.count > 1 ? fields[1] : "", fields.count > 3 ? fields[3] : "",
+                    fields.count > 4 ? Int(fields[4]) ?? 0 : 0)
         }
     }
 
