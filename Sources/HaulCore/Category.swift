@@ -26,8 +26,6 @@ public struct Category: Sendable, Equatable {
 final class CategoryBook {
     var byName: [String: Category] = [:]
     var buckets: [String: TokenBucket] = [:]
-    /// When they were last read again (several nodes: another may have changed them).
-    var loadedAt = -Double.infinity
 }
 
 extension DownloadStore {
@@ -56,25 +54,17 @@ extension DownloadStore {
 
 /// Categories: their folders and defaults apply when a download is added; their speed limits while it runs.
 extension Engine {
-    public var allCategories: [Category] {
-        reloadCategoriesIfShared()
-        return book.byName.values.sorted { $0.name < $1.name }
-    }
+    public var allCategories: [Category] { book.byName.values.sorted { $0.name < $1.name } }
 
-    public func category(_ name: String) -> Category? {
-        reloadCategoriesIfShared()
-        return book.byName[name]
-    }
+    public func category(_ name: String) -> Category? { book.byName[name] }
 
     func loadCategories() throws {
         book.byName = Dictionary(try store.categories().map { ($0.name, $0) }, uniquingKeysWith: { $1 })
-        book.loadedAt = clock.now
         updateCategoryLimits()
     }
 
-    /// With several nodes a category may have been changed through another: read again every few seconds.
-    private func reloadCategoriesIfShared() {
-        guard store.isShared, clock.now - book.loadedAt >= 2 else { return }
+    /// Another node changed a category (its notification): read them again.
+    func reloadCategories() {
         do {
             try loadCategories()
         } catch {

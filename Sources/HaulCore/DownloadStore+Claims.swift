@@ -89,6 +89,8 @@ extension DownloadStore {
         let listener = try PostgresDatabase(url: url)
         try listener.listen("haul_downloads")
         try listener.listen("haul_settings")
+        try listener.listen("haul_webhooks")
+        try listener.listen("haul_categories")
         return listener
     }
 
@@ -159,5 +161,19 @@ extension DownloadStore {
         END $$;
         CREATE OR REPLACE TRIGGER haul_settings_changed AFTER INSERT OR UPDATE OR DELETE ON settings
             FOR EACH STATEMENT EXECUTE FUNCTION haul_settings_changed();
+        CREATE OR REPLACE FUNCTION haul_webhooks_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_notify('haul_webhooks', '');
+            RETURN NULL;
+        END $$;
+        CREATE OR REPLACE TRIGGER haul_webhooks_changed AFTER INSERT OR UPDATE OR DELETE ON webhooks
+            FOR EACH STATEMENT EXECUTE FUNCTION haul_webhooks_changed();
+        CREATE OR REPLACE FUNCTION haul_categories_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_notify('haul_categories', '');
+            RETURN NULL;
+        END $$;
+        CREATE OR REPLACE TRIGGER haul_categories_changed AFTER INSERT OR UPDATE OR DELETE ON categories
+            FOR EACH STATEMENT EXECUTE FUNCTION haul_categories_changed();
         """
 }

@@ -129,6 +129,10 @@ extension Engine {
             return log.warning("cannot listen for other nodes' changes; trying again", ["error": "\(error)"])
         }
         guard resync else { return }
+        // What other nodes changed while nobody listened.
+        loadSettings()
+        reloadWebhooks()
+        reloadCategories()
         do {
             var seen: Set<String> = []
             try store.forEach { row in
@@ -155,18 +159,22 @@ extension Engine {
         }
         var ids: [String] = []
         var seen: Set<String> = []
-        var settingsChanged = false
+        var settingsChanged = false, webhooksChanged = false, categoriesChanged = false
         // What the store's own session caused is not news (asked each time: a reconnect makes a new session).
         let session = store.session
         for note in notes where note.sender != session {
-            if note.channel == "haul_settings" {
-                settingsChanged = true
-            } else if seen.insert(note.payload).inserted {
-                ids.append(note.payload)
+            switch note.channel {
+            case "haul_settings": settingsChanged = true
+            case "haul_webhooks": webhooksChanged = true
+            case "haul_categories": categoriesChanged = true
+            default: if seen.insert(note.payload).inserted { ids.append(note.payload) }
             }
         }
-        // A client changed the settings through another node: they hold for the whole cluster.
+        // A client changed the settings, a webhook or a category through another node: they hold cluster-wide, and
+        // from this notification on (a webhook added there hears of downloads finishing here at once).
         if settingsChanged { loadSettings() }
+        if webhooksChanged { reloadWebhooks() }
+        if categoriesChanged { reloadCategories() }
         for id in ids { changedElsewhere(id) }
     }
 

@@ -11,8 +11,6 @@ final class WebhookOutbox {
     var timer: ClockTimer?
     var counter = 0
     var stopping = false
-    /// When the list was last read again (several nodes: another may have changed it).
-    var loadedAt = -Double.infinity
     var prunedAt = -Double.infinity
 }
 
@@ -53,7 +51,6 @@ extension Engine {
 
     func startWebhooks() throws {
         outbox.hooks = try store.webhooks()
-        outbox.loadedAt = clock.now
         // What this node had in flight when it stopped or died is due now: no attempt of it is still running.
         try store.releaseDeliveries(node: config.node, now: Date())
         outbox.timer = clock.every(1) { [unowned self] in self.sendDueDeliveries() }
@@ -96,10 +93,7 @@ extension Engine {
         log.info("webhook removed", ["webhook.id": id])
     }
 
-    public func webhook(_ id: String) -> Webhook? {
-        reloadWebhooksIfShared()
-        return outbox.hooks.first { $0.id == id }
-    }
+    public func webhook(_ id: String) -> Webhook? { outbox.hooks.first { $0.id == id } }
 
     public func deliveries(of id: String, limit: Int) throws(EngineError) -> [WebhookDelivery] {
         do {
@@ -109,11 +103,8 @@ extension Engine {
         }
     }
 
-    /// With several nodes a webhook may have been added or removed through another: the list is read again every
-    /// few seconds (and before a webhook is looked up).
-    func reloadWebhooksIfShared() {
-        guard store.isShared, clock.now - outbox.loadedAt >= 2 else { return }
-        outbox.loadedAt = clock.now
+    /// Another node added or removed a webhook (its notification): read them again.
+    func reloadWebhooks() {
         do {
             outbox.hooks = try store.webhooks()
         } catch {
@@ -187,7 +178,6 @@ extension Engine {
     /// Starts attempts of the due deliveries while fewer than `webhookConcurrency` are in flight.
     func sendDueDeliveries() {
         guard !outbox.stopping else { return }
-        reloadWebhooksIfShared()
         // A webhook's deliveries go with it: without webhooks the outbox is empty, and not read every second.
         let free = Engine.webhookConcurrency - outbox.inFlight.count
         guard free > 0, !outbox.hooks.isEmpty else { return }

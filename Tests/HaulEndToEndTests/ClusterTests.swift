@@ -194,6 +194,43 @@ final class ClusterTests: XCTestCase {
         try waitFor("the other node to forget it") { try api(other).get("/downloads/\(id)").status == 404 }
     }
 
+    func testAWebhookHearsOfEachDownloadOnceWhicheverNodeRunsIt() throws {
+        try startNode("n1")
+        try startNode("n2")
+        let receiver = try HostileOrigin { _ in
+            .send(HostileOrigin.reply("204 No Content", headers: ["Connection: close"]))
+        }
+        defer { receiver.stop() }
+        let made = try api("n1").request("POST", "/webhooks", json: ["url": receiver.baseURL + "/hook",
+                                                                     "events": ["completed"]])
+        XCTAssertEqual(made.status, 201, made.text)
+        let hook = try XCTUnwrap(made.json["id"] as? String)
+        // The other node reads the webhooks again when the store tells it of the change.
+        try waitFor("n2 to know the webhook") { try api("n2").get("/webhooks/\(hook)").status == 200 }
+        var ids: [String] = []
+        for index in 0..<6 {
+            _ = try sandbox.makeRandomFile("www/hooked-\(index).bin", size: 100_000)
+            let reply = try api(index % 2 == 0 ? "n1" : "n2").request(
+                "POST", "/downloads", json: ["url": origins[0].baseURL + "/files/hooked-\(index).bin"])
+            ids.append(try XCTUnwrap(reply.json["id"] as? String))
+        }
+        try waitFor("every download to complete", timeout: 60) {
+            try downloads(on: "n1").allSatisfy { $0["state"] as? String == "completed" }
+        }
+        let told = { () -> [String] in
+            receiver.requests.compactMap { request in
+                let body = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any]
+                return (body?["download"] as? [String: Any])?["id"] as? String
+            }
+        }
+        try waitFor("six deliveries") { told().count >= 6 }
+        Thread.sleep(forTimeInterval: 1.5)
+        XCTAssertEqual(told().sorted(), ids.sorted(), "each download's completion told once, by the node that ran it")
+        let recorded = try api("n2").get("/webhooks/\(hook)/deliveries").json["deliveries"] as? [[String: Any]] ?? []
+        XCTAssertEqual(recorded.count, 6)
+        XCTAssertTrue(recorded.allSatisfy { $0["state"] as? String == "delivered" }, "\(recorded)")
+    }
+
     func testNodesWithDirectoriesOfTheirOwnKeepTheirDownloadsAndShareTheLimitsAndSettings() throws {
         try startNode("a", directory: "downloads-a", extra: ["--max-speed", "1000000"])
         try startNode("b", directory: "downloads-b", extra: ["--max-speed", "1000000"])
