@@ -79,17 +79,7 @@ extension API {
         var errors: [(field: String, message: String)] = []
         let category = c.query["category"]
         if let category, let problem = Validate.categoryName(category) { errors.append(("category", problem)) }
-        var states: Set<DownloadState>?
-        if let filter = c.query["state"] {
-            states = []
-            for name in filter.split(separator: ",", omittingEmptySubsequences: false) {
-                if let state = DownloadState(rawValue: String(name)) {
-                    states?.insert(state)
-                } else {
-                    errors.append(("state", "'\(name)' is not a state"))
-                }
-            }
-        }
+        let states = API.states(c.query["state"], &errors)
         var deleteFile = false
         if let flag = c.query["delete_file"] {
             if flag == "true" || flag == "false" { deleteFile = flag == "true" }

@@ -397,19 +397,23 @@ public final class API {
         ]))
     }
 
-    private func listDownloads(_ c: RequestContext) throws(Problem) -> HTTPResponse {
-        var states: Set<DownloadState>?
-        var errors: [(field: String, message: String)] = []
-        if let filter = c.query["state"] {
-            states = []
-            for name in filter.split(separator: ",", omittingEmptySubsequences: false) {
-                if let state = DownloadState(rawValue: String(name)) {
-                    states?.insert(state)
-                } else {
-                    errors.append(("state", "'\(name)' is not a state"))
-                }
+    /// The states of a `?state=a,b` filter (nil without one), its unknown names added to `errors`.
+    static func states(_ filter: String?, _ errors: inout [(field: String, message: String)]) -> Set<DownloadState>? {
+        guard let filter else { return nil }
+        var states: Set<DownloadState> = []
+        for name in filter.split(separator: ",", omittingEmptySubsequences: false) {
+            if let state = DownloadState(rawValue: String(name)) {
+                states.insert(state)
+            } else {
+                errors.append(("state", "'\(name)' is not a state"))
             }
         }
+        return states
+    }
+
+    private func listDownloads(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        var errors: [(field: String, message: String)] = []
+        let states = API.states(c.query["state"], &errors)
         var limit = 100
         if let text = c.query["limit"] {
             if let value = Int(text), (1...1000).contains(value) { limit = value }
@@ -584,6 +588,13 @@ public final class API {
                    Double(events.slowStreamCount))
         out.single("haul_event_queued_bytes", type: "gauge", help: "Event bytes waiting for slow clients.",
                    Double(events.queuedBytes))
+        if let counts = engine.webhookDeliveryCounts() {
+            out.family("haul_webhook_deliveries", type: "gauge", help: "Webhook deliveries in the outbox, by state "
+                       + "(pending: not yet answered 2xx; ended ones are kept a week).")
+            for state in [WebhookDelivery.State.pending, .delivered, .failed] {
+                out.sample("haul_webhook_deliveries", ["state": state.rawValue], Double(counts[state] ?? 0))
+            }
+        }
         if let space = engine.diskSpace() {
             out.single("haul_disk_free_bytes", type: "gauge", help: "Free bytes of the download root's file system "
                        + "(for unprivileged users).", Double(space.free))

@@ -154,26 +154,19 @@ extension DownloadStore {
         END $$;
         CREATE OR REPLACE TRIGGER haul_download_changed AFTER INSERT OR UPDATE OR DELETE ON downloads
             FOR EACH ROW EXECUTE FUNCTION haul_download_changed();
-        CREATE OR REPLACE FUNCTION haul_settings_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            PERFORM pg_notify('haul_settings', '');
-            RETURN NULL;
-        END $$;
-        CREATE OR REPLACE TRIGGER haul_settings_changed AFTER INSERT OR UPDATE OR DELETE ON settings
-            FOR EACH STATEMENT EXECUTE FUNCTION haul_settings_changed();
-        CREATE OR REPLACE FUNCTION haul_webhooks_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            PERFORM pg_notify('haul_webhooks', '');
-            RETURN NULL;
-        END $$;
-        CREATE OR REPLACE TRIGGER haul_webhooks_changed AFTER INSERT OR UPDATE OR DELETE ON webhooks
-            FOR EACH STATEMENT EXECUTE FUNCTION haul_webhooks_changed();
-        CREATE OR REPLACE FUNCTION haul_categories_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            PERFORM pg_notify('haul_categories', '');
-            RETURN NULL;
-        END $$;
-        CREATE OR REPLACE TRIGGER haul_categories_changed AFTER INSERT OR UPDATE OR DELETE ON categories
-            FOR EACH STATEMENT EXECUTE FUNCTION haul_categories_changed();
+        """ + ["settings", "webhooks", "categories"].map(statementNotice).joined()
+
+    /// A trigger that tells the channel `haul_TABLE` of any change to `table`: the nodes read it all again.
+    private static func statementNotice(_ table: String) -> String {
         """
+        CREATE OR REPLACE FUNCTION haul_\(table)_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_notify('haul_\(table)', '');
+            RETURN NULL;
+        END $$;
+        CREATE OR REPLACE TRIGGER haul_\(table)_changed AFTER INSERT OR UPDATE OR DELETE ON \(table)
+            FOR EACH STATEMENT EXECUTE FUNCTION haul_\(table)_changed();
+
+        """
+    }
 }

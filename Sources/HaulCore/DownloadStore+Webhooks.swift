@@ -103,6 +103,15 @@ extension DownloadStore {
             .compactMap(Self.delivery)
     }
 
+    /// How many deliveries the outbox holds, by state.
+    public func deliveryCounts() throws -> [WebhookDelivery.State: Int] {
+        var counts: [WebhookDelivery.State: Int] = [:]
+        for row in try db.query("SELECT state, count(*) FROM webhook_deliveries GROUP BY state") {
+            if let state = row[0].string.flatMap(WebhookDelivery.State.init) { counts[state] = Int(row[1].int ?? 0) }
+        }
+        return counts
+    }
+
     /// Forgets deliveries that ended before `cutoff` (delivered or given up): the outbox keeps what is recent.
     public func pruneDeliveries(before cutoff: Date) throws {
         try db.run("DELETE FROM webhook_deliveries WHERE state <> 'pending' AND last_attempt_at < ?",

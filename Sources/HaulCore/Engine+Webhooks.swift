@@ -95,6 +95,9 @@ extension Engine {
 
     public func webhook(_ id: String) -> Webhook? { outbox.hooks.first { $0.id == id } }
 
+    /// The outbox by state (nil when the store cannot be read), for `/metrics`.
+    public func webhookDeliveryCounts() -> [WebhookDelivery.State: Int]? { try? store.deliveryCounts() }
+
     public func deliveries(of id: String, limit: Int) throws(EngineError) -> [WebhookDelivery] {
         do {
             return try store.deliveries(webhookID: id, limit: limit)
@@ -199,12 +202,7 @@ extension Engine {
     private func attempt(_ delivery: WebhookDelivery) {
         guard let hook = outbox.hooks.first(where: { $0.id == delivery.webhookID }) else {
             // Its webhook was removed (here or through another node): nothing is left to send it to.
-            var ended = delivery
-            ended.state = .failed
-            ended.lastError = "the webhook was removed"
-            ended.lastAttemptAt = Date()
-            try? store.recordAttempt(ended)
-            return
+            return giveUp(delivery, "the webhook was removed")
         }
         outbox.counter += 1
         let id = TransferID(-outbox.counter)
@@ -229,14 +227,18 @@ extension Engine {
         do {
             try fetcher.start(id, request, delegate: handler)
         } catch {
-            var failed = delivery
-            failed.state = .failed
-            failed.lastError = "\(error)"
-            failed.lastAttemptAt = Date()
-            try? store.recordAttempt(failed)
-            return
+            // A URL curl refuses stays refused: no retry.
+            return giveUp(delivery, "\(error)")
         }
         outbox.inFlight[id] = handler
+    }
+
+    private func giveUp(_ delivery: WebhookDelivery, _ reason: String) {
+        var ended = delivery
+        ended.state = .failed
+        ended.lastError = reason
+        ended.lastAttemptAt = Date()
+        try? store.recordAttempt(ended)
     }
 
     /// Stores how an attempt went: delivered on a 2xx; else tried again after a backoff, until a day has passed.

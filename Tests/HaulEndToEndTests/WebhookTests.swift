@@ -122,6 +122,7 @@ final class WebhookTests: HaulTestCase {
         let pending = try XCTUnwrap((try api.get("/webhooks/\(hook.id)/deliveries").json["deliveries"]
             as? [[String: Any]])?.first)
         XCTAssertEqual(pending["state"] as? String, "pending")
+        XCTAssertTrue(try api.get("/metrics").text.contains("haul_webhook_deliveries{state=\"pending\"} 1"))
         XCTAssertEqual(pending["last_status"] as? Int, 500)
         XCTAssertTrue((pending["last_error"] as? String ?? "").contains("500"), "\(pending)")
         XCTAssertNotNil(pending["next_attempt_at"] as? String)
@@ -130,6 +131,7 @@ final class WebhookTests: HaulTestCase {
             (try api.get("/webhooks/\(hook.id)/deliveries").json["deliveries"] as? [[String: Any]])?.first?["state"]
                 as? String == "delivered"
         }
+        XCTAssertTrue(try api.get("/metrics").text.contains("haul_webhook_deliveries{state=\"delivered\"} 1"))
         let all = deliveries(secret: hook.secret)
         XCTAssertGreaterThanOrEqual(all.count, 4)
         XCTAssertEqual(Set(all.compactMap { $0["id"] as? String }).count, 1, "every attempt carries the same id")
