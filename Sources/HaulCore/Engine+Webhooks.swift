@@ -9,6 +9,8 @@ final class WebhookOutbox {
     var waiting: [String: [WebhookDelivery]] = [:]
     var inFlight: [TransferID: WebhookAttempt] = [:]
     var timer: ClockTimer?
+    /// The next retry this node waits for, when sooner than the timer's next second: (when, its timer).
+    var retry: (at: Double, timer: ClockTimer)?
     var counter = 0
     var stopping = false
     var prunedAt = -Double.infinity
@@ -60,6 +62,8 @@ extension Engine {
     func stopWebhooks() {
         outbox.stopping = true
         outbox.timer?.cancel()
+        outbox.retry?.timer.cancel()
+        outbox.retry = nil
         for id in outbox.inFlight.keys { fetcher.cancel(id) }
         // Their holds run out and they are sent again after the restart (at once, by this node's release).
         outbox.inFlight.removeAll()
@@ -233,6 +237,17 @@ extension Engine {
         outbox.inFlight[id] = handler
     }
 
+    /// Looks at the outbox again in `seconds` (a retry due sooner than the once-a-second look).
+    private func retry(after seconds: Double) {
+        let at = clock.now + seconds
+        if let pending = outbox.retry, pending.at <= at { return }
+        outbox.retry?.timer.cancel()
+        outbox.retry = (at, clock.after(seconds) { [unowned self] in
+            self.outbox.retry = nil
+            self.sendDueDeliveries()
+        })
+    }
+
     private func giveUp(_ delivery: WebhookDelivery, _ reason: String) {
         var ended = delivery
         ended.state = .failed
@@ -265,6 +280,7 @@ extension Engine {
                                                                       "delivery.id": delivery.id])
             } else {
                 delivery.nextAttemptAt = now.addingTimeInterval(wait)
+                retry(after: wait)
             }
         }
         do {
