@@ -195,11 +195,28 @@ public final class API {
     /// The fields of one download (a POST body, or one element of a batch's `downloads`), their problems
     /// collected in `body`.
     static func newDownload(_ body: inout RequestBody) -> NewDownload {
-        body.rejectUnknown(except: ["url", "filename", "directory", "connections", "headers", "priority",
-                                    "max_speed", "start_paused", "checksum", "insecure", "size", "category"])
-        let url = body.string("url", required: true)
-        if let url, let problem = Validate.url(url) { body.reject("url", problem) }
+        body.rejectUnknown(except: ["url", "urls", "mirrors", "filename", "directory", "connections", "headers",
+                                    "priority", "max_speed", "start_paused", "checksum", "insecure", "size",
+                                    "category"])
+        // `urls` names every source, the first one first; or `url` and its `mirrors`.
+        let urls = body.array("urls", count: 1...(API.maxMirrors + 1))?.map { $0.stringValue }
+        if urls != nil, body.has("url") || body.has("mirrors") {
+            body.reject("urls", "give urls, or url with mirrors, not both")
+        }
+        let url = urls != nil ? urls?.first ?? nil : body.string("url", required: true)
+        if urls?.contains(nil) == true { body.reject("urls", "must be strings") }
+        if let url, let problem = Validate.url(url) { body.reject(urls == nil ? "url" : "urls[0]", problem) }
         var request = NewDownload(url: url ?? "")
+        let mirrors = urls.map { Array($0.dropFirst()) } ?? body.array("mirrors", count: 0...API.maxMirrors)?
+            .map { $0.stringValue }
+        let field = urls == nil ? "mirrors" : "urls"
+        for (index, mirror) in (mirrors ?? []).enumerated() {
+            let at = "\(field)[\(urls == nil ? index : index + 1)]"
+            guard let mirror else { body.reject(at, "must be a string"); continue }
+            if let problem = Validate.url(mirror) { body.reject(at, problem) }
+            // A source named twice is one source.
+            else if mirror != url && !request.mirrors.contains(mirror) { request.mirrors.append(mirror) }
+        }
         if let filename = body.string("filename") {
             if let problem = Validate.filename(filename) {
                 body.reject("filename", problem)
@@ -236,6 +253,9 @@ public final class API {
         }
         return request
     }
+
+    /// The most mirrors one download may have.
+    static let maxMirrors = 16
 
     private static func checkIdempotencyKey(_ http: HTTPRequest, _ body: inout RequestBody) {
         if let key = http.header("Idempotency-Key"),

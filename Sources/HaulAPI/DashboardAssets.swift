@@ -536,6 +536,13 @@ function update(row, d) {
   } else if (running && d.eta_seconds !== null) {
     text = `${formatDuration(d.eta_seconds)} left`;
   }
+  // Mirrors: how many sources agree, and why any was dropped.
+  if (!kind && d.mirrors && d.mirrors.length) {
+    const agreeing = 1 + d.mirrors.filter((m) => m.state !== "dropped").length;
+    const dropped = d.mirrors.filter((m) => m.state === "dropped");
+    text += `${text ? "; " : ""}${agreeing} of ${d.mirrors.length + 1} sources`
+      + (dropped.length ? ` (dropped: ${dropped.map((m) => m.reason).join("; ")})` : "");
+  }
   if (info.textContent !== text) {
     info.textContent = text;
     info.title = text;

@@ -33,6 +33,17 @@ enum DownloadResource {
             ("insecure", .bool(d.insecure)),
             ("priority", JSONValue(d.priority)),
             ("category", JSONValue(d.category)),
+            ("mirrors", .array(d.mirrors.enumerated().map { index, m in
+                .object([
+                    ("url", .string(Redact.url(m.url))),
+                    ("state", .string(m.state.rawValue)),
+                    ("reason", JSONValue(m.reason)),
+                    ("received_bytes", JSONValue(m.receivedBytes)),
+                    ("speed", .number((index < snapshot.mirrorSpeeds.count ? snapshot.mirrorSpeeds[index] : 0)
+                        .rounded())),
+                    ("errors", JSONValue(Int64(m.errors))),
+                ])
+            })),
             ("max_speed", JSONValue(d.maxSpeed)),
             ("error", error(d.error)),
             ("last_error", error(snapshot.lastError)),

@@ -832,9 +832,29 @@ components:
     NewDownload:
       type: object
       additionalProperties: false
-      required: [url]
+      oneOf:
+        - required: [url]
+          not: { required: [urls] }
+        - required: [urls]
+          not: { anyOf: [{ required: [url] }, { required: [mirrors] }] }
       properties:
         url: { type: string, format: uri, description: "http or https; credentials in it are never shown back." }
+        mirrors:
+          type: array
+          maxItems: 16
+          items: { type: string, format: uri }
+          description: |
+            Other sources of the same file. Each is probed (HEAD) once the size is known and dropped, with the
+            reason, if its size differs, it serves no ranges, or it announces a digest (Repr-Digest, Digest) other
+            than `checksum`; segments are spread over the sources that agree, more to the faster ones, and a mirror
+            that fails twice (or answers a range wrongly) is dropped while the others finish the file. A source
+            named twice is one source.
+        urls:
+          type: array
+          minItems: 1
+          maxItems: 17
+          items: { type: string, format: uri }
+          description: Every source, the first one as `url` and the rest as `mirrors` (instead of those two).
         filename:
           type: string
           pattern: '^[^/\\\u0000-\u001f\u007f]*[^/\\\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000.<>:"|?*][^/\\\u0000-\u001f\u007f]*$'
@@ -1055,10 +1075,23 @@ components:
       required: [id, url, final_url, filename, path, state, total_bytes, received_bytes, progress, speed,
                  eta_seconds, connections, active_connections, resumable, segments, checksum, insecure, priority,
                  max_speed, error, last_error, next_attempt_at, attempts, created_at, updated_at, started_at,
-                 completed_at, node, category]
+                 completed_at, node, category, mirrors]
       properties:
         id: { type: string }
         category: { type: [string, "null"] }
+        mirrors:
+          type: array
+          description: The other sources, in the order given; `url` is the first source.
+          items:
+            type: object
+            required: [url, state, reason, received_bytes, speed, errors]
+            properties:
+              url: { type: string }
+              state: { type: string, enum: [pending, active, dropped] }
+              reason: { type: [string, "null"], description: Why it was dropped. }
+              received_bytes: { type: integer, description: Bytes written from it. }
+              speed: { type: number, description: Bytes per second from it now. }
+              errors: { type: integer }
         url: { type: string }
         final_url: { type: [string, "null"], description: After redirects. }
         filename:

@@ -28,6 +28,8 @@ public struct Download: Sendable, Equatable {
     public var expectedBytes: Int64?
     /// "sha256:<hex>", "sha1:<hex>" or "md5:<hex>", checked before the file gets its name.
     public var checksum: String?
+    /// Other sources of the same file (`mirrors` on POST): segments are spread over `url` and the ones that agree.
+    public var mirrors: [Mirror] = []
     /// The client's namespace for it (`PUT /categories/NAME`), nil for none.
     public var category: String?
     /// Fetch over TLS without verifying the server's certificate (asked for per download, never by default).
@@ -111,6 +113,8 @@ public struct HeaderField: Sendable, Equatable {
 /// A download plus what only the running engine knows.
 public struct DownloadSnapshot: Sendable {
     public var download: Download
+    /// Bytes per second from each mirror now.
+    public var mirrorSpeeds: [Double] = []
     /// Bytes per second, smoothed.
     public var speed: Double
     public var activeConnections: Int

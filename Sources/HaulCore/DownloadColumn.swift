@@ -80,6 +80,10 @@ struct DownloadColumn: Sendable {
             d.expectedBytes = v.int
         },
         DownloadColumn(name: "category", write: { text($0.category) }) { d, v in d.category = v.string },
+        DownloadColumn(name: "mirrors", write: { $0.mirrors.isEmpty ? .null : .text(Mirror.encode($0.mirrors)) }) {
+            d, v in
+            d.mirrors = Mirror.decode(v.string)
+        },
         DownloadColumn(name: "claimed_by", write: nil) { d, v in d.node = v.string },
         DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]

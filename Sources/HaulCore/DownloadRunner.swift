@@ -16,7 +16,8 @@ final class DownloadRunner: FetchDelegate {
     private var file: PartFile?
     /// Transfers running, and those of them holding one of the host's connections.
     private var transfers: Set<TransferID> = []
-    private var hostConnections: Set<TransferID> = []
+    /// (Each holds a connection of its own source's host: a mirror's is another.)
+    private var hostConnections: [TransferID: String] = [:]
     /// Cancelled from inside a callback, to be removed from the fetcher on the next turn.
     private var cancelled: Set<TransferID> = []
     private var timers: [TimerID: ClockTimer] = [:]
@@ -81,6 +82,7 @@ final class DownloadRunner: FetchDelegate {
         guard !abandoned else { return }
         switch action {
         case .fetch(let transfer, let kind): outsideCallbacks { self.fetch(transfer, kind) }
+        case .fetchFrom(let transfer, let kind, let url): outsideCallbacks { self.fetch(transfer, kind, from: url) }
         case .cancel(let transfer): cancel(transfer)
         case .abort(let transfer):
             if transfer == inCallback {
@@ -133,11 +135,12 @@ final class DownloadRunner: FetchDelegate {
         engine.later(work)
     }
 
-    private func fetch(_ transfer: TransferID, _ kind: FetchKind) {
+    private func fetch(_ transfer: TransferID, _ kind: FetchKind, from mirror: String? = nil) {
         guard !done, let download = engine.download(id) else { return }
+        let host = mirror.map { URLComponents(string: $0)?.host?.lowercased() ?? "" } ?? self.host
         guard engine.acquireConnection(to: host) else { return deliver(.noHostConnection(transfer)) }
-        hostConnections.insert(transfer)
-        var request = TransferRequest(url: download.url)
+        hostConnections[transfer] = host
+        var request = TransferRequest(url: mirror ?? download.url)
         request.headers = download.headers.map { ($0.name, $0.value) }
         request.connectTimeout = engine.config.connectTimeout
         request.addressPolicy = engine.config.addressPolicy
@@ -184,7 +187,7 @@ final class DownloadRunner: FetchDelegate {
     }
 
     private func releaseHostConnection(_ transfer: TransferID) {
-        if hostConnections.remove(transfer) != nil { engine.releaseConnection(to: host) }
+        if let host = hostConnections.removeValue(forKey: transfer) { engine.releaseConnection(to: host) }
     }
 
     private func write(_ transfer: TransferID, offset: Int64, count: Int) {

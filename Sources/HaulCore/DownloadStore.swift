@@ -107,6 +107,10 @@ public final class DownloadStore {
             name TEXT PRIMARY KEY, directory TEXT NOT NULL, connections INTEGER, max_speed INTEGER, priority INTEGER
         );
         """,
+        // 10: a download's other sources, as JSON (url, state, reason, validators, bytes, errors).
+        """
+        ALTER TABLE downloads ADD COLUMN mirrors TEXT;
+        """,
     ]
 
     /// Another process holds the database.

@@ -247,6 +247,7 @@ public final class Engine {
         var snapshot = DownloadSnapshot(download: download, speed: box.machine.speed,
                                         activeConnections: box.machine.activeConnections)
         snapshot.lastError = box.machine.lastRetryError
+        if !download.mirrors.isEmpty { snapshot.mirrorSpeeds = box.machine.mirrorSpeeds }
         snapshot.nextAttemptAt = box.machine.nextAttemptAt.map { Date().addingTimeInterval($0 - clock.now) }
         return snapshot
     }
@@ -428,6 +429,7 @@ public final class Engine {
                 connections: request.connections ?? category?.connections ?? config.defaultConnections,
                 priority: request.priority ?? category?.priority ?? 0, maxSpeed: request.maxSpeed, createdAt: now)
             download.category = request.category
+            download.mirrors = request.mirrors.map(Mirror.init)
             download.checksum = request.checksum
             download.insecure = request.insecure
             download.expectedBytes = request.expectedBytes

@@ -53,6 +53,8 @@ public struct NewDownload: Sendable {
     public var maxSpeed: Int64?
     /// The name of a category made with `putCategory`, whose folder and defaults the download takes.
     public var category: String?
+    /// Other URLs of the same file.
+    public var mirrors: [String] = []
     public var startPaused = false
     public var checksum: String?
     public var insecure = false

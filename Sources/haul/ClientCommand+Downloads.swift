@@ -14,6 +14,11 @@ extension ClientCommand {
             guard urls.count == 1 else { throw .usage("--filename names one download, not \(urls.count)") }
             shared.append(("filename", .string(name)))
         }
+        let mirrors = options.values("mirror")
+        if !mirrors.isEmpty {
+            guard urls.count == 1 else { throw .usage("--mirror is another source of one download, not \(urls.count)") }
+            shared.append(("mirrors", .array(mirrors.map { .string($0) })))
+        }
         if let checksum = options.value("checksum") {
             guard urls.count == 1 else { throw .usage("--checksum is one file's, not \(urls.count)'s") }
             shared.append(("checksum", .string(checksum)))

@@ -31,6 +31,8 @@ enum ClientCommand {
                       + "input; blank lines and lines starting with # are skipped)", short: "i"),
                 .init(name: "wait", value: nil, help: "follow the downloads until they complete or fail"),
                 .init(name: "filename", value: "NAME", help: "the file's name (one URL only)"),
+                .init(name: "mirror", value: "URL", help: "another source of the same file (one URL only; "
+                      + "repeatable)", repeatable: true),
                 .init(name: "directory", value: "DIR", help: "a folder under the download root (or the category's)"),
                 .init(name: "category", value: "NAME", help: "a category made with 'haul category put': its folder "
                       + "and defaults"),

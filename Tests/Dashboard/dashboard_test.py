@@ -310,6 +310,13 @@ def main():
         page.api("DELETE", "/downloads?category=films&state=paused")
         page.api("DELETE", "/categories/films")
 
+        # A download with a mirror says how many sources it has.
+        mirrored = page.api("POST", "/downloads", {"url": "http://127.0.0.1:9/mirrored.iso", "start_paused": True,
+                                                   "mirrors": ["http://127.0.0.1:10/mirrored.iso"]})
+        row = page.row("mirrored.iso")
+        wait.until(lambda d: row.find_element(By.CSS_SELECTOR, ".info").text == "2 of 2 sources")
+        page.api("DELETE", f"/downloads/{mirrored['id']}")
+
         # 10,000 downloads: the page draws the rows on screen only, and scrolls to the oldest.
         driver.get("about:blank")
         for chunk in range(10):

@@ -306,7 +306,8 @@ final class MachineHarness {
 
     private func perform(_ action: MachineAction) {
         switch action {
-        case .fetch(let id, let kind):
+        case .fetch(let id, let kind), .fetchFrom(let id, let kind, _):
+            // The scripted origin serves every source (mirrors are tested end to end).
             if case .range = kind, hostRefusals > 0 {
                 hostRefusals -= 1
                 return queue.append(.noHostConnection(id))

@@ -238,6 +238,18 @@ final class ClientTests: HaulTestCase {
         XCTAssertEqual(try sha256(sandbox.file("downloads/busy.bin")), hash)
     }
 
+    func testMirrorsAreGivenWithTheDownload() throws {
+        let added = try haulCommand(["add", originURL("m.bin"), "--paused", "--mirror", "http://127.0.0.1:9/m.bin",
+                                     "--mirror", "http://127.0.0.1:10/m.bin"])
+        XCTAssertEqual(added.status, 0, added.output)
+        let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let mirrors = try download(id)["mirrors"] as? [[String: Any]] ?? []
+        XCTAssertEqual(mirrors.compactMap { $0["url"] as? String },
+                       ["http://127.0.0.1:9/m.bin", "http://127.0.0.1:10/m.bin"])
+        XCTAssertEqual(try haulCommand(["add", originURL("a.bin"), originURL("b.bin"), "--mirror",
+                                        "http://127.0.0.1:9/x"]).status, 2, "a mirror is of one download")
+    }
+
     func testCategoriesAreMadeUsedAndCleaned() throws {
         let made = try haulCommand(["category", "put", "films", "--directory", "media/films", "--connections", "2",
                                     "--max-speed", "1M"])

@@ -95,6 +95,8 @@ extension DownloadMachine {
         }
         for connection in connections { drop(connection) }
         connections.removeAll()
+        for id in mirrorProbes.keys { emit(.cancel(id)) }
+        mirrorProbes.removeAll()
     }
 
     // MARK: clients

@@ -44,6 +44,7 @@ extension DownloadMachine {
         }
         plannedConnections = download.resumable ? download.connections : 1
         phase = .transferring
+        probeMirrors()
         fill()
     }
 
@@ -51,7 +52,7 @@ extension DownloadMachine {
     /// the largest ranges still being fetched (work stealing). With nothing left to fetch, the file is complete.
     mutating func fill() {
         guard phase == .transferring, download.state == .downloading else { return }
-        while !hostBusy, connections.count < plannedConnections {
+        while !hostBusy, connections.count < connectionsAllowed {
             var segments = download.segments
             let busy = connections.map { ($0.segment, rate(of: $0)) }
             guard let index = SegmentPlanner.nextWork(&segments, busy: busy, recent: recentRates,
@@ -65,7 +66,9 @@ extension DownloadMachine {
                                               requested: stream.ranged ? (0, nil) : nil, launchedAt: now))
                 continue
             }
-            connections.append(Connection(segment: index, state: .backoff(TimerID(0))))
+            var connection = Connection(segment: index, state: .backoff(TimerID(0)))
+            connection.source = chooseSource()
+            connections.append(connection)
             launch(connections.count - 1)
         }
         // A first request no segment could use (the part file holds the start already): stop it at its headers.
@@ -90,11 +93,19 @@ extension DownloadMachine {
             emit(.truncate(to: 0))
         }
         let segment = download.segments[segmentIndex]
+        // A mirror dropped since (or one a whole-body plan cannot use): the best source left.
+        if connections[index].source > 0, !usableSources.contains(connections[index].source) || !download.resumable {
+            connections[index].source = download.resumable ? chooseSource() : 0
+        }
+        let source = connections[index].source
         let kind: FetchKind
-        if download.resumable, let total = download.totalBytes, segment.cursor > 0 || segment.end != total - 1 {
-            // The last segment asks for "the rest"; the others for their exact range.
+        if download.resumable, let total = download.totalBytes,
+           segment.cursor > 0 || segment.end != total - 1 || source > 0 {
+            // The last segment asks for "the rest"; the others for their exact range. Each source has its own
+            // validator.
             let end = segment.end == total - 1 ? nil : segment.end
-            kind = .range(start: segment.cursor, end: end, ifRange: download.validator)
+            let validator = source == 0 ? download.validator : download.mirrors[source - 1].validator
+            kind = .range(start: segment.cursor, end: end, ifRange: validator)
             connections[index].requested = (segment.cursor, end)
         } else {
             kind = .whole
@@ -106,7 +117,7 @@ extension DownloadMachine {
         connections[index].slowSince = nil
         connections[index].launchedAt = now
         connections[index].bytesAtLaunch = segment.received
-        emit(.fetch(id, kind))
+        emit(source == 0 ? .fetch(id, kind) : .fetchFrom(id, kind, url: download.mirrors[source - 1].url))
     }
 
     func connection(with id: TransferID) -> Int? { connections.firstIndex { $0.transfer == id } }
@@ -127,8 +138,12 @@ extension DownloadMachine {
     mutating func responded(_ id: TransferID, _ response: TransferResponse) {
         if case .probing(let probe, _) = phase, probe == id { return probeResponded(id, response) }
         if case .probingHead(let head, _) = phase, head == id { return headResponded(response) }
+        if mirrorProbes[id] != nil { return mirrorProbeAnswered(id, response) }
         guard let index = connection(with: id), case .fetching = connections[index].state else {
             return emit(.abort(id))
+        }
+        if connections[index].source > 0, let requested = connections[index].requested {
+            return mirrorRangeResponded(index, requested, response)
         }
         guard let requested = connections[index].requested else {
             switch response.status {
@@ -266,6 +281,10 @@ extension DownloadMachine {
         let segment = connections[index].segment
         guard download.segments.indices.contains(segment) else { return }
         download.segments[segment].received += Int64(count)
+        let source = connections[index].source
+        if source > 0, download.mirrors.indices.contains(source - 1) {
+            download.mirrors[source - 1].receivedBytes += Int64(count)
+        }
         bytesSinceCheckpoint += Int64(count)
         if bytesSinceCheckpoint >= settings.checkpointBytes { checkpoint() }
     }
@@ -282,6 +301,7 @@ extension DownloadMachine {
         if case .probing(let probe, _) = phase, probe == id { return probeEnded(result) }
         // Whatever the HEAD said, the body is asked for again.
         if case .probingHead(let head, _) = phase, head == id { return probe() }
+        if mirrorProbes[id] != nil { return mirrorProbeEnded(id, result) }
         guard let index = connection(with: id) else { return }
         var reachedEnd = false
         if case .stopping(_, let outcome) = connections[index].state {
@@ -317,6 +337,16 @@ extension DownloadMachine {
     /// A connection failed: its segment is tried again after a backoff while attempts remain, else the download
     /// fails.
     mutating func connectionFailed(_ index: Int, _ error: DownloadError) {
+        if connections[index].source > 0 { return mirrorConnectionFailed(index, error) }
+        // The first source failed while mirrors agree: the segment goes on from one of them at once (an attempt
+        // all the same, so a download whose every source fails still ends).
+        if usableSources.count > 1, download.resumable, error.retryable, download.attempts < settings.maxAttempts {
+            download.attempts += 1
+            log(.warning, "connection failed, its segment goes on from a mirror: \(error.message)",
+                ["error.code": error.code.rawValue])
+            connections[index].source = chooseSource(excluding: 0)
+            return launch(index)
+        }
         guard error.retryable, download.attempts < settings.maxAttempts else { return fail(error) }
         download.attempts += 1
         let delay = backoff(attempt: download.attempts - 1, error: error)
@@ -359,6 +389,14 @@ extension DownloadMachine {
         restarts += 1
         guard restarts <= 3 else { return fail(DownloadError(.remoteChanged, "\(reason), again after 3 restarts")) }
         log(.info, "starting over: \(reason)")
+        // The file changed: whether the mirrors still have it is asked again.
+        for id in mirrorProbes.keys { emit(.cancel(id)) }
+        mirrorProbes.removeAll()
+        for index in download.mirrors.indices where download.mirrors[index].state == .active {
+            download.mirrors[index].state = .pending
+            download.mirrors[index].etag = nil
+            download.mirrors[index].lastModified = nil
+        }
         generation += 1
         setSegments([])
         emit(.closeFile(sync: nil, generation: generation))

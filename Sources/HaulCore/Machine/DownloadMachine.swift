@@ -108,6 +108,8 @@ public struct DownloadMachine {
 
         var segment: Int
         var state: State
+        /// Where it fetches from: 0 the download's URL, n its mirror n - 1.
+        var source = 0
         /// The range asked for (`end` nil: to the end of the file), nil for a plain GET of the whole file.
         var requested: (start: Int64, end: Int64?)?
         /// Stall watch: bytes at the previous tick (-1 before the first), and since when it has been too slow.
@@ -125,7 +127,8 @@ public struct DownloadMachine {
         }
 
         static func == (a: Connection, b: Connection) -> Bool {
-            a.segment == b.segment && a.state == b.state && a.requested?.start == b.requested?.start
+            a.segment == b.segment && a.state == b.state && a.source == b.source
+                && a.requested?.start == b.requested?.start
                 && a.requested?.end == b.requested?.end && a.lastTickBytes == b.lastTickBytes
                 && a.slowSince == b.slowSince && a.launchedAt == b.launchedAt && a.bytesAtLaunch == b.bytesAtLaunch
         }
@@ -148,6 +151,8 @@ public struct DownloadMachine {
     /// The first request, answered, whose body is to become the first segment's: adopted by the connection for the
     /// segment at byte 0, else stopped.
     var probeStream: (id: TransferID, ranged: Bool)?
+    /// The HEADs out to mirrors, by transfer: which mirror each asks.
+    var mirrorProbes: [TransferID: Int] = [:]
     /// The size a HEAD told when the first answer told none (asked once per start).
     var headLength: Int64?
     var headTried = false

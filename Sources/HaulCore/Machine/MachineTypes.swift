@@ -124,6 +124,8 @@ public enum MachineEvent: Sendable {
 /// What the machine asks its runner to do, in order.
 public enum MachineAction: Equatable, Sendable {
     case fetch(TransferID, FetchKind)
+    /// The same from another source of the file (a mirror's URL).
+    case fetchFrom(TransferID, FetchKind, url: String)
     /// Stop this transfer and forget it: nothing more is heard of it.
     case cancel(TransferID)
     /// The answer to the callback of transfer `id` in progress: stop it (it still ends, with `.aborted`).

@@ -1,0 +1,160 @@
+import HaulLoop
+
+/// Mirrors: other sources of the same file. Source 0 is the download's `url`, source n its mirror n - 1. Each is
+/// probed with a HEAD once the size is known; connections are spread over the sources that agree, each new one on
+/// the source that promises it the most (its connections' rate over their count, the least used while rates are
+/// unknown), so a connection freed by work stealing goes where it is fastest. A mirror that fails twice, or
+/// answers a range wrongly, is dropped with the reason and its segment goes on elsewhere at once.
+extension DownloadMachine {
+    /// Probes the mirrors not probed yet; without ranges or a size nothing can be split over them.
+    mutating func probeMirrors() {
+        guard !download.mirrors.isEmpty else { return }
+        guard download.resumable else {
+            for index in download.mirrors.indices where download.mirrors[index].state != .dropped {
+                dropMirror(index, "the file cannot be split: the first source gives no size, validator or ranges")
+            }
+            return
+        }
+        for index in download.mirrors.indices where download.mirrors[index].state == .pending
+            && !mirrorProbes.values.contains(index) {
+            let id = newTransfer()
+            mirrorProbes[id] = index
+            emit(.fetchFrom(id, .head, url: download.mirrors[index].url))
+        }
+    }
+
+    /// A mirror's HEAD answered: it agrees on the size and serves ranges, or it is dropped.
+    mutating func mirrorResponded(_ index: Int, _ response: TransferResponse) {
+        guard download.mirrors.indices.contains(index), download.mirrors[index].state == .pending else { return }
+        let length = response.header("content-length").flatMap { Int64($0) }
+        if !(200..<300).contains(response.status) {
+            return dropMirror(index, "its HEAD answered HTTP \(response.status)")
+        }
+        if let total = download.totalBytes, length != total {
+            return dropMirror(index, "its size \(length.map(String.init) ?? "unknown") differs from the "
+                + "\(total) bytes of \(Redact.url(download.url))")
+        }
+        guard response.header("accept-ranges").map({ $0.lowercased().contains("bytes") }) == true else {
+            return dropMirror(index, "it serves no byte ranges")
+        }
+        // The checksum asked for, when the mirror announces its digest: another file of the same size is dropped
+        // here, not found out when the whole file fails its check.
+        if let checksum = download.checksum.flatMap(Checksum.init), let digest = checksum.announced(by: response),
+           digest != checksum.hex {
+            return dropMirror(index, "its \(checksum.algorithm.rawValue) \(digest) is not the checksum asked for")
+        }
+        download.mirrors[index].state = .active
+        download.mirrors[index].etag = Probe.strongETag(response.header("etag"))
+        download.mirrors[index].lastModified = Probe.lastModified(response.header("last-modified"))
+        log(.info, "mirror agrees", ["mirror": Redact.url(download.mirrors[index].url)])
+    }
+
+    /// A mirror's HEAD answered: it agrees on the size and serves ranges, or it is dropped; either way its share
+    /// of the connections is opened now.
+    mutating func mirrorProbeAnswered(_ id: TransferID, _ response: TransferResponse) {
+        guard let index = mirrorProbes.removeValue(forKey: id) else { return }
+        mirrorResponded(index, response)
+        fill()
+    }
+
+    /// A mirror's HEAD ended without an answer (an answered one was settled at its headers).
+    mutating func mirrorProbeEnded(_ id: TransferID, _ result: TransferResult) {
+        guard let index = mirrorProbes.removeValue(forKey: id) else { return }
+        if download.mirrors.indices.contains(index), download.mirrors[index].state == .pending {
+            dropMirror(index, result.message.isEmpty ? "no answer to its HEAD" : result.message)
+        }
+        fill()
+    }
+
+    mutating func dropMirror(_ index: Int, _ reason: String) {
+        guard download.mirrors.indices.contains(index), download.mirrors[index].state != .dropped else { return }
+        download.mirrors[index].state = .dropped
+        download.mirrors[index].reason = reason
+        log(.warning, "mirror dropped: \(reason)", ["mirror": Redact.url(download.mirrors[index].url)])
+    }
+
+    /// Connections to open now: while mirrors are being probed, the share of the sources known to agree, so the
+    /// mirrors that answer still get connections of their own (`fill` runs again at each answer).
+    var connectionsAllowed: Int {
+        guard !mirrorProbes.isEmpty else { return plannedConnections }
+        let known = usableSources.count
+        return max(1, plannedConnections * known / (known + mirrorProbes.count))
+    }
+
+    /// The sources a new connection may use: the download's URL and the mirrors that agree.
+    var usableSources: [Int] {
+        [0] + download.mirrors.indices.filter { download.mirrors[$0].state == .active }.map { $0 + 1 }
+    }
+
+    /// The source for a new connection: the highest rate per connection over its connections once this one joins,
+    /// by the rates its running connections show (the best known rate for a source none has measured yet), fewest
+    /// connections on a tie.
+    func chooseSource(excluding excluded: Int? = nil) -> Int {
+        let sources = usableSources.filter { $0 != excluded }
+        guard sources.count > 1 else { return sources.first ?? 0 }
+        var rates: [Int: (sum: Double, known: Int, count: Int)] = [:]
+        for connection in connections where connection.transfer != nil {
+            var entry = rates[connection.source] ?? (0, 0, 0)
+            entry.count += 1
+            if let rate = rate(of: connection) {
+                entry.sum += rate
+                entry.known += 1
+            }
+            rates[connection.source] = entry
+        }
+        let best = rates.values.compactMap { $0.known > 0 ? $0.sum / Double($0.known) : nil }.max() ?? 1
+        func score(_ source: Int) -> Double {
+            let entry = rates[source] ?? (0, 0, 0)
+            let perConnection = entry.known > 0 ? entry.sum / Double(entry.known) : best
+            // Connections spread in proportion to the sources' rates: a source five times faster takes about
+            // five times the connections (round robin while no rate is known).
+            return perConnection / Double(entry.count + 1)
+        }
+        return sources.max { a, b in
+            let (sa, sb) = (score(a), score(b))
+            if sa != sb { return sa < sb }
+            return (rates[a]?.count ?? 0) > (rates[b]?.count ?? 0)
+        } ?? 0
+    }
+
+    /// A mirror's answer to a range: the exact range, of the version its probe saw, or the mirror is dropped (a
+    /// mirror's changed file or ignored Range is its own problem, never a restart of the download).
+    mutating func mirrorRangeResponded(_ index: Int, _ requested: (start: Int64, end: Int64?),
+                                       _ response: TransferResponse) {
+        let mirror = connections[index].source - 1
+        let etag = download.mirrors.indices.contains(mirror) ? download.mirrors[mirror].etag : nil
+        switch RangeReply.check(response, start: requested.start, end: requested.end, total: download.totalBytes,
+                                etag: etag) {
+        case .accept:
+            return
+        case .httpError(let status) where status != 416:
+            stop(index, .failed(DownloadError.http(status, response: response)))
+        default:
+            stop(index, .failed(DownloadError(.rangeMismatch, "the mirror answered another range or version "
+                + "(HTTP \(response.status), Content-Range: \(response.header("content-range") ?? "none"))")))
+        }
+    }
+
+    /// A mirror's connection failed: the mirror counts it (dropped at the second, or at once when it is not worth
+    /// retrying), and the segment goes on from the best source left, at once.
+    mutating func mirrorConnectionFailed(_ index: Int, _ error: DownloadError) {
+        let mirror = connections[index].source - 1
+        guard download.mirrors.indices.contains(mirror) else { return }
+        download.mirrors[mirror].errors += 1
+        if download.mirrors[mirror].errors >= 2 || !error.retryable {
+            dropMirror(mirror, error.message)
+        } else {
+            log(.warning, "mirror failed, its segment goes on elsewhere: \(error.message)",
+                ["mirror": Redact.url(download.mirrors[mirror].url)])
+        }
+        connections[index].source = chooseSource(excluding: connections[index].source)
+        launch(index)
+    }
+
+    /// Bytes per second from each mirror now (for the resource).
+    public var mirrorSpeeds: [Double] {
+        download.mirrors.indices.map { index in
+            connections.filter { $0.source == index + 1 }.compactMap { rate(of: $0) }.reduce(0, +)
+        }
+    }
+}
