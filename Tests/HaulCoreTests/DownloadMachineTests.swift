@@ -32,6 +32,23 @@ final class DownloadMachineTests: XCTestCase {
         XCTAssertTrue(harness.download.resumable)
     }
 
+    func testAMirrorThatAgreesTakesSegmentsAndCountsItsBytes() {
+        let harness = MachineHarness(size: 256 * 1024, connections: 4) { $0.mirrors = [Mirror(url: "http://m.test/f")] }
+        harness.start()
+        completed(harness)
+        let mirror = harness.download.mirrors[0]
+        XCTAssertEqual(mirror.state, .active)
+        XCTAssertEqual(mirror.etag, "\"v1\"")
+        // Its HEAD first, then ranges with its own validator.
+        XCTAssertEqual(harness.mirrorRequests.first?.kind, .head)
+        let ranges = harness.mirrorRequests.dropFirst()
+        XCTAssertFalse(ranges.isEmpty, "the mirror was given segments")
+        XCTAssertTrue(ranges.allSatisfy { $0.url == "http://m.test/f" })
+        XCTAssertTrue(ranges.allSatisfy { if case .range(_, _, "\"v1\"") = $0.kind { true } else { false } })
+        XCTAssertGreaterThan(mirror.receivedBytes, 0)
+        XCTAssertLessThan(mirror.receivedBytes, 256 * 1024, "the first source wrote its share too")
+    }
+
     func testASmallFileCostsOneRequest() {
         let harness = MachineHarness(size: 3000, connections: 4)
         harness.start()

@@ -66,6 +66,8 @@ final class MachineHarness {
 
     private(set) var actions: [MachineAction] = []
     private(set) var requests: [Request] = []
+    /// The requests made to mirrors (`fetchFrom`), with the mirror's URL.
+    private(set) var mirrorRequests: [(kind: FetchKind, url: String)] = []
     private(set) var savedJournal: [Segment]?
     private(set) var finished = false
     /// Transfers started and not ended, in the order they were asked for.
@@ -307,7 +309,8 @@ final class MachineHarness {
     private func perform(_ action: MachineAction) {
         switch action {
         case .fetch(let id, let kind), .fetchFrom(let id, let kind, _):
-            // The scripted origin serves every source (mirrors are tested end to end).
+            // The scripted origin serves every source; which one was asked is kept.
+            if case .fetchFrom(_, _, let url) = action { mirrorRequests.append((kind, url)) }
             if case .range = kind, hostRefusals > 0 {
                 hostRefusals -= 1
                 return queue.append(.noHostConnection(id))
