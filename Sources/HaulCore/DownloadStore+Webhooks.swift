@@ -81,10 +81,13 @@ extension DownloadStore {
             .first?.first?.double.map(Date.init(timeIntervalSince1970:))
     }
 
-    /// Makes what `node` held in flight due at once: it restarted, so no attempt of its own is still running.
+    /// Makes every pending delivery due at once but those another node holds in flight: `node` restarted, so no
+    /// attempt of its own is still running, and a receiver that was down may be back (waiting out a backoff of
+    /// up to an hour would only delay them).
     public func releaseDeliveries(node: String, now: Date) throws {
         try db.run("UPDATE webhook_deliveries SET next_attempt_at = ?, sender = NULL "
-                   + "WHERE state = 'pending' AND sender = ?", [.real(now.timeIntervalSince1970), .text(node)])
+                   + "WHERE state = 'pending' AND (sender = ? OR sender IS NULL)",
+                   [.real(now.timeIntervalSince1970), .text(node)])
     }
 
     /// Stores an attempt's outcome (its state, count, next time, status and error).

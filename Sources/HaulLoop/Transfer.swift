@@ -200,6 +200,9 @@ public final class Transfer {
         results.append(haul_easy_setopt_string(easy, CURLOPT_USERAGENT, request.userAgent))
         // The bytes of the file as stored: a content coding would make sizes and ranges mean something else.
         headerList = curl_slist_append(headerList, "Accept-Encoding: identity")
+        // A POST body goes with the request: curl would otherwise ask "Expect: 100-continue" for one over 1 KiB and
+        // wait a second for a receiver that never answers it.
+        if request.body != nil { headerList = curl_slist_append(headerList, "Expect:") }
         if request.method == .head {
             results.append(haul_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
         }

@@ -63,10 +63,14 @@ final class HostileOrigin: @unchecked Sendable {
         return received
     }
 
+    /// Closes the listener once: a second close (deinit after an explicit stop) could close whatever socket has
+    /// been given the same descriptor number since, such as the listener of the origin that replaced this one.
     func stop() {
         lock.lock()
+        let wasStopped = stopped
         stopped = true
         lock.unlock()
+        guard !wasStopped else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
