@@ -13,6 +13,8 @@ final class DownloadRunner: FetchDelegate {
     let id: String
     /// The origin's host, for the per-host connection cap.
     let host: String
+    /// The download's category (it never changes), whose speed limit each chunk also passes.
+    private let category: String?
     private var file: PartFile?
     /// Transfers running, and those of them holding one of the host's connections.
     private var transfers: Set<TransferID> = []
@@ -39,6 +41,7 @@ final class DownloadRunner: FetchDelegate {
         self.engine = engine
         self.id = id
         host = URLComponents(string: url)?.host?.lowercased() ?? ""
+        category = engine.download(id)?.category
         limitsChanged(maxSpeed: maxSpeed)
     }
 
@@ -419,7 +422,6 @@ final class DownloadRunner: FetchDelegate {
     /// Seconds until `count` bytes fit this download's, its category's and the global speed limits, spending them if they fit now;
     /// nil without limits.
     private func limitDelay(_ count: Int) -> Double? {
-        let category = engine.download(id)?.category
         guard bucket != nil || engine.globalBucket != nil || engine.categoryLimited(category) else { return nil }
         let now = engine.clock.now
         let wait = max(bucket?.delay(for: count, now: now) ?? 0, engine.globalBucket?.delay(for: count, now: now) ?? 0,

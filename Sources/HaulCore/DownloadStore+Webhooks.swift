@@ -75,12 +75,6 @@ extension DownloadStore {
                   .integer(Int64(limit))]).compactMap(Self.delivery).sorted { $0.createdAt < $1.createdAt }
     }
 
-    /// When the next pending delivery is due, nil when none waits.
-    public func nextDeliveryDue() throws -> Date? {
-        try db.query("SELECT min(next_attempt_at) FROM webhook_deliveries WHERE state = 'pending'")
-            .first?.first?.double.map(Date.init(timeIntervalSince1970:))
-    }
-
     /// Makes every pending delivery due at once but those another node holds in flight: `node` restarted, so no
     /// attempt of its own is still running, and a receiver that was down may be back (waiting out a backoff of
     /// up to an hour would only delay them).
