@@ -313,8 +313,10 @@ def main():
         # A download with a mirror says how many sources it has.
         mirrored = page.api("POST", "/downloads", {"url": "http://127.0.0.1:9/mirrored.iso", "start_paused": True,
                                                    "mirrors": ["http://127.0.0.1:10/mirrored.iso"]})
-        row = page.row("mirrored.iso")
-        wait.until(lambda d: row.find_element(By.CSS_SELECTOR, ".info").text == "2 of 2 sources")
+        # Read in one script: the rows are redrawn as events come, so a row found earlier may be gone.
+        info = ("const row = [...document.querySelectorAll('#spacer .item')].find(r => r.dataset.name === arguments[0]);"
+                "return row ? row.querySelector('.info').textContent : null;")
+        wait.until(lambda d: d.execute_script(info, "mirrored.iso") == "2 of 2 sources")
         page.api("DELETE", f"/downloads/{mirrored['id']}")
 
         # 10,000 downloads: the page draws the rows on screen only, and scrolls to the oldest.
