@@ -297,7 +297,18 @@ public final class API {
         if atomic && !all.isEmpty {
             var combined = RequestBody(members: [])
             for error in all { combined.reject(error.field, error.message) }
-            try combined.finish()
+            do {
+                try combined.finish()
+            } catch var problem {
+                // As a refusal found later (507): every element's fate, 424 for the valid ones.
+                let notAdded = Problem(EngineError.notAdded)
+                problem.extra = [("results", .array(items.map { item in
+                    var refusal = notAdded
+                    if case .failure(let problem) = item { refusal = problem }
+                    return batchResult(refusal.status, refusal.json(instance: "/downloads"))
+                }))]
+                throw problem
+            }
         }
         return (items, atomic)
     }

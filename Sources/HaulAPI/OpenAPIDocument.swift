@@ -10,7 +10,8 @@ info:
     Hand Haul a URL; it probes the file, downloads it with resumable Range requests into
     `<name>.part`, and gives it its final name only when every byte is there.
     All bodies are JSON with snake_case fields; times are RFC 3339 UTC; sizes are bytes.
-    Errors are `application/problem+json` (RFC 9457).
+    Errors are `application/problem+json` (RFC 9457). A JSON body that gives one name twice in an object, and a
+    query that gives one parameter twice, are refused with 400: which one counts would be a guess.
 
     With `--token` (or `HAUL_TOKEN`) every route but `/healthz` and the dashboard (`/`, `/ui/*`) needs
     `Authorization: Bearer <token>`; event streams also take `?access_token=`. Without a token (loopback only,

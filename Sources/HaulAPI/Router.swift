@@ -128,8 +128,17 @@ struct Router {
             if allowed.contains("GET") { allowed.append("HEAD") }
             return .response(Problem.methodNotAllowed(request.method, allowed: allowed).response(instance: path))
         }
-        let query = request.query
+        let pairs = request.queryPairs
+        var query: [String: String] = [:]
+        for (name, value) in pairs { query[name] = value }
         if var allowed = handler.query {
+            // `?category=junk&category=keep`: one reader takes the first, another the last; neither is guessed.
+            if query.count != pairs.count {
+                var seen: Set<String> = []
+                let repeated = pairs.first { !seen.insert($0.name).inserted }!.name
+                return .response(Problem.badRequest("the query parameter '\(repeated)' is given twice")
+                    .response(instance: path))
+            }
             // The token of a route that takes it as a parameter (a browser's EventSource or link cannot send one).
             if route.access == .streamToken { allowed.insert("access_token") }
             if let unknown = query.keys.sorted().first(where: { !allowed.contains($0) }) {

@@ -203,12 +203,27 @@ private struct Parser {
     mutating func object(depth: Int) throws(JSONValue.ParseError) -> JSONValue {
         index += 1
         var members: [(String, JSONValue)] = []
+        // Names already seen, once there are too many to compare one by one.
+        var names: Set<String> = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
+            let keyStart = index
             let key = try string()
+            // RFC 8259 leaves a repeated name's meaning open: one reader takes the first, another the last. Two
+            // readers of one body (a proxy's check, this server) must not see two requests, so a repeat is refused.
+            if members.count < 8 {
+                if members.contains(where: { $0.0 == key }) {
+                    throw JSONValue.ParseError(offset: keyStart, reason: "the name '\(key)' is given twice")
+                }
+            } else {
+                if names.isEmpty { names = Set(members.map(\.0)) }
+                guard names.insert(key).inserted else {
+                    throw JSONValue.ParseError(offset: keyStart, reason: "the name '\(key)' is given twice")
+                }
+            }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1

@@ -51,6 +51,8 @@ public struct APIRequest {
         _ = haul_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method)
         _ = haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = haul_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        // The client follows the user's proxy variables as curl does, but never for a server on this machine.
+        _ = haul_easy_setopt_string(easy, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1")
         _ = haul_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(connectTimeout * 1000))
         _ = haul_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(timeout * 1000))

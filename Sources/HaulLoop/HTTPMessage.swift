@@ -38,17 +38,25 @@ public struct HTTPRequest: Sendable {
         return PercentEncoding.decode(raw) ?? String(raw)
     }
 
-    /// The query parameters, percent-decoded (`+` as space); the last one wins for repeated names.
+    /// The query parameters, percent-decoded (`+` as space); the last one wins for repeated names (the router
+    /// refuses those: see `queryPairs`).
     public var query: [String: String] {
-        guard let mark = target.firstIndex(of: "?"), target.index(after: mark) < target.endIndex else { return [:] }
         var result: [String: String] = [:]
+        for (name, value) in queryPairs { result[name] = value }
+        return result
+    }
+
+    /// Every query parameter in order, percent-decoded (`+` as space), repeats included.
+    public var queryPairs: [(name: String, value: String)] {
+        guard let mark = target.firstIndex(of: "?"), target.index(after: mark) < target.endIndex else { return [] }
+        var result: [(name: String, value: String)] = []
         for pair in target[target.index(after: mark)...].split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             func decode(_ s: Substring) -> String {
                 let spaced = s.replacing("+", with: " ")
                 return PercentEncoding.decode(spaced) ?? String(spaced)
             }
-            result[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
+            result.append((decode(parts[0]), parts.count > 1 ? decode(parts[1]) : ""))
         }
         return result
     }

@@ -173,6 +173,10 @@ public final class Transfer {
         results.append(haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
         results.append(haul_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
         results.append(haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1))
+        // The proxy is always named, and none means none: left unset, libcurl reads http_proxy, https_proxy and
+        // all_proxy from the server's environment on its own, and the address guard would then check the proxy's
+        // address instead of the origin's.
+        results.append(haul_easy_setopt_string(easy, CURLOPT_PROXY, ""))
         if request.addressPolicy != nil {
             results.append(haul_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, me))
             results.append(haul_easy_setopt_opensocketfn(easy) { clientp, _, address in

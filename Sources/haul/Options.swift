@@ -1,5 +1,8 @@
+import HaulCore
+
 /// A client command line read against its `CommandSpec`: `--name value`, `--name=value`, switches (`--name`,
-/// `--name=0` for off), one-letter spellings (`-i FILE`), positional arguments in any order, `--` ending options.
+/// `--name=0` for off, the words of `Switch`), one-letter spellings (`-i FILE`), positional arguments in any order,
+/// `--` ending options.
 struct Options {
     private var named: [String: [String]] = [:]
     private(set) var positional: [String] = []
@@ -39,7 +42,12 @@ struct Options {
                 option = found
             }
             if option.value == nil {
-                named[option.name, default: []].append(value ?? "1")
+                // A switch's value is one of the documented words: `--wait=2` is a mistake, not "on".
+                if let value, Switch.parse(value) == nil {
+                    throw ClientCommand.Stop.usage("--\(option.name) takes \(Switch.words), not '\(value)'",
+                                                   command: spec)
+                }
+                named[option.name, default: []].append(value.map { Switch.parse($0)! ? "1" : "0" } ?? "1")
                 continue
             }
             if value == nil {

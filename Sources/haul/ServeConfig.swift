@@ -104,7 +104,7 @@ struct ServeConfig {
         return String(text.dropFirst(2).prefix(while: { $0 != " " }))
     }
 
-    /// Options that take no value (`--name` alone means on; `--name=0` off).
+    /// Options that take no value (`--name` alone means on; `--name=0` off, see `Switch`).
     static let switches: Set<String> = ["allow-unauthenticated", "deny-private-networks"]
 
     struct Invalid: Error, CustomStringConvertible {
@@ -231,8 +231,10 @@ struct ServeConfig {
             throw Invalid(description: "\(label("sse-heartbeat")) must be shorter than \(label("http-timeout")), "
                 + "or idle streams are cut")
         }
-        if let v = values["allow-unauthenticated"] { config.allowUnauthenticated = isOn(v) }
-        if let v = values["deny-private-networks"] { config.denyPrivateNetworks = isOn(v) }
+        config.allowUnauthenticated = try toggle(values["allow-unauthenticated"], label("allow-unauthenticated"))
+            ?? config.allowUnauthenticated
+        config.denyPrivateNetworks = try toggle(values["deny-private-networks"], label("deny-private-networks"))
+            ?? config.denyPrivateNetworks
         for text in list(values["allow-networks"]) {
             guard let network = AddressPolicy.network(text) else {
                 throw Invalid(description: "\(label("allow-networks")) takes networks like 10.1.2.0/24 or fd00::/8, "
@@ -281,7 +283,14 @@ struct ServeConfig {
         return isLoopback ? AccessPolicy.loopbackHosts : nil
     }
 
-    private static func isOn(_ text: String) -> Bool { ["1", "true", "yes", "on"].contains(text.lowercased()) }
+    /// A switch's value: only the documented words, so a guard never reads a typo as "off".
+    private static func toggle(_ text: String?, _ name: String) throws -> Bool? {
+        guard let text else { return nil }
+        guard let value = Switch.parse(text) else {
+            throw Invalid(description: "\(name) takes \(Switch.words), not '\(text)'")
+        }
+        return value
+    }
 
     private static func list(_ text: String?) -> [String] {
         (text ?? "").split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }

@@ -5,7 +5,7 @@ import HaulLoop
 
 // The parsers that read what strangers send: origins (header lines, Content-Disposition, Content-Range,
 // Retry-After-like dates, file names) and API clients (JSON bodies of POST /downloads, request targets, network
-// lists, Host headers, header fields for origins). The first byte of an input picks the parser; the rest is its input.
+// lists, Host headers, header fields for origins) and operators (config files, switch values). The first byte of an input picks the parser; the rest is its input.
 //
 // Built with `make fuzz` (`swift build --sanitize=fuzzer -Xswiftc -DFUZZING`), this is a libFuzzer target. Built
 // normally it replays the files given as arguments, so the corpus in Tests/Fuzz/corpus stays a regression test.
@@ -14,7 +14,7 @@ func exercise(_ data: [UInt8]) {
     guard let selector = data.first else { return }
     let input = Array(data.dropFirst())
     let text = String(decoding: input, as: UTF8.self)
-    switch selector % 9 {
+    switch selector % 12 {
     case 0:
         var parser = HeaderParser()
         for line in input.split(separator: 0x0A, omittingEmptySubsequences: false) {
@@ -87,6 +87,16 @@ func exercise(_ data: [UInt8]) {
         let status = API.decodeNewDownload(typed).status
         precondition(status == 415 || status == 201, "status \(status) for Content-Type \(text)")
         if status == 201 { precondition(text.lowercased().contains("application/json")) }
+    case 9, 10:
+        // A config file, TOML or JSON: each option once, whatever its spelling; never a crash on what it holds.
+        let entries = (try? ConfigText.entries(input, path: selector % 12 == 9 ? "f.toml" : "f.json")) ?? []
+        let names = entries.map { $0.name.replacing("_", with: "-") }
+        precondition(Set(names).count == names.count, "an option given twice was accepted: \(names)")
+    case 11:
+        // A switch is on or off only by its documented words.
+        if let value = Switch.parse(text) {
+            precondition((value ? Switch.onWords : Switch.offWords).contains(text.lowercased()), "'\(text)'")
+        }
     default:
         _ = Checksum(text)
         _ = FileName.sanitize(text)

@@ -89,7 +89,8 @@ final class RequestValidationTests: XCTestCase {
                                   body: body)
         XCTAssertEqual(API.decodeNewDownload(request).status, 422)
         // Unknown members by the hundred thousand: the answer lists a bounded number of them.
-        var members = (0..<100_000).map { "\"\(shortName($0))\":1" }
+        // ("url" is one of the generated names: a name given twice is refused before its fields are read.)
+        var members = (0..<100_000).map(shortName).filter { $0 != "url" }.map { "\"\($0)\":1" }
         members.append("\"url\": \"\(url)\"")
         let unknown = HTTPRequest(method: "POST", target: "/downloads",
                                   headers: [("Content-Type", "application/json")],

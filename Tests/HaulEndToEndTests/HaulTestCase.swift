@@ -11,6 +11,8 @@ class HaulTestCase: XCTestCase {
 
     /// Extra `haul serve` flags for a test class.
     var serveArguments: [String] { ["--retry-wait", "0.1", "--max-attempts", "4"] }
+    /// The environment of `haul serve` for a test class (nil: the runner's).
+    var serveEnvironment: [String: String]? { nil }
 
     override func setUpWithError() throws {
         sandbox = try Sandbox()
@@ -49,7 +51,7 @@ class HaulTestCase: XCTestCase {
             // are about the reserve set their own.
             arguments: ["serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("downloads"),
                         "--data-dir", sandbox.file("data"), "--min-free-space", "16M"] + serveArguments + extra,
-            logPath: sandbox.file("haul.log"))
+            environment: serveEnvironment, logPath: sandbox.file("haul.log"))
         api = Client(base: haul.baseURL)
     }
 
