@@ -36,6 +36,7 @@ test: deps
 	./scripts/schemathesis.sh .build/debug/haul 100
 	$(MAKE) fuzz
 	python3 bench/bench.py --haul .build/debug/haul --quick
+	python3 bench/test_harness.py --haul .build/debug/haul
 
 # The suite again under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer, each in its own build directory;
 # any report fails the run. The end-to-end tests then start sanitized `haul` and TestOrigin binaries too.

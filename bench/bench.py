@@ -25,6 +25,63 @@ import http.client
 
 MIB = 1 << 20
 
+# Every process the harness starts, and every stop function (PostgreSQL's), so that each is stopped on every way
+# out of a run: success, a failed scenario, Ctrl-C or SIGTERM. A server left behind would hold the caller's output
+# open (make's pipe) and its port.
+STARTED = []
+CLEANUPS = []
+
+
+def spawn(cmd, **kwargs):
+    """subprocess.Popen, remembered for stop_everything(); standard input and output never the caller's."""
+    kwargs.setdefault("stdin", subprocess.DEVNULL)
+    kwargs.setdefault("stdout", subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, **kwargs)
+    STARTED.append(proc)
+    return proc
+
+
+def stop_everything():
+    for stop in reversed(CLEANUPS):
+        try:
+            stop()
+        except Exception as error:  # noqa: BLE001 - the others must still be stopped
+            print(f"bench: cleanup failed: {error}", file=sys.stderr)
+    CLEANUPS.clear()
+    for proc in STARTED:
+        if proc.poll() is None:
+            proc.terminate()
+    deadline = time.monotonic() + 5
+    for proc in STARTED:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    STARTED.clear()
+
+
+def readable_by_everyone(path):
+    """Whether every directory from / down to `path` lets other users through: nginx's workers run as nobody."""
+    path = os.path.realpath(path)
+    while True:
+        if not os.stat(path).st_mode & 0o001:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+
+
+def disk_directory():
+    """Where the on-disk scenarios keep their files: the working directory when nginx's workers can reach it, else
+    the disk's shared temporary directory. A checkout in a 0700 home directory (Debian's default, or /root) is
+    not one the workers can read, and every download of its files got 403."""
+    for candidate in (os.getcwd(), "/var/tmp", tempfile.gettempdir()):
+        if os.path.isdir(candidate) and os.access(candidate, os.W_OK) and readable_by_everyone(candidate):
+            return candidate
+    raise RuntimeError("no directory that nginx's workers (nobody) can read: make /var/tmp world-accessible")
+
 
 def free_port():
     with socket.socket() as s:
@@ -42,7 +99,7 @@ http {{ access_log off; sendfile on; client_body_temp_path {prefix}/b; proxy_tem
   fastcgi_temp_path {prefix}/f; uwsgi_temp_path {prefix}/u; scgi_temp_path {prefix}/s; {http_extra}
   server {{ listen 127.0.0.1:{port}{listen_extra}; root {root}; {server_extra} }} }}
 """)
-    proc = subprocess.Popen(["nginx", "-p", prefix, "-c", prefix + "/nginx.conf"], stderr=subprocess.DEVNULL)
+    proc = spawn(["nginx", "-p", prefix, "-c", prefix + "/nginx.conf"], stderr=subprocess.DEVNULL)
     wait_for_port(port, "nginx")
     return proc, ("https" if "ssl" in listen_extra else "http") + f"://127.0.0.1:{port}"
 
@@ -61,7 +118,7 @@ def wait_for_port(port, what):
 def start_aria2_rpc(directory, *options):
     """aria2c with its JSON-RPC on a free loopback port: (process, port)."""
     port = free_port()
-    proc = subprocess.Popen(["aria2c", "--enable-rpc", f"--rpc-listen-port={port}", "--rpc-listen-all=false",
+    proc = spawn(["aria2c", "--enable-rpc", f"--rpc-listen-port={port}", "--rpc-listen-all=false",
                              "-d", directory, *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_port(port, "aria2c")
     return proc, port
@@ -86,7 +143,7 @@ def timed(cmd, cwd=None):
     report the forking Python's)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
+    proc = spawn(cmd, stderr=subprocess.DEVNULL, cwd=cwd)
     peak = 0
     while proc.poll() is None:
         peak = max(peak, proc_stat(proc.pid)[1])
@@ -135,12 +192,15 @@ class Haul:
     def __init__(self, binary, root, *extra):
         os.makedirs(root, exist_ok=True)
         self.root = root
-        self.proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--download-dir", root + "/dl",
+        self.proc = spawn([binary, "serve", "--listen", "127.0.0.1:0", "--download-dir", root + "/dl",
                                       "--data-dir", root + "/data", "--log-level", "warning",
                                       # The default reserve (1 GiB) is for production; a small disk still benches.
                                       "--min-free-space", "64M", *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.port = int(self.proc.stdout.readline().strip().rsplit(":", 1)[1])
+        line = self.proc.stdout.readline().strip()
+        if ":" not in line:
+            raise RuntimeError(f"{binary} serve did not start (it printed '{line}')")
+        self.port = int(line.rsplit(":", 1)[1])
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port)
 
     def call(self, method, path, body=None):
@@ -501,9 +561,12 @@ def start_postgres(base):
                    check=True, stdout=subprocess.DEVNULL)
 
     def stop():
-        subprocess.run(as_postgres + [f"{bindir}/pg_ctl", "-D", f"{base}/data", "-m", "immediate", "stop"],
-                       check=False, stdout=subprocess.DEVNULL)
+        if stop in CLEANUPS:
+            CLEANUPS.remove(stop)
+            subprocess.run(as_postgres + [f"{bindir}/pg_ctl", "-D", f"{base}/data", "-m", "immediate", "stop"],
+                           check=False, stdout=subprocess.DEVNULL)
 
+    CLEANUPS.append(stop)
     return stop, f"postgresql:///postgres?host={base}/socket&user=postgres"
 
 
@@ -822,8 +885,10 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
+    # SIGTERM (a CI job cancelled, make interrupted) ends the run as Ctrl-C does: through the clean-up below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = tempfile.mkdtemp(prefix="haul-bench-", dir="/dev/shm")
-    disk = tempfile.mkdtemp(prefix="haul-bench-", dir=os.getcwd())
+    disk = tempfile.mkdtemp(prefix="haul-bench-", dir=disk_directory())
     for d in (work, disk):
         os.chmod(d, 0o755)
     os.makedirs(work + "/www")
@@ -838,6 +903,7 @@ def main():
         for key in args.scenarios.split(","):
             scenarios[key.strip()](args, report, work, disk)
     finally:
+        stop_everything()
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(disk, ignore_errors=True)
     out = args.out or (None if args.quick else "bench/results/latest.md")

@@ -43,6 +43,8 @@ final class Nginx {
         try config.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
         process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf"]
+        // Never the runner's own output: a server left behind would hold it open.
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
         baseURL = (tls == nil ? "http" : "https") + "://127.0.0.1:\(port)"
