@@ -86,12 +86,33 @@ async function start() {
   }
 }
 
-function follow() {
+/**
+ * A short-lived ticket opening `path` (a stream or a file) for a URL the browser sends without headers: the token
+ * itself never goes into a URL, where logs and history keep it. None is needed without a token.
+ */
+async function ticketed(path, params = new URLSearchParams()) {
+  if (state.token) params.set("ticket", (await api("POST", "/tickets", { path })).ticket);
+  const query = params.toString();
+  return query ? `${path}?${query}` : path;
+}
+
+async function follow() {
   if (state.source) state.source.close();
+  state.source = null;
   const params = new URLSearchParams();
   if (state.lastEventId !== null) params.set("last_event_id", state.lastEventId);
-  if (state.token) params.set("access_token", state.token); // EventSource cannot send headers
-  const source = new EventSource(`/events?${params}`);
+  let url;
+  try {
+    // A ticket each time: the browser's own reconnects reuse the URL, and once it expired the stream is refused
+    // (CLOSED below), which comes back here for a new one.
+    url = await ticketed("/events", params);
+  } catch (error) {
+    if (error.status === 401) return; // waits for the token form
+    setConnection("down", error.message);
+    retryLater();
+    return;
+  }
+  const source = new EventSource(url);
   state.source = source;
   source.onopen = () => {
     state.retryDelay = 1000;
@@ -269,6 +290,11 @@ function newRow() {
     await api("DELETE", `/downloads/${target}${deleteFile ? "?delete_file=true" : ""}`);
     forget(target);
   });
+  row.querySelector(".file").addEventListener("click", (event) => {
+    if (!state.token) return; // the link works as it is
+    event.preventDefault();
+    act(row, async () => { window.location.assign(await ticketed(`/downloads/${id()}/file`)); });
+  });
   row.querySelector(".remove").addEventListener("click", () => remove(false));
   row.querySelector(".delete").addEventListener("click", () => remove(true));
   row.querySelector(".select").addEventListener("change", (event) => {
@@ -312,8 +338,8 @@ function update(row, d) {
   const done = d.state === "completed";
   link.hidden = !done;
   if (done) {
-    const params = state.token ? `?access_token=${encodeURIComponent(state.token)}` : "";
-    const href = `/downloads/${d.id}/file${params}`;
+    // With a token the click fetches a ticket first (openFile); the href itself carries no credential.
+    const href = `/downloads/${d.id}/file`;
     if (link.getAttribute("href") !== href) link.setAttribute("href", href);
     if (link.textContent !== name) link.textContent = name;
   }

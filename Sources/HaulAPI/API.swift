@@ -56,6 +56,9 @@ public final class API {
                     try self.eventStream(c, downloadID: nil)
                 },
             ]),
+            Route(pattern: "/tickets", handlers: [
+                "POST": .write { [unowned self] c throws(Problem) in .response(try self.issueTicket(c)) },
+            ]),
             Route(pattern: "/stats", handlers: [
                 "GET": .read { [unowned self] _ in .response(self.stats()) },
             ]),
@@ -129,7 +132,7 @@ public final class API {
 
     private func answer(_ request: HTTPRequest, path: String,
                         matched: (route: Route, parameters: [String: String])?) -> APIResult {
-        let cors = gate.corsHeaders(for: request)
+        let cors = gate.corsHeaders(for: request) + API.everyAnswer
         if request.target.utf8.count > limits.maxTargetBytes {
             return .response(Problem(status: 414, slug: "uri-too-long", title: "URI too long",
                                      detail: "the request target must be at most \(limits.maxTargetBytes) bytes")
@@ -138,16 +141,20 @@ public final class API {
         if let refused = gate.check(request, path: path, route: matched?.route,
                                     now: ProcessInfo.processInfo.systemUptime) {
             // A preflight's answer carries its CORS headers already; a second copy makes browsers refuse it.
-            return .response(gate.preflight(request) != nil ? refused : refused.adding(cors))
+            return .response(gate.preflight(request) != nil ? refused.adding(API.everyAnswer) : refused.adding(cors))
         }
         switch router.handle(request, path: path, matched: matched) {
         case .response(let response):
             return .response(response.adding(cors))
         case .eventStream(var stream):
-            stream.headers += cors
+            stream.headers += cors + API.everyAnswer
             return .eventStream(stream)
         }
     }
+
+    /// Headers on every answer. No page, file or stream of this server tells the next site where it came from: a
+    /// URL of it may carry a ticket (or, from older clients, the token).
+    static let everyAnswer: [(name: String, value: String)] = [("Referrer-Policy", "no-referrer")]
 
     /// Starts sending events to `sink`, a stream the transport opened for `request`.
     public func attach(_ sink: EventSink, for request: EventStreamRequest) {
@@ -545,6 +552,26 @@ public final class API {
             request.category = category
         }
         return .eventStream(request)
+    }
+
+    /// `POST /tickets`: a ticket that opens one stream or file path for a minute, for a URL a browser opens without
+    /// headers (a link, an EventSource), so that the token never goes into a URL.
+    private func issueTicket(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        var body = try RequestBody(c.request)
+        body.rejectUnknown(except: ["path"])
+        let path = body.string("path", required: true)
+        if let path, router.match(path)?.route.access != .streamToken || path.contains("?") {
+            body.reject("path", "must be the path of a file or an event stream: /events, /downloads/ID/events or "
+                + "/downloads/ID/file")
+        }
+        try body.finish()
+        let issued = gate.tickets.issue(path: path!, now: Date().timeIntervalSince1970)
+        return API.json(201, .object([
+            ("ticket", .string(issued.ticket)),
+            ("path", .string(path!)),
+            ("url", .string(path! + "?ticket=" + issued.ticket)),
+            ("expires_at", .string(Timestamp.rfc3339(Date(timeIntervalSince1970: issued.expires)))),
+        ]))
     }
 
     /// The settings in force, the speed limit of this moment (the schedule's), and the defaults the flags gave.

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import HaulCore
 import HaulLoop
 
@@ -31,6 +32,7 @@ public struct AccessPolicy: Sendable {
 final class AccessGate {
     private let policy: AccessPolicy
     private let tokenDigest: [UInt8]?
+    let tickets: Tickets
     /// Failed attempts per client address, as a leaky bucket: the attempts still counted and when last updated.
     private var failures: [String: (count: Double, at: Double)] = [:]
     private static let maxTrackedAddresses = 4096
@@ -38,6 +40,7 @@ final class AccessGate {
     init(policy: AccessPolicy) {
         self.policy = policy
         tokenDigest = policy.token.map { Digest.sha256(Array($0.utf8)) }
+        tickets = Tickets(token: policy.token)
     }
 
     /// The answer to a CORS preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`), complete with its
@@ -70,8 +73,14 @@ final class AccessGate {
                            detail: "requests from \(origin) are not allowed; see --cors-origin").response(instance: path)
         }
         guard let tokenDigest, route?.access != .open else { return nil }
+        let inURL = route?.access == .streamToken
+        if inURL, AccessGate.bearer(request.header("Authorization")) == nil, let ticket = request.query["ticket"] {
+            if tickets.admits(ticket, path: path, now: Date().timeIntervalSince1970) { return nil }
+            // An expired ticket is no guess at the token: no count against the address.
+            return unauthorized(path, "the ticket is expired or not for this path; ask POST /tickets for a new one")
+        }
         let presented = AccessGate.bearer(request.header("Authorization"))
-            ?? (route?.access == .streamToken ? request.query["access_token"] : nil)
+            ?? (inURL ? request.query["access_token"] : nil)
         guard let presented else {
             return unauthorized(path, "this server needs 'Authorization: Bearer <token>'")
         }

@@ -14,7 +14,9 @@ info:
     query that gives one parameter twice, are refused with 400: which one counts would be a guess.
 
     With `--token` (or `HAUL_TOKEN`) every route but `/healthz` and the dashboard (`/`, `/ui/*`) needs
-    `Authorization: Bearer <token>`; event streams also take `?access_token=`. Without a token (loopback only,
+    `Authorization: Bearer <token>`. Event streams and files, which browsers open without headers, also take
+    `?ticket=` (from `POST /tickets`: it opens one path for a minute, so the token stays out of URLs, logs and
+    history) or `?access_token=`. Every answer carries `Referrer-Policy: no-referrer`. Without a token (loopback only,
     unless `--allow-unauthenticated`) no credentials are needed. Requests whose `Host` the server does not answer
     to, and state changes from a browser origin other than the server's own and those given in `--cors-origin`,
     get 403.
@@ -291,14 +293,13 @@ paths:
         images, audio, video, PDF and archives, else `application/octet-stream`, with `nosniff` and a sandboxing
         Content-Security-Policy: nothing in a file runs in this origin. Served only while the file is still the one
         Haul wrote: a link or another hard link in its place is refused (409); a file deleted by hand is 410. With a
-        token, a browser's link carries it as `?access_token=`.
+        token, a browser's link carries a `?ticket=` for this path (`POST /tickets`).
       parameters:
         - name: download
           in: query
           schema: { type: string, enum: ["0", "1"], default: "1" }
-        - name: access_token
-          in: query
-          schema: { type: string }
+        - $ref: "#/components/parameters/Ticket"
+        - $ref: "#/components/parameters/AccessToken"
         - name: Range
           in: header
           schema: { type: string }
@@ -433,6 +434,8 @@ paths:
       parameters:
         - $ref: "#/components/parameters/LastEventIDHeader"
         - $ref: "#/components/parameters/LastEventIDQuery"
+        - $ref: "#/components/parameters/Ticket"
+        - $ref: "#/components/parameters/AccessToken"
       responses:
         "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
@@ -463,6 +466,8 @@ paths:
       parameters:
         - $ref: "#/components/parameters/LastEventIDHeader"
         - $ref: "#/components/parameters/LastEventIDQuery"
+        - $ref: "#/components/parameters/Ticket"
+        - $ref: "#/components/parameters/AccessToken"
         - name: category
           in: query
           description: Only events about the downloads of this category.
@@ -569,6 +574,49 @@ paths:
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "204": { description: Removed. }
         "404": { $ref: "#/components/responses/NotFound" }
+  /tickets:
+    post:
+      operationId: issueTicket
+      summary: A ticket that opens one event stream or file for a minute.
+      description: |
+        For a URL a browser opens without headers (an EventSource, a link to a file): `url` is the path with
+        `?ticket=`. The ticket is signed over its expiry and the path, so it opens nothing else, and expires
+        within a minute (a stream or a transfer it opened goes on). Nodes with the same token accept each
+        other's tickets. The dashboard opens its streams and files this way; the token itself never goes into
+        a URL.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [path]
+              properties:
+                path:
+                  type: string
+                  description: "`/events`, `/downloads/{id}/events` or `/downloads/{id}/file`, without a query."
+      responses:
+        "400": { $ref: "#/components/responses/Malformed" }
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "415": { $ref: "#/components/responses/UnsupportedMediaType" }
+        "422": { $ref: "#/components/responses/Invalid" }
+        "429": { $ref: "#/components/responses/TooManyAttempts" }
+        "201":
+          description: The ticket.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [ticket, path, url, expires_at]
+                properties:
+                  ticket: { type: string }
+                  path: { type: string }
+                  url: { type: string, description: The path with the ticket as its query. }
+                  expires_at: { type: string, format: date-time }
   /stats:
     get:
       operationId: stats
@@ -825,7 +873,7 @@ components:
     bearer:
       type: http
       scheme: bearer
-      description: The server's `--token`. Event streams also accept it as `?access_token=`.
+      description: The server's `--token`. Event streams and files also take a `?ticket=` or `?access_token=`.
   schemas:
     State:
       type: string
@@ -1305,6 +1353,16 @@ components:
       name: Last-Event-ID
       in: header
       description: The id of the last event received; the stream resumes after it.
+      schema: { type: string }
+    Ticket:
+      name: ticket
+      in: query
+      description: A ticket from `POST /tickets` for this path, instead of the token.
+      schema: { type: string }
+    AccessToken:
+      name: access_token
+      in: query
+      description: The token itself, for scripts; browsers use a ticket, which keeps it out of logs and history.
       schema: { type: string }
     LastEventIDQuery:
       name: last_event_id

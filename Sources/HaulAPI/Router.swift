@@ -7,8 +7,8 @@ struct Route {
     enum Access {
         /// `Authorization: Bearer <token>`.
         case token
-        /// The token as a header or as `?access_token=`: event streams, which a browser's EventSource opens without
-        /// headers.
+        /// The token as a header, or in the URL as a ticket for this path (`?ticket=`, from `POST /tickets`) or as
+        /// `?access_token=`: event streams and files, which a browser's EventSource or link opens without headers.
         case streamToken
         /// Anyone: the dashboard's page and assets (no data in them) and `/healthz`.
         case open
@@ -140,7 +140,7 @@ struct Router {
                     .response(instance: path))
             }
             // The token of a route that takes it as a parameter (a browser's EventSource or link cannot send one).
-            if route.access == .streamToken { allowed.insert("access_token") }
+            if route.access == .streamToken { allowed.formUnion(["access_token", "ticket"]) }
             if let unknown = query.keys.sorted().first(where: { !allowed.contains($0) }) {
                 let known = allowed.isEmpty ? "none" : allowed.sorted().joined(separator: ", ")
                 return .response(Problem.badRequest("unknown query parameter '\(unknown)' (this route takes \(known))")

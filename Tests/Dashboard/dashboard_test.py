@@ -56,7 +56,8 @@ def browser():
     for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                  "--window-size=1400,900", "--no-first-run", "--disable-extensions"]:
         options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # The performance log lists every request the page sends: no URL of them may carry the token.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 
 
@@ -65,6 +66,7 @@ class Page:
 
     def __init__(self, driver, base):
         self.driver, self.base = driver, base
+        self.sent = []
         self.wait = WebDriverWait(driver, 30, poll_frequency=0.1)
 
     def find(self, selector):
@@ -101,6 +103,16 @@ class Page:
             "return [...document.querySelectorAll('#spacer .item')].map(r => "
             "[new DOMMatrix(getComputedStyle(r).transform).m42, r.dataset.name])")
         return [name for _, name in sorted(placed)]
+
+    def requested(self):
+        """The URLs of the requests the page sent since the last call (the browser's performance log)."""
+        urls = []
+        for entry in self.driver.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message.get("method") == "Network.requestWillBeSent":
+                urls.append(message["params"]["request"]["url"])
+        self.sent.extend(urls)
+        return urls
 
     def api(self, method, path, body=None):
         request = urllib.request.Request(self.base + path, method=method,
@@ -179,14 +191,19 @@ def main():
         with open(f"{work}/dl/debian.iso", "rb") as f:
             assert hashlib.sha256(f.read()).hexdigest() == hashlib.sha256(files["debian.iso"]).hexdigest()
 
-        # The finished file is a link (carrying the token, as a link must); what it serves is the file.
+        # The finished file is a link without the token; a click opens it with a one-minute ticket instead, and
+        # what the ticket opens is the file (fetched without any header).
         link = debian.find_element(By.CSS_SELECTOR, "a.file")
-        assert link.is_displayed() and "/file?access_token=" in link.get_attribute("href"), link.get_attribute("href")
+        href = link.get_attribute("href")
+        assert link.is_displayed() and href.endswith(f"/downloads/{debian.get_attribute('data-id')}/file"), href
+        link.click()
+        wait.until(lambda d: any("/file?ticket=" in url for url in page.requested()))
         digest = driver.execute_async_script("""
             const done = arguments[arguments.length - 1];
-            fetch(arguments[0]).then(r => r.arrayBuffer()).then(b => crypto.subtle.digest('SHA-256', b))
+            ticketed(new URL(arguments[0]).pathname).then(url => fetch(url, {credentials: 'omit'}))
+              .then(r => r.arrayBuffer()).then(b => crypto.subtle.digest('SHA-256', b))
               .then(h => done([...new Uint8Array(h)].map(x => x.toString(16).padStart(2, '0')).join('')));
-            """, link.get_attribute("href"))
+            """, href)
         assert digest == hashlib.sha256(files["debian.iso"]).hexdigest(), "the link serves another file"
         ubuntu = page.row("ubuntu.iso")
         wait.until(lambda d: page.state(ubuntu) == "completed")
@@ -356,6 +373,12 @@ def main():
               f"21 scroll steps, frame times median {sorted(scroll)[10]:.1f} ms, max {max(scroll):.1f} ms")
         page.search("/9999.bin")
         wait.until(lambda d: page.names_in_order() == ["9999.bin"])
+
+        # No URL the page asked for carried the token (streams and files open with tickets).
+        page.requested()
+        assert page.sent and any("/events?" in url and "ticket=" in url for url in page.sent), page.sent[:20]
+        leaked = [url for url in page.sent if TOKEN in url or "access_token" in url]
+        assert not leaked, leaked
 
         # Nothing the page did was refused by its own Content-Security-Policy or threw.
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
