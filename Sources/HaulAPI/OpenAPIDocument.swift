@@ -292,7 +292,8 @@ paths:
         `ETag` or `Last-Modified`) answers 206; several get the whole file. The type is the origin's only for
         images, audio, video, PDF and archives, else `application/octet-stream`, with `nosniff` and a sandboxing
         Content-Security-Policy: nothing in a file runs in this origin. Served only while the file is still the one
-        Haul wrote: a link or another hard link in its place is refused (409); a file deleted by hand is 410. With a
+        Haul wrote, the device, inode and size recorded at completion: a link, another hard link or another file in
+        its place, or the file grown or cut, is refused (409); a file deleted by hand is 410. With a
         token, a browser's link carries a `?ticket=` for this path (`POST /tickets`).
       parameters:
         - name: download

@@ -51,6 +51,8 @@ public struct Download: Sendable, Equatable {
     public var node: String?
     /// The claim's fence as last read from the store (claims change it, saves never do).
     public var fence: Int64 = 0
+    /// The file its name was given to, once completed (nil for one completed by an earlier version).
+    public var fileStamp: FileStamp?
 
     public init(id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
                 directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,

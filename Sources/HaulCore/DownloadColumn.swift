@@ -84,6 +84,9 @@ struct DownloadColumn: Sendable {
             d, v in
             d.mirrors = Mirror.decode(v.string)
         },
+        DownloadColumn(name: "file_stamp", write: { text($0.fileStamp?.text) }) { d, v in
+            d.fileStamp = v.string.flatMap(FileStamp.init(text:))
+        },
         DownloadColumn(name: "claimed_by", write: nil) { d, v in d.node = v.string },
         DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]

@@ -50,7 +50,11 @@ final class DownloadRunner: FetchDelegate {
     /// Starts the download: finished already (a crash after its file got its name), else probe.
     func begin() {
         if let name = finishedBeforeACrash() {
-            deliver(.foundFinished(name: name))
+            let file = try? engine.directory(engine.download(id)?.directory ?? "", create: false)
+            let stamp = file.flatMap { directory in
+                directory.identity(name).map { FileStamp($0, size: directory.size(name) ?? 0) }
+            }
+            deliver(.foundFinished(name: name, file: stamp))
         } else {
             deliver(.start(now: engine.clock.now))
         }
@@ -323,10 +327,11 @@ final class DownloadRunner: FetchDelegate {
                 } else if !(try directory.link(file.name, to: name)) {
                     continue
                 }
+                let stamp = FileStamp(file.identity, size: size)
                 file.close()
                 self.file = nil
                 try directory.sync()
-                return queue.append(.published(name: name))
+                return queue.append(.published(name: name, file: stamp))
             }
             queue.append(.publishFailed(DownloadError(.writeFailed, "no free file name for \(base)")))
         } catch {

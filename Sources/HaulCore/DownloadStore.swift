@@ -111,6 +111,11 @@ public final class DownloadStore {
         """
         ALTER TABLE downloads ADD COLUMN mirrors TEXT;
         """,
+        // 11: the file a finished download's name was given to (device:inode:size), which alone the file route
+        // serves.
+        """
+        ALTER TABLE downloads ADD COLUMN file_stamp TEXT;
+        """,
     ]
 
     /// Another process holds the database.

@@ -607,12 +607,19 @@ public final class Engine {
         guard download.state == .completed, let name = download.filename else {
             throw .conflict("the download is \(download.state.rawValue), not completed: it has no file yet")
         }
+        let file: OpenFile
         do {
-            return (try directory(download.directory, create: false).openForReading(name), download)
+            file = try directory(download.directory, create: false).openForReading(name)
         } catch {
             if error.isMissing { throw .gone("the file \(download.relativePath ?? name) is not there any more") }
             throw .conflict("the file cannot be served: \(error)")
         }
+        // The name holds another file now (replaced, or truncated or grown in place): not this download's.
+        if let stamp = download.fileStamp, !stamp.matches(file, sameNode: download.node == nil || download.node == node) {
+            throw .conflict("the file \(download.relativePath ?? name) is no longer the one this download wrote (it "
+                + "was replaced or changed since it completed)")
+        }
+        return (file, download)
     }
 
     /// The disk under the download root as downloads see it: nil when the root cannot be read.

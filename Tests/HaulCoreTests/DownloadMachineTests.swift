@@ -581,7 +581,7 @@ final class DownloadMachineTests: XCTestCase {
 
     func testAFinishedFileFoundAtStartCompletesWithoutFetching() {
         let harness = MachineHarness()
-        harness.send(.foundFinished(name: "file (1).bin"))
+        harness.send(.foundFinished(name: "file (1).bin", file: nil))
         XCTAssertEqual(harness.state, .completed)
         XCTAssertEqual(harness.download.filename, "file (1).bin")
         XCTAssertTrue(harness.fetches.isEmpty)

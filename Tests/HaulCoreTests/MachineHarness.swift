@@ -360,7 +360,7 @@ final class MachineHarness {
             queue.append(.verified(algorithm.map { _ in Digest.sha256(part).map { String(format: "%02x", $0) }.joined() }))
         case .publish(let base):
             partOpen = false
-            queue.append(.published(name: base))
+            queue.append(.published(name: base, file: FileStamp(device: 1, inode: 2, size: Int64(part.count))))
         case .deletePartFile:
             part = []
             partOpen = false

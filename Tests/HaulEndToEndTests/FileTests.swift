@@ -79,10 +79,36 @@ final class FileTests: HaulTestCase {
         try FileManager.default.removeItem(atPath: sandbox.file("downloads/hard.bin"))
         try FileManager.default.linkItem(atPath: sandbox.file("www/hard.bin"), toPath: sandbox.file("downloads/hard.bin"))
         XCTAssertEqual(try api.get("/downloads/\(hard)/file").status, 409)
+
+        // Another regular file of Haul's own user, one link, the same size, put in its place (a new inode): not
+        // the download's file, whatever its name.
+        let (replaced, _) = try finished("replaced.bin", size: 1000)
+        let impostor = Data(repeating: 0x41, count: 1000)
+        try impostor.write(to: URL(fileURLWithPath: sandbox.file("replaced.tmp")))
+        XCTAssertEqual(rename(sandbox.file("replaced.tmp"), sandbox.file("downloads/replaced.bin")), 0)
+        let swapped = try api.get("/downloads/\(replaced)/file")
+        XCTAssertEqual(swapped.status, 409, swapped.text)
+        XCTAssertNotEqual(swapped.body, impostor)
+        XCTAssertTrue(swapped.text.contains("no longer the one this download wrote"), swapped.text)
+        // The same inode grown or cut in place is not the file either.
+        let (grown, grownData) = try finished("grown.bin", size: 1000)
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: sandbox.file("downloads/grown.bin")))
+        handle.seekToEndOfFile()
+        handle.write(Data("appended".utf8))
+        handle.closeFile()
+        XCTAssertEqual(try api.get("/downloads/\(grown)/file").status, 409)
+        XCTAssertEqual(truncate(sandbox.file("downloads/grown.bin"), off_t(grownData.count)), 0)
+        let restored = try api.get("/downloads/\(grown)/file")
+        XCTAssertEqual(restored.status, 200, "back as it was: the same inode and size")
+        // And it stays recorded across a restart.
+        haul.stop()
+        try startHaul()
+        XCTAssertEqual(try api.get("/downloads/\(replaced)/file").status, 409)
+        XCTAssertEqual(try api.get("/downloads/\(grown)/file").status, 200)
     }
 }
 
-/// With a token, a browser's link carries it as ?access_token=, as an EventSource does.
+/// With a token, a browser's link carries a ticket for its one path (or, from a script, the token itself).
 final class FileTokenTests: HaulTestCase {
     let token = "file-test-token-abcdefgh"
     override var serveArguments: [String] { super.serveArguments + ["--token", token] }
@@ -101,5 +127,15 @@ final class FileTokenTests: HaulTestCase {
         XCTAssertEqual(linked.status, 200)
         XCTAssertEqual(linked.body.count, 5000)
         XCTAssertEqual(try api.get("/downloads/\(id)/file?access_token=wrong-token-0123456").status, 401)
+
+        let issued = try api.request("POST", "/tickets", json: ["path": "/downloads/\(id)/file"],
+                                     headers: ["Authorization": "Bearer \(token)"])
+        XCTAssertEqual(issued.status, 201, issued.text)
+        let url = try XCTUnwrap(issued.json["url"] as? String)
+        let opened = try api.get(url)
+        XCTAssertEqual(opened.status, 200)
+        XCTAssertEqual(opened.body.count, 5000)
+        XCTAssertEqual(opened.header("Referrer-Policy"), "no-referrer")
+        XCTAssertFalse(url.contains(token))
     }
 }

@@ -37,11 +37,12 @@ extension DownloadMachine {
         }
     }
 
-    mutating func published(_ name: String) {
+    mutating func published(_ name: String, file: FileStamp?) {
         guard phase == .publishing else { return }
         retry = nil
         end(.verified) {
             $0.filename = name
+            $0.fileStamp = file
             $0.journal = $0.segments
             $0.error = nil
         }

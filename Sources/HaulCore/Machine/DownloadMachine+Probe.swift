@@ -23,9 +23,10 @@ extension DownloadMachine {
     }
 
     /// A crash after the file got its name and before `completed` was stored: the runner found it finished.
-    mutating func foundFinished(_ name: String) {
+    mutating func foundFinished(_ name: String, file: FileStamp?) {
         transition(.finished) {
             $0.filename = name
+            $0.fileStamp = file
             $0.journal = $0.segments
         }
         log(.info, "found the download completed before a restart")

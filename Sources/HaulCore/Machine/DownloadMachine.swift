@@ -211,7 +211,7 @@ public struct DownloadMachine {
         self.now = now
         switch event {
         case .start(let now): start(now: now)
-        case .foundFinished(let name): foundFinished(name)
+        case .foundFinished(let name, let file): foundFinished(name, file: file)
         case .responded(let id, let response): responded(id, response)
         case .received(let id, let count): received(id, count: count)
         case .wrote(let id, let count): wrote(id, count: count)
@@ -227,7 +227,7 @@ public struct DownloadMachine {
         case .synced(let segments, let generation, let final): synced(segments, generation: generation, final: final)
         case .syncFailed(let error): syncFailed(error)
         case .verified(let digest): verified(digest)
-        case .published(let name): published(name)
+        case .published(let name, let file): published(name, file: file)
         case .publishFailed(let error): fail(error)
         case .timer(let id): timerFired(id)
         case .tick(let now): tick(now: now)

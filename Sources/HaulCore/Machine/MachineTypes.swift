@@ -77,7 +77,7 @@ public enum MachineEvent: Sendable {
     /// A slot is free: probe and fetch it.
     case start(now: Double)
     /// Found at start finished already (a crash after its file got the name `name`).
-    case foundFinished(name: String)
+    case foundFinished(name: String, file: FileStamp?)
     /// The final response of transfer `id`, before its body.
     case responded(TransferID, TransferResponse)
     /// `count` body bytes arrived on transfer `id` (not yet written).
@@ -107,7 +107,7 @@ public enum MachineEvent: Sendable {
     case syncFailed(FileError)
     /// The part file is synced and hashed: the hex digest when a checksum was asked for.
     case verified(String?)
-    case published(name: String)
+    case published(name: String, file: FileStamp?)
     case publishFailed(DownloadError)
     case timer(TimerID)
     /// The periodic tick: speed samples, stall watch, checkpoints.
