@@ -10,9 +10,10 @@ run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev libssl-dev pkg-c
 # nginx is the tests' and benchmarks' origin, aria2 and axel their anchors; wrk, python3 and gnuplot run the
 # benchmark harness; openssl makes the tests' TLS certificate; python3-venv holds the PyPI tools (scripts/venv.sh) in
 # .build/venv; chromium and chromium-driver run the dashboard test; prometheus brings promtool, which checks /metrics;
-# postgresql is the server the store tests and the several-node tests start (initdb in a temporary directory).
+# postgresql is the server the store tests and the several-node tests start (initdb in a temporary directory);
+# iproute2 brings up loopback in the network namespace the API fuzzing runs in (scripts/schemathesis.sh).
 test=(nginx curl ca-certificates aria2 axel wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver
-      prometheus postgresql)
+      prometheus postgresql iproute2)
 # mmdebstrap makes the base images from Debian packages, buildah builds and runs the image (chroot isolation) and
 # podman keeps the images; docker-compose checks the compose files (podman-compose has no `config`); iproute2 gives
 # the container a network namespace of its own; nginx and openssl are the origin and the TLS proxy in the test.

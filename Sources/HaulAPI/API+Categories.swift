@@ -45,8 +45,7 @@ extension API {
             if let problem = Validate.directory(directory) {
                 body.reject("directory", problem)
             } else {
-                category.directory = directory.split(separator: "/").compactMap { FileName.sanitize(String($0)) }
-                    .joined(separator: "/")
+                category.directory = Validate.sanitizedDirectory(directory)
             }
         }
         category.connections = body.nullableInteger("connections", in: 1...32).flatMap { $0 }.map(Int.init)

@@ -61,6 +61,11 @@ extension API {
         let category = body.string("category")
         if let category, let problem = Validate.categoryName(category) { body.reject("category", problem) }
         try body.finish()
+        // As for downloads (and qBittorrent): a category is made first, so a typo never makes a webhook that no
+        // download will ever wake.
+        if let category, engine.category(category) == nil {
+            throw Problem.conflict("no category '\(category)'; make it first with PUT /categories/\(category)")
+        }
         guard engine.webhooks.count < API.maxWebhooks else {
             throw Problem(status: 409, slug: "too-many-webhooks", title: "Too many webhooks",
                           detail: "this server keeps at most \(API.maxWebhooks) webhooks; remove one first")

@@ -233,8 +233,7 @@ public final class API {
         }
         if let directory = body.string("directory") {
             if let problem = Validate.directory(directory) { body.reject("directory", problem) }
-            request.directory = directory.split(separator: "/").compactMap { FileName.sanitize(String($0)) }
-                .joined(separator: "/")
+            request.directory = Validate.sanitizedDirectory(directory)
         }
         request.connections = body.integer("connections", in: 1...32).map(Int.init)
         request.priority = body.integer("priority", in: -1000...1000).map(Int.init)

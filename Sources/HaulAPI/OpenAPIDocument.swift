@@ -596,6 +596,7 @@ paths:
               properties:
                 path:
                   type: string
+                  pattern: "^/(events|downloads/[^/?#]+/(events|file))$"
                   description: "`/events`, `/downloads/{id}/events` or `/downloads/{id}/file`, without a query."
       responses:
         "400": { $ref: "#/components/responses/Malformed" }
@@ -783,7 +784,7 @@ paths:
                       secret: { type: string, description: "whsec_ and 64 hex digits; shown once." }
         "400": { $ref: "#/components/responses/Malformed" }
         "409":
-          description: The server keeps 100 webhooks at most.
+          description: The server keeps 100 webhooks at most, or the `category` named does not exist.
           content:
             application/problem+json:
               schema: { $ref: "#/components/schemas/Problem" }
@@ -909,12 +910,15 @@ components:
           type: string
           pattern: '^[^/\\\u0000-\u001f\u007f]*[^/\\\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000.<>:"|?*][^/\\\u0000-\u001f\u007f]*$'
           description: |
-            A plain file name (sanitized: no separators, control characters or leading dots; at most 240 bytes);
-            chosen from the server's answer when absent.
+            A plain file name (sanitized: no separators, control characters, invisible format characters such as
+            U+202E or leading dots; over 240 bytes is refused, never cut); chosen from the server's answer when
+            absent, with the same rules.
         directory:
           type: string
           pattern: '^([^/\\\u0000-\u001f\u007f]*[^/\\\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000.<>:"|?*][^/\\\u0000-\u001f\u007f]*(/[^/\\\u0000-\u001f\u007f]*[^/\\\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000.<>:"|?*][^/\\\u0000-\u001f\u007f]*)*)?$'
-          description: Relative to the download root; components as for `filename`, no `.` or `..`.
+          description: |
+            Relative to the download root; components as for `filename` (each at most 255 bytes), no `.` or `..`;
+            at most 32 folders and 1,024 bytes, a category's folder included (422 beyond, never cut).
         connections: { type: integer, minimum: 1, maximum: 32 }
         headers:
           type: object

@@ -90,6 +90,8 @@ extension Problem {
                            detail: "this server holds as many downloads as it may; remove finished ones")
         case .gone(let message):
             self = Problem(status: 410, slug: "gone", title: "Gone", detail: message)
+        case .invalid(let field, let message):
+            self = .invalid([(field, message)])
         case .notAdded:
             self = Problem(status: 424, slug: "batch-refused", title: "Not added",
                            detail: "this download was valid, but the batch is all-or-nothing and another was refused")

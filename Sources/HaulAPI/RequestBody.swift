@@ -136,16 +136,69 @@ struct RequestBody {
 
 /// Field rules shared by the handlers.
 enum Validate {
-    /// An absolute http or https URL with a host.
+    /// An absolute http or https URL with a host that can be one (a name, an IPv4 address or a bracketed IPv6
+    /// one, nothing percent-encoded) and a port from 1 to 65535. Downloads, mirrors and webhooks alike.
     static func url(_ text: String) -> String? {
-        guard text.count <= 8192, !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
+        guard text.utf8.count <= 8192, !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
             return "must be an absolute http or https URL without spaces or control characters"
+        }
+        if text.unicodeScalars.contains(where: { (0x80...0x9F).contains($0.value) || FileName.isInvisible($0) }) {
+            return "must not contain invisible characters (format controls, line separators)"
         }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
             return "must be an absolute http or https URL"
         }
         guard scheme == "http" || scheme == "https" else { return "scheme must be http or https, not \(scheme)" }
-        guard let host = components.host, !host.isEmpty else { return "must name a host" }
+        guard let authority = Validate.authority(text), !authority.host.isEmpty, components.host != nil else {
+            return "must name a host"
+        }
+        if let problem = Validate.host(authority.host) { return problem }
+        if let port = authority.port {
+            guard let number = Int(port), (1...65535).contains(number), port.utf8.count <= 5 else {
+                return "the port must be from 1 to 65535, not \(port)"
+            }
+        }
+        return nil
+    }
+
+    /// The host and port of a URL as written (a parser may decode or re-encode them): what lies between `//` and
+    /// the path, query or fragment, after any user information.
+    static func authority(_ url: String) -> (host: String, port: String?)? {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return nil }
+        var authority = url[url.index(colon, offsetBy: 3)...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            let rest = authority[authority.index(after: close)...]
+            guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
+            return (String(authority[...close]), rest.isEmpty ? nil : String(rest.dropFirst()))
+        }
+        guard let colon = authority.lastIndex(of: ":") else { return (String(authority), nil) }
+        let port = authority[authority.index(after: colon)...]
+        // `http://host:/` is the default port, as RFC 3986 allows.
+        return (String(authority[..<colon]), port.isEmpty ? nil : String(port))
+    }
+
+    /// A URL's host as written: a bracketed IPv6 address (no zone), or a name or IPv4 address of labels made of
+    /// letters (any script: curl converts IDN), digits, '-' and '_', at most 63 bytes each and 253 in all.
+    static func host(_ host: String) -> String? {
+        if host.contains("%") { return "the host must not be percent-encoded" }
+        if host.hasPrefix("[") || host.contains(":") {
+            let inner = host.trimmingPrefix("[")
+            guard host.hasPrefix("["), host.hasSuffix("]"), inner.dropLast().contains(":"),
+                  inner.dropLast().unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." })
+            else { return "the host must be a name or an IP address" }
+            return nil
+        }
+        var labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        if labels.count > 1, labels.last == "" { labels.removeLast() }
+        guard host.utf8.count <= 253, labels.allSatisfy({ label in
+            !label.isEmpty && label.utf8.count <= 63 && label.unicodeScalars.allSatisfy { scalar in
+                scalar.isASCII ? (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-"
+                    || scalar == "_") : (scalar.properties.isAlphabetic || scalar.properties.numericType != nil
+                    || scalar.properties.generalCategory == .nonspacingMark
+                    || scalar.properties.generalCategory == .spacingMark)
+            }
+        }) else { return "the host must be a name or an IP address" }
         return nil
     }
 
@@ -165,6 +218,11 @@ enum Validate {
         if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             return "must not contain NUL or control characters"
         }
+        // Refused, not cut: a name shortened without a word is not the one asked for.
+        if text.utf8.count > FileName.maxBytes {
+            return "must be at most \(FileName.maxBytes) bytes of UTF-8 (the part file and a ' (1)' need the rest of "
+                + "a name's 255), not \(text.utf8.count)"
+        }
         if text.contains("/") || text.contains("\\") || text == "." || text == ".." || FileName.sanitize(text) == nil {
             return "must be a plain file name without path separators"
         }
@@ -179,14 +237,35 @@ enum Validate {
         if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             return "must not contain NUL or control characters"
         }
-        for component in text.split(separator: "/", omittingEmptySubsequences: false) {
+        let components = text.split(separator: "/", omittingEmptySubsequences: false)
+        if let problem = pathLimits(depth: components.count, bytes: text.utf8.count) { return problem }
+        for component in components {
             if component.isEmpty { return "must not have empty components (a trailing or doubled '/')" }
             if component == ".." || component == "." { return "must not contain '.' or '..'" }
+            if component.utf8.count > FileName.maxComponentBytes {
+                return "has a folder name of \(component.utf8.count) bytes; a name has at most "
+                    + "\(FileName.maxComponentBytes)"
+            }
             if component.contains("\\") || FileName.sanitize(String(component)) == nil {
                 return "'\(component)' is not a usable directory name"
             }
         }
         return nil
+    }
+
+    /// Why a folder this deep and long cannot be made under the download root, or nil.
+    static func pathLimits(depth: Int, bytes: Int) -> String? {
+        if depth > FileName.maxDepth { return "must be at most \(FileName.maxDepth) folders deep, not \(depth)" }
+        if bytes > FileName.maxDirectoryBytes {
+            return "must be at most \(FileName.maxDirectoryBytes) bytes long, not \(bytes)"
+        }
+        return nil
+    }
+
+    /// A directory `directory` accepted, as it is used: each component sanitized, never cut.
+    static func sanitizedDirectory(_ text: String) -> String {
+        text.split(separator: "/").compactMap { FileName.sanitize(String($0), maxBytes: FileName.maxComponentBytes) }
+            .joined(separator: "/")
     }
 
     /// Names of headers Haul sets itself, or that shape the connection or its framing: a client may not give them.

@@ -402,6 +402,13 @@ public final class Engine {
             // A category's folder holds its downloads (a download's own directory is then under it).
             let directory = [category?.directory ?? "", request.directory].filter { !$0.isEmpty }
                 .joined(separator: "/")
+            let depth = directory.split(separator: "/").count
+            if depth > FileName.maxDepth || directory.utf8.count > FileName.maxDirectoryBytes {
+                plans.append(.refused(.invalid(field: "directory", message: "with the category's folder it would be "
+                    + "\(depth) folders and \(directory.utf8.count) bytes; at most \(FileName.maxDepth) and "
+                    + "\(FileName.maxDirectoryBytes)")))
+                continue
+            }
             let destination = Engine.destination(request.url, directory, request.filename)
             if let existing = destinations[destination] {
                 plans.append(.same(existing))

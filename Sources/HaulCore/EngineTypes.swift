@@ -101,6 +101,8 @@ public enum EngineError: Error, Equatable {
     case notAdded
     /// What was asked for existed and is gone (a finished file deleted by hand).
     case gone(String)
+    /// A field that is fine alone but not with what the server holds (a directory too deep under its category's).
+    case invalid(field: String, message: String)
 }
 
 /// Keeping secrets out of logs and API answers.

@@ -3,20 +3,28 @@ import HaulLoop
 
 /// Turning what a server or a client proposes into a safe file name inside the download directory.
 public enum FileName {
-    static let maxBytes = 240
+    /// A file's name: the part file (`.part`) and a free-name suffix (` (12)`) still fit the 255 bytes a name has.
+    public static let maxBytes = 240
+    /// A folder's name: the file system's limit.
+    public static let maxComponentBytes = 255
+    /// The deepest and longest a folder under the download root may be (a category's folder and a download's own
+    /// together): well inside PATH_MAX with the root and the file's name added.
+    public static let maxDepth = 32
+    public static let maxDirectoryBytes = 1024
     private static let reserved: Set<String> = [
         "con", "prn", "aux", "nul", "com1", "com2", "com3", "com4", "com5", "com6", "com7", "com8", "com9",
         "lpt1", "lpt2", "lpt3", "lpt4", "lpt5", "lpt6", "lpt7", "lpt8", "lpt9",
     ]
 
-    /// A name that is safe as one path component: no separators, NUL or control characters, no leading dots or
-    /// trailing spaces and dots, not a reserved device name, at most 240 bytes. nil when nothing usable is left.
-    public static func sanitize(_ proposed: String) -> String? {
+    /// A name that is safe as one path component: no separators, NUL or control characters, no invisible format
+    /// characters, no leading dots or trailing spaces and dots, not a reserved device name, at most `maxBytes`
+    /// (240) bytes. nil when nothing usable is left.
+    public static func sanitize(_ proposed: String, maxBytes: Int = FileName.maxBytes) -> String? {
         // A proposed path keeps only its last component.
         let last = proposed.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
         var name = String(String.UnicodeScalarView(last.unicodeScalars.filter { scalar in
             !(scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value))
-                && !"<>:\"|?*".unicodeScalars.contains(scalar)
+                && !"<>:\"|?*".unicodeScalars.contains(scalar) && !isInvisible(scalar)
         }))
         name = name.trimming(while: \.isWhitespace)
         while name.hasPrefix(".") { name.removeFirst() }
@@ -24,13 +32,23 @@ public enum FileName {
         guard !name.isEmpty else { return nil }
         let stem = name.split(separator: ".", maxSplits: 1).first.map { $0.lowercased() } ?? ""
         if reserved.contains(stem) { name = "_" + name }
-        return truncate(name)
+        return truncate(name, to: maxBytes)
+    }
+
+    /// Format characters (bidi overrides and isolates such as U+202E, zero-width ones, the byte order mark, soft
+    /// hyphens) and line and paragraph separators: they change how a name looks without showing themselves, so
+    /// `U+202E fdp.exe` reads as "exe.pdf".
+    public static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .format, .lineSeparator, .paragraphSeparator: return true
+        default: return false
+        }
     }
 
     /// Shortens to at most `maxBytes` of UTF-8, keeping a short extension. Cut between Unicode scalars, not
     /// characters: one character can be longer than the room left (the fuzzer found a name whose first character
     /// did not fit, which left only the extension, a hidden file name longer than the limit).
-    static func truncate(_ name: String) -> String {
+    static func truncate(_ name: String, to maxBytes: Int = FileName.maxBytes) -> String {
         guard name.utf8.count > maxBytes else { return name }
         var (stem, ext) = split(name)
         // A "extension" this long is part of the name.
