@@ -94,6 +94,20 @@ public final class API {
                     return .response(API.json(200, .object(members)))
                 },
             ]),
+            // Readiness, beside liveness: 503 while the store cannot be reached, so a load balancer sends clients
+            // to a node that can store what they ask (the process itself is fine: /healthz stays 200).
+            Route(pattern: "/readyz", access: .open, handlers: [
+                "GET": .read(query: nil) { [unowned self] _ in
+                    var members: [(String, JSONValue)] = []
+                    if let node = self.engine.node { members.append(("node", .string(node))) }
+                    guard let problem = self.engine.storeProblem() else {
+                        return .response(API.json(200, .object([("status", .string("ready"))] + members)))
+                    }
+                    return .response(API.json(503, .object([("status", .string("unavailable")),
+                                                            ("reason", .string("the store cannot be reached: \(problem)"))]
+                                                           + members), headers: [("Retry-After", "5")]))
+                },
+            ]),
             Route(pattern: "/openapi.yaml", handlers: [
                 "GET": .read { _ in
                     .response(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")],

@@ -176,6 +176,7 @@ paths:
                 - { $ref: "#/components/schemas/NewDownload" }
                 - { $ref: "#/components/schemas/NewDownloadBatch" }
       responses:
+        "503": { $ref: "#/components/responses/StoreUnavailable" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -235,6 +236,7 @@ paths:
           in: query
           schema: { type: boolean, default: false }
       responses:
+        "503": { $ref: "#/components/responses/StoreUnavailable" }
         "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
@@ -264,6 +266,7 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/DownloadAction" }
       responses:
+        "503": { $ref: "#/components/responses/StoreUnavailable" }
         "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
@@ -383,6 +386,7 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/DownloadPatch" }
       responses:
+        "503": { $ref: "#/components/responses/StoreUnavailable" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -411,6 +415,7 @@ paths:
           description: Also delete the finished file.
           schema: { type: boolean, default: false }
       responses:
+        "503": { $ref: "#/components/responses/StoreUnavailable" }
         "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
@@ -539,6 +544,7 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/CategoryChange" }
       responses:
+        "503": { $ref: "#/components/responses/StoreUnavailable" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -568,6 +574,7 @@ paths:
       operationId: removeCategory
       summary: Forgets a category; its downloads keep its name (filters still find them) and their folders.
       responses:
+        "503": { $ref: "#/components/responses/StoreUnavailable" }
         "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
@@ -673,6 +680,7 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/SettingsChange" }
       responses:
+        "503": { $ref: "#/components/responses/StoreUnavailable" }
         "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
@@ -725,6 +733,42 @@ paths:
                 properties:
                   status: { type: string, const: ok }
                   node: { type: string, description: "The node that answered, with a store several nodes share." }
+  /readyz:
+    get:
+      operationId: ready
+      summary: Readiness.
+      description: |
+        200 while the store answers, 503 while it cannot be reached (PostgreSQL down or cut off): a load balancer
+        sends new requests elsewhere while the process itself is alive (`/healthz` stays 200). The store is asked at
+        most once a second however often this is polled.
+      security: []
+      responses:
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "200":
+          description: The store answers.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [status]
+                properties:
+                  status: { type: string, const: ready }
+                  node: { type: string }
+        "503":
+          description: The store cannot be reached.
+          headers:
+            Retry-After:
+              schema: { type: integer, minimum: 1 }
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [status, reason]
+                properties:
+                  status: { type: string, const: unavailable }
+                  reason: { type: string }
+                  node: { type: string }
   /webhooks:
     get:
       operationId: listWebhooks
@@ -765,6 +809,7 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/NewWebhook" }
       responses:
+        "503": { $ref: "#/components/responses/StoreUnavailable" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -816,6 +861,7 @@ paths:
       operationId: removeWebhook
       summary: Removes a webhook and its deliveries, sent or not.
       responses:
+        "503": { $ref: "#/components/responses/StoreUnavailable" }
         "400": { $ref: "#/components/responses/Malformed" }
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
@@ -1457,6 +1503,14 @@ components:
         urn:haul:problem:too-many-downloads; remove finished ones), or the `size` given does not fit in the free
         space less `--min-free-space` (urn:haul:problem:insufficient-space) or is over `--max-file-size`
         (urn:haul:problem:file-too-large).
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    StoreUnavailable:
+      description: "The store cannot be written now (PostgreSQL unreachable, a full disk): nothing was changed; try again after `Retry-After` seconds."
+      headers:
+        Retry-After:
+          schema: { type: integer, minimum: 1 }
       content:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }

@@ -47,6 +47,14 @@ struct Problem: Error {
                 detail: errors.map { "\($0.field): \($0.message)" }.joined(separator: "; "), fieldErrors: errors)
     }
 
+    /// The store cannot be reached (PostgreSQL down, a full disk under SQLite): nothing was changed, and the same
+    /// request may succeed in a moment.
+    static func storeUnavailable(_ message: String) -> Problem {
+        Problem(status: 503, slug: "store-unavailable", title: "Store unavailable",
+                detail: "the store cannot be written now, so nothing was changed; try again shortly (\(message))",
+                headers: [("Retry-After", "5")])
+    }
+
     static func internalError(_ detail: String) -> Problem {
         Problem(status: 500, slug: "internal", title: "Internal server error", detail: detail)
     }
@@ -80,7 +88,7 @@ extension Problem {
         switch error {
         case .notFound(let id): self = .notFound("no download with id '\(id)'")
         case .conflict(let message): self = .conflict(message)
-        case .storage(let message): self = .internalError("the store failed: \(message)")
+        case .storage(let message): self = .storeUnavailable(message)
         case .insufficientStorage(let refusal):
             self = Problem(status: 507, slug: refusal.code.rawValue.replacing("_", with: "-"),
                            title: refusal.code == .fileTooLarge ? "File too large" : "Insufficient storage",

@@ -347,6 +347,11 @@ public final class DownloadStore {
     }
 
     /// The number of stored downloads.
+    /// Whether the database answers at all (a round trip).
+    public func ping() throws {
+        _ = try db.query("SELECT 1", [])
+    }
+
     public func count() throws -> Int {
         Int(try db.query("SELECT count(*) FROM downloads").first?.first?.int ?? 0)
     }

@@ -60,6 +60,10 @@ public final class Engine {
     let book = CategoryBook()
     /// The download as the API shows it, for webhook bodies (set by the API; a bare id without it).
     public var webhookResource: ((DownloadSnapshot) -> JSONValue)?
+    /// When the store was last asked whether it answers, and why not (nil: it did).
+    private var readiness: (at: Double, problem: String?)?
+    /// Brings back the changes a failed store write kept for later.
+    private var saveRetry: ClockTimer?
 
     /// An engine fetching with libcurl on `loop` and timing with its timers, unless a test gives other seams.
     public init(loop: EventLoop, store: DownloadStore, config: EngineConfig, log: Logger, fetcher: Fetcher? = nil,
@@ -230,12 +234,39 @@ public final class Engine {
         refill?.cancel()
         refill = nil
         saveUnsaved()
+        saveRetry?.cancel()
+        saveRetry = nil
         stopWebhooks()
         leaveCluster()
         multi?.close()
     }
 
     // MARK: queries
+
+    /// Throws unless the store answers now (a round trip).
+    func requireStore() throws(EngineError) {
+        do {
+            try store.ping()
+        } catch {
+            readiness = (clock.now, "\(error)")
+            throw .storage("\(error)")
+        }
+    }
+
+    /// Why the store cannot be used now, or nil when it answers: what `/readyz` tells a load balancer. Asked at most
+    /// once a second, however often it is polled.
+    public func storeProblem() -> String? {
+        let now = clock.now
+        if let last = readiness, now - last.at < 1 { return last.problem }
+        var problem: String?
+        do {
+            try store.ping()
+        } catch {
+            problem = "\(error)"
+        }
+        readiness = (now, problem)
+        return problem
+    }
 
     public func snapshot(_ id: String) -> DownloadSnapshot? {
         guard let box = machines[id] else { return nil }
@@ -543,6 +574,9 @@ public final class Engine {
         // Another node's download is changed as it is in the store now, not as the last notification left it.
         refresh(id)
         guard let download = machines[id]?.machine.download else { throw .notFound(id) }
+        // A change is made in memory first and stored after: with the store away it would be answered as done
+        // and kept only until a restart. Refused instead, before anything moves.
+        try requireStore()
         var stateEvent: MachineEvent?
         if let target = changes.state, target != download.state {
             let event: DownloadEvent
@@ -880,7 +914,17 @@ public final class Engine {
             }
             storedWaitingDeliveries(saved)
         } catch {
-            log.error("cannot save downloads", ["error": "\(error)"])
+            // Kept, not dropped: a download that changes no more (one just completed) must still reach the store
+            // once it answers again.
+            unsaved.formUnion(ids)
+            log.error("cannot save downloads; trying again in a second", ["error": "\(error)"])
+            if saveRetry == nil {
+                saveRetry = clock.after(1) { [unowned self] in
+                    self.saveRetry = nil
+                    self.saveUnsaved()
+                }
+            }
+            return
         }
         for id in refused {
             // Another node holds it now: what this node saw of it is not the story, the holder tells its own.
