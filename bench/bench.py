@@ -1,6 +1,6 @@
 """make bench: Haul against curl and aria2 on the same files, in one run, on loopback.
 
-Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J; --quick shrinks every input so `make test` can run the harness):
+Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K; --quick shrinks every input so `make test` can run the harness):
   A  one large file, unthrottled: Haul with 1 and 8 connections, curl -o, aria2c -x1 and -x8; the ceilings
      curl -o /dev/null and dd (with and without conv=fdatasync).
   B  one file from an nginx limiting each connection to 8 MiB/s: Haul with 1, 4, 8 and 16 connections, curl,
@@ -13,6 +13,9 @@ Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J; --quick shrinks every input
   G  "uneven": one file from an nginx limiting one connection in five to 1 MiB/s and the rest to 8 MiB/s: Haul
      with 8 and 16 connections against aria2c -x8/-x16 and axel -n8/-n16.
   H  100,000 stored downloads (nine in ten completed): start-up time, list pages, changed_since, /stats and RSS.
+  K  webhook fan-out: 100 webhooks to an nginx answering 204, 1,000 downloads added as one batch, then removed
+     with one DELETE: /healthz latency from another process all the while, the time to drain the outbox, the
+     store's size and the server's RSS (no anchor: neither aria2 nor curl has webhooks).
   J  scenario B over TLS: one file from nginx limiting each request to 8 MiB/s, offered over HTTP/2 and over
      HTTP/1.1 only: Haul x8 as streams of one h2 connection against Haul x8 on eight 1.1 connections, aria2c -x8
      (1.1) and curl (h2, one stream).
@@ -485,6 +488,79 @@ def scenario_j(args, report, work, disk):
     os.remove(src)
 
 
+PROBER = """
+import http.client, sys, time
+port, seconds = int(sys.argv[1]), float(sys.argv[2])
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+times = []
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    t = time.monotonic()
+    c.request("GET", "/healthz")
+    c.getresponse().read()
+    times.append(time.monotonic() - t)
+    time.sleep(0.002)
+times.sort()
+print(len(times), times[-1], times[int(len(times) * 0.99)], sum(1 for t in times if t > 0.05))
+"""
+
+
+def scenario_k(args, report, work, disk):
+    hooks, count = (10, 50) if args.quick else (100, 1000)
+    nginx, receiver = start_nginx(work + "/www", work + "/nginx-k", "location / { return 204; }")
+    haul = Haul(args.haul, f"{disk}/haul-k", "--max-downloads", str(10 * count))
+    for i in range(hooks):
+        haul.call("POST", "/webhooks", {"url": f"{receiver}/hook{i}", "events": ["created", "removed", "state"]})
+    prober = spawn([sys.executable, "-c", PROBER, str(haul.port), "4" if args.quick else "15"],
+                   stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    items = [{"url": f"http://127.0.0.1:9/k{i}.bin", "start_paused": True} for i in range(count)]
+    start = time.monotonic()
+    added = haul.call("POST", "/downloads", {"downloads": items})
+    add_time = time.monotonic() - start
+    if added["created"] != count:
+        raise RuntimeError(f"haul added {added['created']} of {count}")
+    time.sleep(1)
+    start = time.monotonic()
+    removed = haul.call("DELETE", "/downloads?state=paused")
+    delete_time = time.monotonic() - start
+    if len(removed["removed"]) != count:
+        raise RuntimeError(f"haul removed {len(removed['removed'])} of {count}")
+    probes, worst, p99, over = prober.communicate()[0].split()
+    start = time.monotonic()
+    expected = 2 * hooks * count
+
+    def outbox():
+        connection = http.client.HTTPConnection("127.0.0.1", haul.port, timeout=60)
+        connection.request("GET", "/metrics")
+        text = connection.getresponse().read().decode()
+        connection.close()
+        return {line.split('"')[1]: int(float(line.split()[-1])) for line in text.splitlines()
+                if line.startswith("haul_webhook_deliveries{")}
+    while outbox().get("pending", 1) > 0:
+        if time.monotonic() - start > 600:
+            raise RuntimeError("the webhook outbox did not drain in 10 minutes")
+        time.sleep(0.5)
+    drain = time.monotonic() - start
+    store = sum(os.path.getsize(f"{disk}/haul-k/data/{name}") for name in os.listdir(f"{disk}/haul-k/data"))
+    rss = haul.peak_rss()
+    haul.stop()
+    nginx.terminate()
+    shutil.rmtree(f"{disk}/haul-k")
+    report.section(f"K: {hooks} webhooks, {count} downloads added as one batch and removed with one DELETE",
+                   f"{expected:,} deliveries (created and removed for each webhook) to an nginx answering 204; "
+                   "/healthz asked every 2 ms by another process throughout.")
+    report.table(["measure", "value"], [
+        ["POST of the batch answered", f"{add_time * 1000:.0f} ms"],
+        ["DELETE ?state=paused answered", f"{delete_time * 1000:.0f} ms"],
+        ["/healthz worst / p99", f"{float(worst) * 1000:.0f} ms / {float(p99) * 1000:.1f} ms"],
+        ["/healthz over 50 ms", f"{over} of {probes}"],
+        ["outbox drained after the DELETE", f"{drain:.1f} s ({expected / max(drain, 0.001):,.0f}/s overall)"],
+        ["store (SQLite, -wal included) at the end", f"{store / MIB:.1f} MiB"],
+        ["server peak RSS", f"{rss / 1024:.1f} MiB"],
+    ])
+
+
 def scenario_c(args, report, work, disk):
     count = 20 if args.quick else 1000
     rows = []
@@ -877,7 +953,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J")
+    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
     args = ap.parse_args()
@@ -898,7 +974,8 @@ def main():
                     f"{os.cpu_count()} cores; loopback; `bench/bench.py --scenarios {args.scenarios}"
                     + (" --quick" if args.quick else "") + "`"]
     scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "D": scenario_d, "E": scenario_e,
-                 "F": scenario_f, "G": scenario_g, "H": scenario_h, "I": scenario_i, "J": scenario_j}
+                 "F": scenario_f, "G": scenario_g, "H": scenario_h, "I": scenario_i, "J": scenario_j,
+                 "K": scenario_k}
     try:
         for key in args.scenarios.split(","):
             scenarios[key.strip()](args, report, work, disk)

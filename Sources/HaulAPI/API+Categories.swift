@@ -74,7 +74,7 @@ extension API {
 
     /// Removes every download in the given states (required: never "everything" by accident), of one category or
     /// of all, as DELETE /downloads/{id} would each; answers the ids removed.
-    func deleteDownloads(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+    func deleteDownloads(_ c: RequestContext) throws(Problem) -> APIResult {
         var errors: [(field: String, message: String)] = []
         let category = c.query["category"]
         if let category, let problem = Validate.categoryName(category) { errors.append(("category", problem)) }
@@ -88,20 +88,15 @@ extension API {
             errors.append(("state", "is required: the states of the downloads to remove (e.g. completed,failed)"))
         }
         if !errors.isEmpty { throw Problem.invalid(errors) }
-        let doomed = engine.list().map(\.download).filter {
-            (category == nil || $0.category == category) && (states?.contains($0.state) ?? true)
-        }.map(\.id)
-        var removed: [String] = []
-        for id in doomed {
+        let doomed = engine.ids { (category == nil || $0.category == category) && (states?.contains($0.state) ?? true) }
+        let removed = Box<[String]>([])
+        // Those removed meanwhile (through another node, or by another request between two slices) are passed over.
+        return inSlices(doomed, { [engine] ids throws(Problem) in
             do throws(EngineError) {
-                try engine.remove(id, deleteFile: deleteFile)
-                removed.append(id)
-            } catch .notFound {
-                // Removed meanwhile (through another node): nothing left to do.
+                removed.value += try engine.remove(batch: Array(ids), deleteFile: deleteFile)
             } catch {
                 throw Problem(error)
             }
-        }
-        return API.json(200, .object([("removed", .array(removed.map { .string($0) }))]))
+        }, finish: { API.json(200, .object([("removed", .array(removed.value.map { .string($0) }))])) })
     }
 }

@@ -30,11 +30,11 @@ public final class API {
                 },
                 "POST": .write { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },
                 "DELETE": .write(query: ["category", "state", "delete_file"]) { [unowned self] c throws(Problem) in
-                    .response(try self.deleteDownloads(c))
+                    try self.deleteDownloads(c)
                 },
             ]),
             Route(pattern: "/downloads/actions", handlers: [
-                "POST": .write { [unowned self] c throws(Problem) in .response(try self.act(c)) },
+                "POST": .write { [unowned self] c throws(Problem) in try self.act(c) },
             ]),
             Route(pattern: "/downloads/{id}", handlers: [
                 "GET": .read { [unowned self] c throws(Problem) in .response(try self.getDownload(c)) },
@@ -117,25 +117,47 @@ public final class API {
         ] + webhookRoutes + categoryRoutes)
     }
 
-    /// Answers `request`, counting it in the metrics and logging one line for it.
+    /// Answers `request`, counting it in the metrics and logging one line for it. A response that comes later
+    /// is `.pending` (its `response` is set once the loop has done the work).
     public func handle(_ request: HTTPRequest) -> APIResult {
         var result: APIResult?
-        serve(request, receivedAt: ProcessInfo.processInfo.systemUptime) { result = $0 }
+        let later = PendingResponse()
+        serve(request, receivedAt: ProcessInfo.processInfo.systemUptime) { answer in
+            if result == nil {
+                result = answer
+            } else if case .response(let response) = answer {
+                later.resolve(response)
+            }
+        }
+        if case .pending = result { return .pending(later) }
         return result!
     }
 
     /// Answers `request` through `send` (the transport's reply), then counts it in the metrics and logs one line
     /// whose duration runs from `receivedAt` (the uptime when the transport began reading the request) to the
     /// reply being handed over: reading, routing, the handler and writing, the whole time the loop spent on it.
-    public func serve(_ request: HTTPRequest, receivedAt: Double, send: (APIResult) -> Void) {
+    public func serve(_ request: HTTPRequest, receivedAt: Double, send: @escaping (APIResult) -> Void) {
         let path = request.path
         let matched = router.match(path)
         let result = answer(request, path: path, matched: matched)
+        if case .pending(let pending) = result {
+            // For `handle`: the first call says the answer is coming.
+            send(result)
+            return pending.whenReady { [weak self] response in
+                send(.response(response))
+                self?.record(request, path: path, route: matched?.route.pattern, status: response.status,
+                             receivedAt: receivedAt)
+            }
+        }
         send(result)
-        let status = result.response?.status ?? 200
+        record(request, path: path, route: matched?.route.pattern, status: result.response?.status ?? 200,
+               receivedAt: receivedAt)
+    }
+
+    /// Counts an answered request in the metrics and logs its line.
+    private func record(_ request: HTTPRequest, path: String, route: String?, status: Int, receivedAt: Double) {
         let seconds = ProcessInfo.processInfo.systemUptime - receivedAt
-        metrics.record(route: matched?.route.pattern ?? "unmatched", method: request.method, status: status,
-                       seconds: seconds)
+        metrics.record(route: route ?? "unmatched", method: request.method, status: status, seconds: seconds)
         if let log, log.minimum <= .info {
             // The path only: a query may carry an access token.
             log.info("request", ["http.method": request.method, "http.path": path, "http.status": String(status),
@@ -163,6 +185,9 @@ public final class API {
         case .eventStream(var stream):
             stream.headers += cors + API.everyAnswer
             return .eventStream(stream)
+        case .pending(let pending):
+            pending.headers += cors
+            return .pending(pending)
         }
     }
 
@@ -661,7 +686,8 @@ public final class API {
                    Double(events.queuedBytes))
         if let counts = engine.webhookDeliveryCounts() {
             out.family("haul_webhook_deliveries", type: "gauge", help: "Webhook deliveries in the outbox, by state "
-                       + "(pending: not yet answered 2xx; ended ones are kept a week).")
+                       + "(pending: not yet answered 2xx; delivered: the newest hundred per webhook kept; failed: given "
+                       + "up on within a week).")
             for state in [WebhookDelivery.State.pending, .delivered, .failed] {
                 out.sample("haul_webhook_deliveries", ["state": state.rawValue], Double(counts[state] ?? 0))
             }
@@ -723,7 +749,7 @@ public final class API {
 
     /// `POST /downloads/actions`: pause, resume or remove the downloads named by `ids` or the ones in `state`
     /// (`{"action": "remove", "state": ["completed"]}` clears the finished ones); each answered on its own.
-    private func act(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+    private func act(_ c: RequestContext) throws(Problem) -> APIResult {
         var body = try RequestBody(c.request)
         body.rejectUnknown(except: ["action", "ids", "state", "delete_file"])
         let action = body.string("action", required: true)
@@ -745,31 +771,46 @@ public final class API {
         if body.has("ids") == body.has("state") { body.reject("ids", "give ids or state, one of them") }
         try body.finish()
         if let states {
-            ids = engine.list().filter { states.contains($0.download.state) }.map(\.download.id)
+            ids = engine.ids { states.contains($0.state) }
         }
-        var results: [JSONValue] = []
-        var failed = 0
-        for id in ids {
-            do throws(EngineError) {
-                switch action {
-                case "remove":
-                    try engine.remove(id, deleteFile: deleteFile)
-                    results.append(.object([("id", .string(id)), ("status", JSONValue(204))]))
-                default:
-                    let target: DownloadState = action == "pause" ? .paused : .queued
-                    let snapshot = try engine.update(id, DownloadChanges(state: target))
-                    results.append(.object([("id", .string(id)), ("status", JSONValue(200)),
-                                            ("download", DownloadResource.json(snapshot))]))
+        let results = Box<[JSONValue]>([])
+        let failed = Box(0)
+        func failure(_ id: String, _ error: EngineError) -> JSONValue {
+            failed.value += 1
+            let problem = Problem(error)
+            return .object([("id", .string(id)), ("status", JSONValue(problem.status)),
+                            ("problem", problem.json(instance: "/downloads/" + id))])
+        }
+        let total = ids.count
+        return inSlices(ids, { [engine] slice throws(Problem) in
+            switch action {
+            case "remove":
+                do throws(EngineError) {
+                    let removed = Set(try engine.remove(batch: Array(slice), deleteFile: deleteFile))
+                    for id in slice {
+                        results.value.append(removed.contains(id)
+                            ? .object([("id", .string(id)), ("status", JSONValue(204))])
+                            : failure(id, .notFound(id)))
+                    }
+                } catch {
+                    for id in slice { results.value.append(failure(id, error)) }
                 }
-            } catch {
-                failed += 1
-                let problem = Problem(error)
-                results.append(.object([("id", .string(id)), ("status", JSONValue(problem.status)),
-                                        ("problem", problem.json(instance: "/downloads/" + id))]))
+            default:
+                let target: DownloadState = action == "pause" ? .paused : .queued
+                for (id, result) in engine.update(batch: Array(slice), DownloadChanges(state: target)) {
+                    switch result {
+                    case .success(let snapshot):
+                        results.value.append(.object([("id", .string(id)), ("status", JSONValue(200)),
+                                                      ("download", DownloadResource.json(snapshot))]))
+                    case .failure(let error):
+                        results.value.append(failure(id, error))
+                    }
+                }
             }
-        }
-        return API.json(200, .object([("results", .array(results)), ("succeeded", JSONValue(ids.count - failed)),
-                                      ("failed", JSONValue(failed))]))
+        }, finish: {
+            API.json(200, .object([("results", .array(results.value)), ("succeeded", JSONValue(total - failed.value)),
+                                   ("failed", JSONValue(failed.value))]))
+        })
     }
 
     private func deleteDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {

@@ -889,7 +889,7 @@ paths:
         "414": { $ref: "#/components/responses/UriTooLong" }
         "429": { $ref: "#/components/responses/TooManyAttempts" }
         "200":
-          description: Pending deliveries, and the ones delivered or given up on in the last week.
+          description: Pending deliveries, the newest hundred delivered, and those given up on in the last week.
           content:
             application/json:
               schema:

@@ -65,10 +65,12 @@ struct Route {
     }
 }
 
-/// What the API answers: a whole response, or a server-sent event stream for the transport to open.
+/// What the API answers: a whole response, a server-sent event stream for the transport to open, or a response
+/// that comes later (a bulk change worked through a slice per loop turn).
 public enum APIResult {
     case response(HTTPResponse)
     case eventStream(EventStreamRequest)
+    case pending(PendingResponse)
 
     /// The response, for callers that know the route does not stream.
     public var response: HTTPResponse? {

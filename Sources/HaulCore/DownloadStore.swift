@@ -116,6 +116,28 @@ public final class DownloadStore {
         """
         ALTER TABLE downloads ADD COLUMN file_stamp TEXT;
         """,
+        // 12: each change webhooks hear of is kept once, with the download as it was; deliveries refer to it
+        // instead of each holding a copy of the body, and are made from it a slice at a time (`fanned_out`).
+        // Deliveries are looked up per webhook: each webhook has slots of its own. A delivered one leaves the
+        // outbox at once, its record going to `webhook_delivered`, which keeps each webhook's newest hundred.
+        """
+        CREATE TABLE webhook_changes (
+            id TEXT PRIMARY KEY, download_id TEXT NOT NULL, category TEXT, kinds TEXT NOT NULL,
+            created_at REAL NOT NULL, resource TEXT NOT NULL, fanned_out INTEGER NOT NULL
+        );
+        CREATE INDEX webhook_changes_waiting ON webhook_changes (fanned_out, created_at);
+        ALTER TABLE webhook_deliveries ADD COLUMN change_id TEXT;
+        DROP INDEX webhook_deliveries_due;
+        DROP INDEX webhook_deliveries_of;
+        CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, state, next_attempt_at);
+        CREATE INDEX webhook_deliveries_change ON webhook_deliveries (change_id);
+        CREATE TABLE webhook_delivered (
+            id TEXT PRIMARY KEY, webhook_id TEXT NOT NULL, event TEXT NOT NULL, download_id TEXT NOT NULL,
+            created_at REAL NOT NULL, attempts INTEGER NOT NULL, last_status INTEGER, last_attempt_at REAL NOT NULL
+        );
+        CREATE INDEX webhook_delivered_of ON webhook_delivered (webhook_id, created_at);
+        DELETE FROM webhook_deliveries WHERE state = 'delivered';
+        """,
     ]
 
     /// Another process holds the database.
@@ -168,7 +190,7 @@ public final class DownloadStore {
         } catch {
             throw StoreInUse(path: path)
         }
-        try db.execute("PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+        try db.execute("PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=256;")
         try db.execute("PRAGMA foreign_keys=ON;")
         return db
     }

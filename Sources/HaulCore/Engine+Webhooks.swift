@@ -1,19 +1,45 @@
 import FoundationEssentials
 import HaulLoop
 
-/// What the engine keeps of webhooks: the list (as stored), the deliveries of changes that wait for the group
-/// commit (stored with the download they tell of), and the attempts in flight.
+/// What the engine keeps of webhooks: the list (as stored), each one's slots and rest, the changes that wait for
+/// the group commit (stored with the download they tell of), the attempts in flight and their outcomes waiting to
+/// be stored.
 final class WebhookOutbox {
     var hooks: [Webhook] = []
+    /// By webhook id: its attempts in flight, failures in a row, and until when (the clock's time) it rests.
+    var slots: [String: WebhookSlots] = [:]
     /// By download id: written in the transaction that stores that download, dropped if that write is refused.
-    var waiting: [String: [WebhookDelivery]] = [:]
+    var waiting: [String: [WebhookChange]] = [:]
     var inFlight: [TransferID: WebhookAttempt] = [:]
+    /// Outcomes of attempts, stored together (a crash before loses only the record: the delivery is sent again).
+    var outcomes: [WebhookDelivery] = []
+    var outcomeFlush: ClockTimer?
     var timer: ClockTimer?
-    /// The next retry this node waits for, when sooner than the timer's next second: (when, its timer).
-    var retry: (at: Double, timer: ClockTimer)?
+    /// Background slices asked for, by a number of their own.
+    var background: [Int: ClockTimer] = [:]
+    /// A fan-out slice or a sending pass is already asked for on the next turn.
+    var fanOutAsked = false
+    var sendAsked = false
+    /// Bodies of recent changes by change id: a change is sent to every webhook in a short while.
+    var resources: [String: String] = [:]
     var counter = 0
     var stopping = false
     var prunedAt = -Double.infinity
+    var endedSincePrune = 0
+    /// Where the next sending pass starts among the webhooks.
+    var sendFrom = 0
+    /// A prune going on, a slice per loop turn: the webhooks whose records are still to be pruned.
+    var pruning: [String]?
+    /// `/metrics` reads counts of a table that may hold many rows: kept a few seconds.
+    var counts: (at: Double, value: [WebhookDelivery.State: Int])?
+}
+
+/// One webhook's share of the sender: each has slots of its own, so a receiver that never answers holds only its
+/// own, and one that fails rests (with one attempt at a time after) instead of being tried at every due delivery.
+struct WebhookSlots {
+    var inFlight = 0
+    var failures = 0
+    var restUntil = -Double.infinity
 }
 
 /// One POST of one delivery: reads the status, throws the body away.
@@ -40,14 +66,28 @@ final class WebhookAttempt: FetchDelegate {
     }
 }
 
-/// Webhooks: a change that a webhook asked for puts one delivery per webhook in the outbox, in the transaction
-/// that stores the change; the outbox is sent from the loop with the same libcurl multi as the downloads (and the
-/// same outbound address policy), each delivery signed, retried with backoff for a day, at least once.
+/// Webhooks: a change that a webhook asked for is stored once, in the transaction that stores the change; its
+/// deliveries (one per webhook that wants it) are made from it a slice per loop turn, so a thousand downloads
+/// times a hundred webhooks never holds the loop; they are sent from the loop with the same libcurl multi as the
+/// downloads (and the same outbound address policy), each signed, retried with backoff for a day, at least once.
 extension Engine {
-    /// Attempts in flight at once, over every webhook.
-    static let webhookConcurrency = 8
+    /// Attempts in flight at once per webhook (one while it is failing).
+    static let webhookSlots = 2
     /// An attempt's time limit; a delivery taken for an attempt is held this long and more.
     static let webhookTimeout = 15.0
+    /// Deliveries made per loop turn: a few milliseconds of inserts, so that whatever else the loop has to do (a
+    /// large answer going out a socket buffer at a time) waits for little between its turns.
+    public static let fanOutSlice = 250
+    /// Rows pruned per loop turn.
+    static let pruneSlice = 250
+    /// Attempts started per loop turn: a few milliseconds of curl handles being set up.
+    static let attemptsPerTurn = 32
+    /// The pause between two slices of background work.
+    public static let backgroundGap = 0.002
+    /// The longest a failing webhook rests between attempts.
+    static let webhookMaxRest = 300.0
+    /// Delivered ones kept per webhook for `GET /webhooks/{id}/deliveries` (given-up ones a week).
+    static let deliveredKept = 100
 
     public var webhooks: [Webhook] { outbox.hooks }
 
@@ -55,18 +95,25 @@ extension Engine {
         outbox.hooks = try store.webhooks()
         // What this node had in flight when it stopped or died is due now: no attempt of it is still running.
         try store.releaseDeliveries(node: config.node, now: Date())
-        outbox.timer = clock.every(1) { [unowned self] in self.sendDueDeliveries() }
-        later { [unowned self] in self.sendDueDeliveries() }
+        outbox.timer = clock.every(1) { [unowned self] in
+            // Changes another node stored and did not fan out (it died), and deliveries whose retry is due.
+            self.askFanOut()
+            self.sendDueDeliveries()
+        }
+        askFanOut()
+        askSend()
     }
 
     func stopWebhooks() {
         outbox.stopping = true
         outbox.timer?.cancel()
-        outbox.retry?.timer.cancel()
-        outbox.retry = nil
+        for timer in outbox.background.values { timer.cancel() }
+        outbox.background.removeAll()
         for id in outbox.inFlight.keys { fetcher.cancel(id) }
         // Their holds run out and they are sent again after the restart (at once, by this node's release).
         outbox.inFlight.removeAll()
+        flushOutcomes()
+        outbox.outcomeFlush?.cancel()
     }
 
     public func addWebhook(url: String, events: [WebhookEvent], category: String?) throws(EngineError) -> Webhook {
@@ -90,19 +137,23 @@ extension Engine {
             throw .storage("\(error)")
         }
         outbox.hooks.removeAll { $0.id == id }
-        for (download, deliveries) in outbox.waiting {
-            outbox.waiting[download] = deliveries.filter { $0.webhookID != id }
-        }
+        outbox.slots.removeValue(forKey: id)
         guard found else { throw .notFound(id) }
         log.info("webhook removed", ["webhook.id": id])
     }
 
     public func webhook(_ id: String) -> Webhook? { outbox.hooks.first { $0.id == id } }
 
-    /// The outbox by state (nil when the store cannot be read), for `/metrics`.
-    public func webhookDeliveryCounts() -> [WebhookDelivery.State: Int]? { try? store.deliveryCounts() }
+    /// The outbox by state (nil when the store cannot be read), for `/metrics`: counted at most every 10 s.
+    public func webhookDeliveryCounts() -> [WebhookDelivery.State: Int]? {
+        if let counts = outbox.counts, clock.now - counts.at < 10 { return counts.value }
+        guard let value = try? store.deliveryCounts() else { return nil }
+        outbox.counts = (clock.now, value)
+        return value
+    }
 
     public func deliveries(of id: String, limit: Int) throws(EngineError) -> [WebhookDelivery] {
+        flushOutcomes()
         do {
             return try store.deliveries(webhookID: id, limit: limit)
         } catch {
@@ -114,64 +165,46 @@ extension Engine {
     func reloadWebhooks() {
         do {
             outbox.hooks = try store.webhooks()
+            let ids = Set(outbox.hooks.map(\.id))
+            outbox.slots = outbox.slots.filter { ids.contains($0.key) }
         } catch {
             log.warning("cannot read the webhooks", ["error": "\(error)"])
         }
     }
 
-    /// The deliveries `download` changing from `before` (nil: added; `removed`: gone) makes, to be stored in the
-    /// transaction that stores the change.
-    func webhookDeliveries(_ download: Download, before: DownloadState?, removed: Bool = false) -> [WebhookDelivery] {
+    /// The change `download` changing from `before` (nil: added; `removed`: gone) is, if a webhook wants to hear of
+    /// it, to be stored in the transaction that stores the change. One per change however many webhooks want it.
+    func webhookChanges(_ download: Download, before: DownloadState?, removed: Bool = false) -> [WebhookChange] {
         guard !outbox.hooks.isEmpty else { return [] }
-        var events: [WebhookEvent] = []
+        var kinds: [WebhookEvent] = []
         if removed {
-            events = [.removed]
+            kinds = [.removed]
         } else if before == nil {
-            events = [.created]
+            kinds = [.created]
         } else if before != download.state {
-            events = [.state]
-            if download.state == .completed { events.append(.completed) }
-            if download.state == .failed { events.append(.failed) }
+            kinds = [.state]
+            if download.state == .completed { kinds.append(.completed) }
+            if download.state == .failed { kinds.append(.failed) }
         }
-        guard !events.isEmpty else { return [] }
-        let now = Date()
+        let wanted = kinds.filter { kind in outbox.hooks.contains { $0.wants(kind, category: download.category) } }
+        guard !wanted.isEmpty else { return [] }
         let resource = webhookResource?(snapshotOf(download)) ?? .object([("id", .string(download.id))])
-        var made: [WebhookDelivery] = []
-        for hook in outbox.hooks {
-            for event in events where hook.wants(event, category: download.category) {
-                let id = Engine.newID()
-                let body = JSONValue.object([
-                    ("id", .string(id)),
-                    ("event", .string(event.rawValue)),
-                    ("webhook_id", .string(hook.id)),
-                    ("created_at", .string(Timestamp.rfc3339(now))),
-                    ("download", resource),
-                ]).serialized()
-                made.append(WebhookDelivery(id: id, webhookID: hook.id, event: event, downloadID: download.id,
-                                            body: body, createdAt: now))
-            }
-        }
-        return made
+        return [WebhookChange(id: Engine.newOrderedID(), downloadID: download.id, category: download.category,
+                              kinds: wanted, createdAt: Date(), resource: resource.serialized())]
     }
 
-    /// Stores the waiting deliveries of `id`, inside the transaction that stores the download; they stay waiting
-    /// until `storedWaitingDeliveries` says that transaction committed (a rolled-back one keeps them for the next).
-    func storeWaitingDeliveries(_ id: String) throws {
-        guard let deliveries = outbox.waiting[id], !deliveries.isEmpty else { return }
-        try store.insertDeliveries(deliveries)
+    /// Stores the waiting changes of `id`, inside the transaction that stores the download; they stay waiting
+    /// until `storedWaitingChanges` says that transaction committed (a rolled-back one keeps them for the next).
+    func storeWaitingChanges(_ id: String) throws {
+        guard let changes = outbox.waiting[id], !changes.isEmpty else { return }
+        try store.insertChanges(changes)
     }
 
-    /// The transaction that stored the waiting deliveries of `ids` committed.
-    func storedWaitingDeliveries<S: Sequence<String>>(_ ids: S) {
+    /// The transaction that stored the waiting changes of `ids` committed.
+    func storedWaitingChanges<S: Sequence<String>>(_ ids: S) {
         var any = false
         for id in ids where outbox.waiting.removeValue(forKey: id) != nil { any = true }
-        if any { wakeDeliveries() }
-    }
-
-    /// Sends soon what was just stored (not from inside the transaction's caller).
-    func wakeDeliveries() {
-        guard !outbox.stopping, outbox.inFlight.count < Engine.webhookConcurrency else { return }
-        later { [unowned self] in self.sendDueDeliveries() }
+        if any { askFanOut() }
     }
 
     private func snapshotOf(_ download: Download) -> DownloadSnapshot {
@@ -182,25 +215,109 @@ extension Engine {
         } ?? DownloadSnapshot(download: download, speed: 0, activeConnections: 0)
     }
 
-    /// Starts attempts of the due deliveries while fewer than `webhookConcurrency` are in flight.
+    // MARK: fan-out
+
+    /// Runs outbox work that can wait (a fan-out slice, a prune) a moment from now: between two of its slices the
+    /// loop gets time for what cannot, such as an answer going out a socket buffer at a time, which a slice on
+    /// every turn would hold back by a slice per buffer.
+    private func inBackground(_ work: @escaping () -> Void) {
+        // Kept until they fire: a timer let go of is a timer cancelled.
+        outbox.counter += 1
+        let key = outbox.counter
+        outbox.background[key] = clock.after(Engine.backgroundGap) { [unowned self] in
+            self.outbox.background.removeValue(forKey: key)
+            work()
+        }
+    }
+
+    /// Makes deliveries from stored changes soon (not from inside the caller's transaction).
+    func askFanOut() {
+        guard !outbox.stopping, !outbox.fanOutAsked, !outbox.hooks.isEmpty else { return }
+        outbox.fanOutAsked = true
+        inBackground { [unowned self] in
+            self.outbox.fanOutAsked = false
+            self.fanOutSlice()
+        }
+    }
+
+    /// One slice: the deliveries of as many changes as make about `fanOutSlice`, in one transaction; the rest on
+    /// the next turn, after whatever else the loop has to do (API requests first: they have the higher priority).
+    private func fanOutSlice() {
+        guard !outbox.stopping, !outbox.hooks.isEmpty else { return }
+        let result: (made: Int, more: Bool)
+        do {
+            result = try store.fanOut(to: outbox.hooks, limit: Engine.fanOutSlice)
+        } catch {
+            // The changes stay stored; the once-a-second look tries again.
+            return log.warning("cannot make webhook deliveries", ["error": "\(error)"])
+        }
+        if result.made > 0 {
+            outbox.counts = nil
+            askSend()
+        }
+        if result.more { askFanOut() }
+    }
+
+    // MARK: sending
+
+    /// A sending pass on the next loop turn (asked once however often).
+    func askSend() {
+        guard !outbox.stopping, !outbox.sendAsked else { return }
+        outbox.sendAsked = true
+        later { [unowned self] in
+            self.outbox.sendAsked = false
+            self.sendDueDeliveries()
+        }
+    }
+
+    /// Starts attempts of due deliveries into each webhook's free slots, but for webhooks at rest.
     func sendDueDeliveries() {
-        guard !outbox.stopping else { return }
-        // A webhook's deliveries go with it: without webhooks the outbox is empty, and not read every second.
-        let free = Engine.webhookConcurrency - outbox.inFlight.count
-        guard free > 0, !outbox.hooks.isEmpty else { return }
+        guard !outbox.stopping, !outbox.hooks.isEmpty else { return }
+        let now = clock.now
+        var limits: [(webhookID: String, limit: Int)] = []
+        var room = Engine.attemptsPerTurn
+        // Round robin from where the last pass stopped: each webhook gets its turn however many there are.
+        let count = outbox.hooks.count
+        var visited = 0
+        while visited < count, room > 0 {
+            let hook = outbox.hooks[(outbox.sendFrom + visited) % count]
+            visited += 1
+            let slots = outbox.slots[hook.id] ?? WebhookSlots()
+            guard slots.restUntil <= now else { continue }
+            let free = min(room, (slots.failures > 0 ? 1 : Engine.webhookSlots) - slots.inFlight)
+            if free > 0 {
+                limits.append((hook.id, free))
+                room -= free
+            }
+        }
+        outbox.sendFrom = (outbox.sendFrom + visited) % max(1, count)
+        guard !limits.isEmpty else { return }
         let due: [WebhookDelivery]
         do {
             due = try store.takeDueDeliveries(node: config.node, now: Date(), hold: Engine.webhookTimeout + 15,
-                                              limit: free)
+                                              limits: limits)
         } catch {
             return log.warning("cannot read the webhook outbox", ["error": "\(error)"])
         }
-        for delivery in due { attempt(delivery) }
-        // Ended deliveries stay a week for GET .../deliveries; looked at hourly.
-        if clock.now - outbox.prunedAt >= 3600 {
-            outbox.prunedAt = clock.now
-            try? store.pruneDeliveries(before: Date().addingTimeInterval(-7 * 24 * 3600))
+        // Bodies of recent changes stay at hand; a few thousand at most.
+        if outbox.resources.count > 2048 { outbox.resources.removeAll(keepingCapacity: true) }
+        let missing = due.compactMap(\.changeID).filter { outbox.resources[$0] == nil }
+        var readable = true
+        if !missing.isEmpty {
+            do {
+                outbox.resources.merge(try store.changeResources(missing)) { $1 }
+            } catch {
+                // Not sent now: their holds run out and they are taken again.
+                readable = false
+                log.warning("cannot read the webhook changes", ["error": "\(error)"])
+            }
         }
+        for delivery in due where readable || delivery.changeID.map({ outbox.resources[$0] != nil }) ?? true {
+            attempt(delivery)
+        }
+        // This turn's share was used up: other webhooks' slots may wait to be filled, on the next turn.
+        if room == 0, due.count == Engine.attemptsPerTurn { askSend() }
+        pruneIfDue()
     }
 
     private func attempt(_ delivery: WebhookDelivery) {
@@ -208,9 +325,13 @@ extension Engine {
             // Its webhook was removed (here or through another node): nothing is left to send it to.
             return giveUp(delivery, "the webhook was removed")
         }
+        let resource = delivery.changeID.flatMap { outbox.resources[$0] }
+        if delivery.changeID != nil, resource == nil {
+            return giveUp(delivery, "the change it tells of is no longer stored")
+        }
         outbox.counter += 1
         let id = TransferID(-outbox.counter)
-        let body = Array(delivery.body.utf8)
+        let body = delivery.payload(resource: resource)
         let timestamp = Int64(Date().timeIntervalSince1970)
         var request = TransferRequest(url: hook.url)
         request.body = body
@@ -235,17 +356,7 @@ extension Engine {
             return giveUp(delivery, "\(error)")
         }
         outbox.inFlight[id] = handler
-    }
-
-    /// Looks at the outbox again in `seconds` (a retry due sooner than the once-a-second look).
-    private func retry(after seconds: Double) {
-        let at = clock.now + seconds
-        if let pending = outbox.retry, pending.at <= at { return }
-        outbox.retry?.timer.cancel()
-        outbox.retry = (at, clock.after(seconds) { [unowned self] in
-            self.outbox.retry = nil
-            self.sendDueDeliveries()
-        })
+        outbox.slots[hook.id, default: WebhookSlots()].inFlight += 1
     }
 
     private func giveUp(_ delivery: WebhookDelivery, _ reason: String) {
@@ -253,10 +364,12 @@ extension Engine {
         ended.state = .failed
         ended.lastError = reason
         ended.lastAttemptAt = Date()
-        try? store.recordAttempt(ended)
+        record(ended)
     }
 
     /// Stores how an attempt went: delivered on a 2xx; else tried again after a backoff, until a day has passed.
+    /// A failure also rests the webhook: its next attempt, of any delivery, waits (doubling, up to five minutes),
+    /// and it has one slot until an attempt succeeds.
     func attemptEnded(_ id: TransferID, _ result: TransferResult) {
         guard let handler = outbox.inFlight.removeValue(forKey: id) else { return }
         var delivery = handler.delivery
@@ -264,15 +377,18 @@ extension Engine {
         delivery.attempts += 1
         delivery.lastAttemptAt = now
         delivery.lastStatus = handler.status
+        var slots = outbox.slots[delivery.webhookID] ?? WebhookSlots()
+        slots.inFlight = max(0, slots.inFlight - 1)
         if let status = handler.status, (200..<300).contains(status), result.failure == nil || result.failure == .cutOff {
             delivery.state = .delivered
             delivery.lastError = nil
+            slots.failures = 0
+            slots.restUntil = -.infinity
         } else {
             delivery.lastError = handler.status.map { "the receiver answered HTTP \($0)" }
                 ?? (result.message.isEmpty ? "no answer" : result.message)
             var generator = SystemRandomNumberGenerator()
-            // Five times a download's first retry wait (--retry-wait): 5 s by default.
-            let wait = WebhookDelivery.backoff(attempts: delivery.attempts, base: 5 * config.retryBaseDelay,
+            let wait = WebhookDelivery.backoff(attempts: delivery.attempts, base: config.webhookRetryWait,
                                                random: Double.random(in: 0..<1, using: &generator))
             if now.timeIntervalSince(delivery.createdAt) + wait > WebhookDelivery.retention {
                 delivery.state = .failed
@@ -280,15 +396,83 @@ extension Engine {
                                                                       "delivery.id": delivery.id])
             } else {
                 delivery.nextAttemptAt = now.addingTimeInterval(wait)
-                retry(after: wait)
             }
+            slots.failures += 1
+            let rest = min(Engine.webhookMaxRest, config.webhookRetryWait * Double(1 << min(slots.failures - 1, 16)))
+            slots.restUntil = clock.now + rest
         }
+        if outbox.hooks.contains(where: { $0.id == delivery.webhookID }) { outbox.slots[delivery.webhookID] = slots }
+        record(delivery)
+        askSend()
+    }
+
+    /// An outcome to store with the others of this moment (10 ms).
+    private func record(_ delivery: WebhookDelivery) {
+        outbox.outcomes.append(delivery)
+        if delivery.state != .pending { outbox.endedSincePrune += 1 }
+        if outbox.outcomeFlush == nil { armOutcomeFlush() }
+    }
+
+    private func armOutcomeFlush() {
+        outbox.outcomeFlush = clock.after(Engine.groupCommitDelay) { [unowned self] in
+            self.outbox.outcomeFlush = nil
+            self.flushOutcomes(limit: Engine.pruneSlice)
+        }
+    }
+
+    /// Stores up to `limit` of the outcomes waiting (the oldest), the rest on a later turn.
+    private func flushOutcomes(limit: Int = .max) {
+        guard !outbox.outcomes.isEmpty else { return }
+        let outcomes = Array(outbox.outcomes.prefix(limit))
+        outbox.outcomes.removeFirst(outcomes.count)
+        if !outbox.outcomes.isEmpty, outbox.outcomeFlush == nil { armOutcomeFlush() }
         do {
-            try store.recordAttempt(delivery)
+            try store.recordAttempts(outcomes)
+            outbox.counts = nil
         } catch {
-            // The hold runs out and it is sent again: at least once.
-            log.warning("cannot store a webhook delivery's outcome", ["delivery.id": delivery.id, "error": "\(error)"])
+            // Their holds run out and they are sent again: at least once.
+            log.warning("cannot store webhook outcomes", ["deliveries": "\(outcomes.count)", "error": "\(error)"])
         }
-        sendDueDeliveries()
+    }
+
+    /// Records of delivered ones beyond each webhook's newest hundred, changes no delivery needs any more, and
+    /// deliveries given up on over a week ago leave the store: looked at every ten seconds once a thousand
+    /// deliveries have ended, and every hour anyway, a slice per loop turn.
+    private func pruneIfDue() {
+        let since = clock.now - outbox.prunedAt
+        guard outbox.pruning == nil, since >= 3600 || (since >= 10 && outbox.endedSincePrune >= 1000) else { return }
+        flushOutcomes()
+        outbox.prunedAt = clock.now
+        outbox.endedSincePrune = 0
+        outbox.pruning = outbox.hooks.map(\.id)
+        inBackground { [unowned self] in self.pruneSlice() }
+    }
+
+    private func pruneSlice() {
+        guard !outbox.stopping, var waiting = outbox.pruning else { return }
+        let cutoff = Date().addingTimeInterval(-7 * 24 * 3600)
+        var room = Engine.pruneSlice
+        do {
+            try store.transaction {
+                while room > 0, let id = waiting.first {
+                    room -= try store.pruneDelivered(webhookID: id, keep: Engine.deliveredKept, limit: room)
+                    if room > 0 { waiting.removeFirst() }
+                }
+                if room > 0 { room -= try store.pruneDeliveries(before: cutoff, limit: room) }
+                if room > 0 { room -= try store.pruneChanges(limit: room) }
+            }
+            outbox.counts = nil
+        } catch {
+            room = 1
+            waiting = []
+            log.warning("cannot prune the webhook outbox", ["error": "\(error)"])
+        }
+        // A slice used up: there may be more.
+        if room == 0 {
+            outbox.pruning = waiting
+            inBackground { [unowned self] in self.pruneSlice() }
+        } else {
+            outbox.pruning = nil
+        }
     }
 }

@@ -491,10 +491,10 @@ public final class Engine {
                 try store.transaction {
                     for download in fresh {
                         try store.save(download)
-                        try store.insertDeliveries(webhookDeliveries(download, before: nil))
+                        try store.insertChanges(webhookChanges(download, before: nil))
                     }
                 }
-                wakeDeliveries()
+                askFanOut()
             } catch {
                 throw .storage("\(error)")
             }
@@ -573,10 +573,47 @@ public final class Engine {
     public func update(_ id: String, _ changes: DownloadChanges) throws(EngineError) -> DownloadSnapshot {
         // Another node's download is changed as it is in the store now, not as the last notification left it.
         refresh(id)
-        guard let download = machines[id]?.machine.download else { throw .notFound(id) }
+        guard machines[id] != nil else { throw .notFound(id) }
         // A change is made in memory first and stored after: with the store away it would be answered as done
         // and kept only until a restart. Refused instead, before anything moves.
         try requireStore()
+        try apply(changes, to: id)
+        // What a client was told is stored before it hears it.
+        saveUnsaved()
+        schedule()
+        return snapshot(id)!
+    }
+
+    /// The same change of many downloads, each answered on its own, stored with one commit.
+    public func update(batch ids: [String], _ changes: DownloadChanges)
+        -> [(id: String, result: Result<DownloadSnapshot, EngineError>)] {
+        do {
+            try requireStore()
+        } catch {
+            return ids.map { ($0, .failure(error)) }
+        }
+        var failures: [String: EngineError] = [:]
+        for id in ids {
+            refresh(id)
+            do throws(EngineError) {
+                try apply(changes, to: id)
+            } catch {
+                failures[id] = error
+            }
+        }
+        saveUnsaved()
+        schedule()
+        return ids.map { id in
+            if let failure = failures[id] { return (id, .failure(failure)) }
+            guard let snapshot = snapshot(id) else { return (id, .failure(.notFound(id))) }
+            return (id, .success(snapshot))
+        }
+    }
+
+    /// Gives the machine of `id` a client's change (a state asked for, priority, speed, connections); the caller
+    /// stores it.
+    private func apply(_ changes: DownloadChanges, to id: String) throws(EngineError) {
+        guard let download = machines[id]?.machine.download else { throw .notFound(id) }
         var stateEvent: MachineEvent?
         if let target = changes.state, target != download.state {
             let event: DownloadEvent
@@ -598,47 +635,70 @@ public final class Engine {
             }
         }
         if let stateEvent { deliver(id, stateEvent) }
-        // What a client was told is stored before it hears it.
-        saveUnsaved()
-        schedule()
-        return snapshot(id)!
     }
 
     /// Cancels and forgets a download, deleting its part file (and its finished file with `deleteFile`).
     public func remove(_ id: String, deleteFile: Bool) throws(EngineError) {
-        refresh(id)
-        guard let download = machines[id]?.machine.download else { throw .notFound(id) }
-        if let runner = runners[id] { runner.deliver(.stop(keepFile: false)) }
-        runners.removeValue(forKey: id)
-        if let name = download.filename {
-            let directory = try? self.directory(download.directory, create: false)
-            if download.state != .completed {
-                try? directory?.remove(name + ".part")
-            } else if deleteFile {
-                try? directory?.remove(name)
-            }
+        guard try remove(batch: [id], deleteFile: deleteFile) == [id] else { throw .notFound(id) }
+    }
+
+    /// Cancels and forgets the downloads of `ids` there are (the others were removed already), with one commit;
+    /// returns those removed. Nothing is removed, and no file deleted, if the store refuses.
+    public func remove(batch ids: [String], deleteFile: Bool) throws(EngineError) -> [String] {
+        var found: [String] = []
+        for id in ids {
+            refresh(id)
+            guard machines[id] != nil else { continue }
+            if let runner = runners.removeValue(forKey: id) { runner.deliver(.stop(keepFile: false)) }
+            found.append(id)
         }
-        let last = machines[id]?.machine.download ?? download
+        guard !found.isEmpty else { return [] }
+        // As the stop left each: what the indexes and totals hold.
+        let last = found.map { machines[$0]!.machine.download }
         do {
-            // What waited for the group commit is told too: the receiver hears every change, then the removal.
-            let deliveries = (outbox.waiting.removeValue(forKey: id) ?? []) + webhookDeliveries(last, before: last.state,
-                                                                                               removed: true)
             try store.transaction {
-                try store.delete(id: id)
-                try store.insertDeliveries(deliveries)
+                for download in last {
+                    try store.delete(id: download.id)
+                    // What waited for the group commit is told too: a receiver hears every change, then the removal.
+                    try store.insertChanges((outbox.waiting[download.id] ?? [])
+                        + webhookChanges(download, before: download.state, removed: true))
+                }
             }
-            wakeDeliveries()
         } catch {
             throw .storage("\(error)")
         }
-        // As the stop left it: what the indexes and totals hold.
-        machines.removeValue(forKey: id)
-        unsaved.remove(id)
-        index(nil, was: last)
-        receivedTotal -= last.receivedBytes
-        log.info("download removed", ["download.id": id])
-        onChange?(.removed(id))
+        for download in last {
+            let id = download.id
+            outbox.waiting.removeValue(forKey: id)
+            if let name = download.filename {
+                let directory = try? self.directory(download.directory, create: false)
+                if download.state != .completed {
+                    try? directory?.remove(name + ".part")
+                } else if deleteFile {
+                    try? directory?.remove(name)
+                }
+            }
+            machines.removeValue(forKey: id)
+            unsaved.remove(id)
+            index(nil, was: download)
+            receivedTotal -= download.receivedBytes
+            log.info("download removed", ["download.id": id])
+            onChange?(.removed(id))
+        }
+        askFanOut()
         schedule()
+        return found
+    }
+
+    /// The ids of the downloads that pass `filter`, in creation order, without building a snapshot of any.
+    public func ids(where filter: (Download) -> Bool) -> [String] {
+        order.compactMap { entry in machines[entry.id].flatMap { filter($0.machine.download) ? entry.id : nil } }
+    }
+
+    /// Runs `work` on the loop's next turn (after what is waiting now): how the API works through a bulk change
+    /// a slice at a time.
+    public func onNextTurn(_ work: @escaping () -> Void) {
+        later(work)
     }
 
     /// The finished file of `id`, opened for reading (never through a link, and only while it is still the file
@@ -733,8 +793,8 @@ public final class Engine {
         if stateChanged {
             index(download, was: before)
             logStateChange(download, from: before.state)
-            let deliveries = webhookDeliveries(download, before: before.state)
-            if !deliveries.isEmpty { outbox.waiting[id, default: []] += deliveries }
+            let changes = webhookChanges(download, before: before.state)
+            if !changes.isEmpty { outbox.waiting[id, default: []] += changes }
         }
         if download.journal != before.journal, !journalOnlyGrew(from: before.journal, to: download.journal) {
             // Cutting the file back is on disk before a byte of other data can land where the journal used to vouch
@@ -905,14 +965,14 @@ public final class Engine {
                 for id in ids {
                     guard let download = machines[id]?.machine.download else { continue }
                     if try store.save(download, claim: writeClaim(id)) {
-                        try storeWaitingDeliveries(id)
+                        try storeWaitingChanges(id)
                         saved.append(id)
                     } else {
                         refused.append(id)
                     }
                 }
             }
-            storedWaitingDeliveries(saved)
+            storedWaitingChanges(saved)
         } catch {
             // Kept, not dropped: a download that changes no more (one just completed) must still reach the store
             // once it answers again.
@@ -943,10 +1003,10 @@ public final class Engine {
             var landed = false
             try store.transaction {
                 landed = try store.save(download, claim: writeClaim(download.id))
-                if landed { try storeWaitingDeliveries(download.id) }
+                if landed { try storeWaitingChanges(download.id) }
             }
             if landed {
-                storedWaitingDeliveries([download.id])
+                storedWaitingChanges([download.id])
             } else {
                 outbox.waiting.removeValue(forKey: download.id)
                 lost(download.id)
@@ -984,6 +1044,24 @@ public final class Engine {
             if index == 8 { bits.0 = bits.1 }
             id.append(alphabet[Int(bits.0 & 31)])
             bits.0 >>= 5
+        }
+        return String(decoding: id, as: UTF8.self)
+    }
+
+    /// 15 characters of the same base 32 that sort by time: 9 of milliseconds since 1970 (good for a million
+    /// years), then 6 random. Rows keyed by these (the webhook outbox's) go in at the end of their index, where a
+    /// random key would land on a page of its own each time, one read and one write per row once the table
+    /// outgrows the cache.
+    static func newOrderedID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
+        let milliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        var random = generator.next() as UInt64
+        var id = [UInt8](repeating: 0, count: 15)
+        for index in 0..<9 { id[index] = alphabet[Int((milliseconds >> UInt64(5 * (8 - index))) & 31)] }
+        for index in 9..<15 {
+            id[index] = alphabet[Int(random & 31)]
+            random >>= 5
         }
         return String(decoding: id, as: UTF8.self)
     }

@@ -11,6 +11,8 @@ public struct EngineConfig: Sendable {
     public var maxAttempts = 5
     /// First retry delay in seconds; doubles with each attempt up to `retryMaxDelay`.
     public var retryBaseDelay: Double = 1
+    /// A webhook delivery's first retry delay, doubling each time (its own schedule, never under a second).
+    public var webhookRetryWait: Double = 5
     public var retryMaxDelay: Double = 60
     /// How often progress is written to the store and speeds are sampled.
     public var progressInterval: Double = 1

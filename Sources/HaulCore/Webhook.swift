@@ -47,6 +47,29 @@ public struct Webhook: Sendable, Equatable {
     }
 }
 
+/// A change of a download that some webhook asked to hear of, stored once in the transaction of the change: the
+/// download as the API showed it then (`resource`, JSON), and which events it is (`state` and `completed`, say).
+/// Each webhook that wants it gets a delivery referring to it: a body is kept once per change, never once per
+/// webhook.
+public struct WebhookChange: Sendable, Equatable {
+    public var id: String
+    public var downloadID: String
+    public var category: String?
+    public var kinds: [WebhookEvent]
+    public var createdAt: Date
+    public var resource: String
+
+    public init(id: String, downloadID: String, category: String?, kinds: [WebhookEvent], createdAt: Date,
+                resource: String) {
+        self.id = id
+        self.downloadID = downloadID
+        self.category = category
+        self.kinds = kinds
+        self.createdAt = createdAt
+        self.resource = resource
+    }
+}
+
 /// One event for one webhook, kept in the store's outbox from the transaction of the change it tells of until it
 /// is delivered (a 2xx answer) or has been tried for `WebhookDelivery.retention`.
 public struct WebhookDelivery: Sendable, Equatable {
@@ -59,6 +82,9 @@ public struct WebhookDelivery: Sendable, Equatable {
     public var webhookID: String
     public var event: WebhookEvent
     public var downloadID: String
+    /// The change it tells of (its body is made from the change's resource when it is sent); nil for a delivery
+    /// stored by an earlier version, whose `body` is whole.
+    public var changeID: String?
     public var body: String
     public var createdAt: Date
     public var state: State = .pending
@@ -82,6 +108,22 @@ public struct WebhookDelivery: Sendable, Equatable {
 
     /// How long a delivery is retried before it is given up on.
     public static let retention: Double = 24 * 3600
+
+    /// What is POSTed: `{"id", "event", "webhook_id", "created_at", "download"}`, the download as the change left it
+    /// (the change's resource, inserted as it was stored). A delivery from an earlier version sends its own body.
+    public func payload(resource: String?) -> [UInt8] {
+        guard let resource, changeID != nil else { return Array(body.utf8) }
+        var out = Array(JSONValue.object([
+            ("id", .string(id)),
+            ("event", .string(event.rawValue)),
+            ("webhook_id", .string(webhookID)),
+            ("created_at", .string(Timestamp.rfc3339(createdAt))),
+        ]).serialized().utf8.dropLast())
+        out += Array(",\"download\":".utf8)
+        out += Array(resource.utf8)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
 
     /// The wait after `attempts` failed attempts: `base` (5 s by default) doubling up to an hour, with up to a fifth
     /// more at random so that receivers coming back are not hit by every delivery at once.

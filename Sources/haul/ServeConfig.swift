@@ -15,6 +15,7 @@ struct ServeConfig {
     var connections = 8
     var maxAttempts = 5
     var retryWait = 1.0
+    var webhookRetryWait = 5.0
     var stallTimeout = 60
     var heartbeat = 15.0
     var progressInterval = 0.25
@@ -66,6 +67,9 @@ struct ServeConfig {
                                  (HAUL_MAX_FILE_SIZE, default 0)
           --max-attempts N       attempts before a download fails (HAUL_MAX_ATTEMPTS, default 5)
           --retry-wait SECONDS   first retry delay, doubling each time (HAUL_RETRY_WAIT, default 1)
+          --webhook-retry-wait SECONDS  a webhook delivery's first retry delay, doubling to an hour; a failing
+                                 receiver rests as long before its next attempt (HAUL_WEBHOOK_RETRY_WAIT, default 5,
+                                 at least 1)
           --stall-timeout SECONDS  cut and retry a transfer that received nothing for this long
                                  (HAUL_STALL_TIMEOUT, default 60)
           --sse-heartbeat SECONDS  comment heartbeat on idle event streams (HAUL_SSE_HEARTBEAT, default 15)
@@ -193,6 +197,8 @@ struct ServeConfig {
         config.connections = try integer(values["connections"], label("connections"), 1...32) ?? config.connections
         config.maxAttempts = try integer(values["max-attempts"], label("max-attempts"), 1...100) ?? config.maxAttempts
         config.retryWait = try seconds(values["retry-wait"], label("retry-wait"), 0...3600) ?? config.retryWait
+        config.webhookRetryWait = try seconds(values["webhook-retry-wait"], label("webhook-retry-wait"), 1...3600)
+            ?? config.webhookRetryWait
         config.stallTimeout = try integer(values["stall-timeout"], label("stall-timeout"), 1...3600)
             ?? config.stallTimeout
         config.heartbeat = try seconds(values["sse-heartbeat"], label("sse-heartbeat"), 0.05...3600)

@@ -50,6 +50,7 @@ func serve(_ arguments: [String]) -> Int32 {
         engineConfig.defaultConnections = config.connections
         engineConfig.maxAttempts = config.maxAttempts
         engineConfig.retryBaseDelay = config.retryWait
+        engineConfig.webhookRetryWait = config.webhookRetryWait
         engineConfig.stallTimeout = config.stallTimeout
         engineConfig.minSplitSize = config.minSplitSize
         engineConfig.maxConnectionsPerHost = config.maxConnectionsPerHost
@@ -80,6 +81,9 @@ func serve(_ arguments: [String]) -> Int32 {
                     exchange.respond(response)
                 case .eventStream(let request):
                     api.attach(HTTPEventSink(exchange: exchange, headers: request.headers), for: request)
+                case .pending:
+                    // Worked through a slice per loop turn: the response comes through this closure when done.
+                    break
                 }
             }
         }

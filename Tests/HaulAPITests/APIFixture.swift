@@ -14,6 +14,8 @@ final class APIFixture {
     let engine: Engine
     let api: API
     let clock = ManualClock()
+    /// The loop turns the last pending answer took.
+    private(set) var turnsTaken = 0
     let fetcher = SilentFetcher()
 
     init(access: AccessPolicy = AccessPolicy(), events: EventStreamConfig = EventStreamConfig(),
@@ -46,6 +48,14 @@ final class APIFixture {
         switch api.handle(request) {
         case .response(let response): return response
         case .eventStream(let stream): return HTTPResponse(status: 200, headers: stream.headers)
+        case .pending(let pending):
+            // A bulk change goes a slice per loop turn: the turns are the manual clock's.
+            turnsTaken = 0
+            while pending.response == nil, turnsTaken < 100_000 {
+                if !clock.fireNext() { clock.advance(0.001) }
+                turnsTaken += 1
+            }
+            return pending.response ?? HTTPResponse(status: 599)
         }
     }
 

@@ -285,37 +285,91 @@ final class DownloadStoreTests: XCTestCase {
                                category: "films", createdAt: created)
             try store.insertWebhook(hook)
             XCTAssertEqual(try store.webhooks(), [hook], backend.name)
-            let deliveries = (0..<3).map { index in
-                WebhookDelivery(id: "d\(index)", webhookID: "w1", event: .completed, downloadID: "x\(index)",
-                                body: "{\"n\":\(index)}", createdAt: created.addingTimeInterval(Double(index)))
+            let changes = (0..<3).map { index in
+                WebhookChange(id: "c\(index)", downloadID: "x\(index)", category: "films", kinds: [.state, .completed],
+                              createdAt: created.addingTimeInterval(Double(index)), resource: "{\"n\":\(index)}")
             }
-            try store.transaction { try store.insertDeliveries(deliveries) }
+            try store.transaction { try store.insertChanges(changes) }
+            XCTAssertEqual(try store.fanOut(to: [hook], limit: 1000).made, 3, "one delivery per change: completed")
             let now = created.addingTimeInterval(10)
-            let taken = try store.takeDueDeliveries(node: "n1", now: now, hold: 30, limit: 2)
-            XCTAssertEqual(taken.map(\.id), ["d0", "d1"], backend.name)
+            let taken = try store.takeDueDeliveries(node: "n1", now: now, hold: 30, webhookID: "w1", limit: 2)
+            XCTAssertEqual(taken.map(\.downloadID), ["x0", "x1"], backend.name)
+            XCTAssertEqual(taken.map(\.changeID), ["c0", "c1"])
+            XCTAssertEqual(try store.changeResources(["c0", "c9"]), ["c0": "{\"n\":0}"])
             // Held while in flight: not taken again, by this node or another, until the hold runs out.
-            XCTAssertEqual(try store.takeDueDeliveries(node: "n2", now: now, hold: 30, limit: 5).map(\.id), ["d2"])
+            XCTAssertEqual(try store.takeDueDeliveries(node: "n2", now: now, hold: 30, webhookID: "w1", limit: 5)
+                .map(\.downloadID), ["x2"])
             XCTAssertEqual(try store.takeDueDeliveries(node: "n2", now: now.addingTimeInterval(29), hold: 30,
-                                                       limit: 5), [])
+                                                       webhookID: "w1", limit: 5), [])
             var delivered = taken[0]
             delivered.state = .delivered
             delivered.attempts = 1
             delivered.lastStatus = 204
             delivered.lastAttemptAt = now
-            try store.recordAttempt(delivered)
+            try store.recordAttempts([delivered])
             // n1 restarts: what it held is due again at once; what n2 holds is not.
             try store.releaseDeliveries(node: "n1", now: now.addingTimeInterval(1))
             XCTAssertEqual(try store.takeDueDeliveries(node: "n1", now: now.addingTimeInterval(1), hold: 30,
-                                                       limit: 5).map(\.id), ["d1"], backend.name)
+                                                       webhookID: "w1", limit: 5).map(\.downloadID), ["x1"],
+                           backend.name)
             let recorded = try store.deliveries(webhookID: "w1", limit: 10)
-            XCTAssertEqual(recorded.map(\.id), ["d2", "d1", "d0"])
+            XCTAssertEqual(recorded.map(\.downloadID), ["x2", "x1", "x0"])
             XCTAssertEqual(recorded.last?.state, .delivered)
             XCTAssertEqual(recorded.last?.lastStatus, 204)
-            XCTAssertEqual(recorded.last?.body, "{\"n\":0}")
+            XCTAssertEqual(try store.deliveryCounts(), [.pending: 2, .delivered: 1], backend.name)
+            // The delivered one left the outbox (its record stays): its change is no longer needed.
+            XCTAssertEqual(try store.pruneChanges(), 1)
+            XCTAssertEqual(try store.changeResources(["c0", "c1"]).keys.sorted(), ["c1"])
+            // The records of delivered ones keep each webhook's newest.
+            var later = taken[1]
+            later.state = .delivered
+            later.attempts = 2
+            later.lastAttemptAt = now.addingTimeInterval(5)
+            try store.recordAttempts([later])
+            XCTAssertEqual(try store.deliveries(webhookID: "w1", limit: 10).map(\.downloadID), ["x2", "x1", "x0"])
+            XCTAssertEqual(try store.pruneDelivered(webhookID: "w1", keep: 1, limit: 10), 1)
+            XCTAssertEqual(try store.deliveries(webhookID: "w1", limit: 10).map(\.downloadID), ["x2", "x1"])
+            XCTAssertEqual(try store.deliveryCounts()[.delivered], 1)
             // A removed webhook takes its outbox with it.
             XCTAssertTrue(try store.deleteWebhook(id: "w1"))
             XCTAssertFalse(try store.deleteWebhook(id: "w1"))
             XCTAssertEqual(try store.deliveries(webhookID: "w1", limit: 10), [])
+        }
+    }
+
+    /// A change reaches only the webhooks that want it and existed when it happened, and the fan-out goes a
+    /// slice at a time.
+    func testChangesAreFannedOutInSlicesToTheWebhooksThatWantThem() throws {
+        try forEachBackend { backend in
+            let store = try backend.open()
+            let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+            let every = Webhook(id: "wa", url: "http://h/a", secret: "s", events: [.state], category: nil, createdAt: t0)
+            let films = Webhook(id: "wf", url: "http://h/f", secret: "s", events: [.state, .completed],
+                                category: "films", createdAt: t0)
+            let late = Webhook(id: "wl", url: "http://h/l", secret: "s", events: [.state], category: nil,
+                               createdAt: t0.addingTimeInterval(1000))
+            for hook in [every, films, late] { try store.insertWebhook(hook) }
+            let changes = (0..<10).map { index in
+                WebhookChange(id: "c\(index)", downloadID: "d\(index)", category: index < 5 ? "films" : nil,
+                              kinds: [.state, .completed], createdAt: t0.addingTimeInterval(Double(index)),
+                              resource: "{}")
+            }
+            try store.transaction { try store.insertChanges(changes) }
+            XCTAssertTrue(try store.hasChangesToFanOut())
+            var made = 0
+            var slices = 0
+            while true {
+                let slice = try store.fanOut(to: [every, films, late], limit: 12)
+                made += slice.made
+                slices += 1
+                if !slice.more { break }
+            }
+            XCTAssertGreaterThan(slices, 1, backend.name)
+            XCTAssertFalse(try store.hasChangesToFanOut())
+            // 10 for `every`, 2 x 5 for `films` (state and completed of its own category), none for the late one.
+            XCTAssertEqual(made, 20, backend.name)
+            XCTAssertEqual(try store.deliveries(webhookID: "wf", limit: 100).count, 10)
+            XCTAssertEqual(try store.deliveries(webhookID: "wl", limit: 100).count, 0)
         }
     }
 

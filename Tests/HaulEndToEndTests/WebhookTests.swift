@@ -5,7 +5,7 @@ import XCTest
 /// Webhooks against a real receiver on loopback: each delivery a signed JSON POST, kept in the store's outbox
 /// from the change it tells of until a 2xx, retried, and sent after a SIGKILL and a restart.
 final class WebhookTests: HaulTestCase {
-    override var serveArguments: [String] { ["--retry-wait", "0.05", "--max-attempts", "3"] }
+    override var serveArguments: [String] { ["--retry-wait", "0.05", "--webhook-retry-wait", "1", "--max-attempts", "3"] }
 
     private var receiver: HostileOrigin!
     /// How the receiver answers the next request (tests change it while haul runs).
@@ -136,7 +136,7 @@ final class WebhookTests: HaulTestCase {
         XCTAssertGreaterThanOrEqual(all.count, 4)
         XCTAssertEqual(Set(all.compactMap { $0["id"] as? String }).count, 1, "every attempt carries the same id")
         XCTAssertEqual((all.last?["download"] as? [String: Any])?["id"] as? String, id)
-        // Attempts wait longer each time (0.25 s, 0.5 s, 1 s with --retry-wait 0.05): not a tight loop.
+        // Attempts wait longer each time (1 s, 2 s, 4 s with --webhook-retry-wait 1): not a tight loop.
         XCTAssertLessThan(all.count, 12)
     }
 

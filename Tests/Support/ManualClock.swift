@@ -30,6 +30,17 @@ public final class ManualClock: Clock {
         now = end
     }
 
+    /// Fires the one earliest timer due now, if any: a loop turn, where `advance` runs every turn that falls in
+    /// its time. False when none is due.
+    @discardableResult
+    public func fireNext() -> Bool {
+        guard let next = timers.filter({ !$0.timer.cancelled && $0.at <= now })
+            .min(by: { ($0.at, $0.order) < ($1.at, $1.order) }) else { return false }
+        timers.removeAll { $0.timer === next.timer }
+        next.timer.fire()
+        return true
+    }
+
     /// Timers waiting.
     public var pending: Int { timers.filter { !$0.timer.cancelled }.count }
 
