@@ -36,6 +36,11 @@ final class DownloadRunner: FetchDelegate {
     private(set) var done = false
     /// Another node took the download over: no action of its machine is carried out any more.
     private var abandoned = false
+    /// The node's lease on the download ran out by its own clock (the process was stopped, or cut off from the
+    /// store): nothing is done, written or fetched until a renewal says it still holds it. Events wait in the
+    /// queue, body chunks are held back in their transfers.
+    private var suspended = false
+    private var heldForLease: Set<TransferID> = []
 
     init(engine: Engine, id: String, url: String, maxSpeed: Int64?) {
         self.engine = engine
@@ -65,14 +70,38 @@ final class DownloadRunner: FetchDelegate {
         // After `finished`, only what its own last actions raised (a final sync's journal) is still handled.
         guard !abandoned, !done || dispatching else { return }
         queue.append(event)
-        guard !dispatching else { return }
+        checkLease()
+        guard !dispatching, !suspended else { return }
         dispatching = true
         defer { dispatching = false }
-        while !queue.isEmpty {
+        while !queue.isEmpty, !suspended {
             let next = queue.removeFirst()
             for action in engine.step(id, next) { perform(action) }
         }
     }
+
+    /// Suspends the runner once the lease may have run out, and asks the engine to renew it at once.
+    private func checkLease() {
+        guard !suspended, !engine.leaseHolds(id) else { return }
+        suspended = true
+        engine.log.warning("the lease may have run out (this node was stopped or cut off); nothing is written "
+                           + "until it is renewed", meta)
+        engine.renewLeaseSoon()
+    }
+
+    /// The lease was renewed: what waited goes on.
+    func leaseRenewed() {
+        guard suspended, !abandoned else { return }
+        suspended = false
+        for transfer in heldForLease where transfers.contains(transfer) { engine.fetcher.resume(transfer) }
+        heldForLease.removeAll()
+        guard !queue.isEmpty, !dispatching else { return }
+        // The queue is run by delivering what waits first.
+        let next = queue.removeFirst()
+        deliver(next)
+    }
+
+    var isSuspended: Bool { suspended }
 
     /// The download's limits changed: a new speed limit applies to the next chunk.
     func limitsChanged(maxSpeed: Int64?) {
@@ -399,6 +428,13 @@ final class DownloadRunner: FetchDelegate {
 
     func transfer(_ transfer: TransferID, received chunk: TransferChunk) -> ChunkDecision {
         guard transfers.contains(transfer), !cancelled.contains(transfer), !done else { return .abort }
+        // Not a byte into the file past the lease's deadline: the bytes wait in the transfer (curl offers them
+        // again when it is resumed) until a renewal says this node still holds the download.
+        checkLease()
+        if suspended {
+            heldForLease.insert(transfer)
+            return .pause
+        }
         if let wait = limitDelay(chunk.count), wait > 0 {
             // curl stops reading, so TCP slows the sender down; the same bytes come again after the wait.
             holds[transfer] = engine.clock.after(wait) { [unowned self] in

@@ -23,6 +23,8 @@ public final class ClusterState {
     var peers: [String] = []
     /// Nodes heard of within a lease, this one included: the shares of the limits over the cluster.
     var liveNodes = 1
+    /// A runner found the lease lapsed by this node's clock: a renewal is asked for on the next turn.
+    var renewalAsked = false
 
     init(node: String, now: Double) {
         self.node = node
@@ -245,6 +247,40 @@ extension Engine {
         }
     }
 
+    /// Whether this node may still act on `id`: its lease holds by this node's own monotonic clock, with a margin
+    /// (renewals go out every third of a lease). A node stopped (SIGSTOP) or cut off past it first renews.
+    func leaseHolds(_ id: String) -> Bool {
+        guard let cluster, cluster.owned.contains(id) else { return true }
+        return clock.now < cluster.renewedAt + config.lease * 0.8
+    }
+
+    /// Renews the leases on the next turn (once however many runners ask).
+    func renewLeaseSoon() {
+        guard let cluster, !cluster.renewalAsked else { return }
+        cluster.renewalAsked = true
+        later { [unowned self] in
+            cluster.renewalAsked = false
+            self.renewLeases(now: self.clock.now)
+        }
+    }
+
+    /// Renews the leases of the running downloads: those still held go on (a suspended runner resumes), the ones
+    /// another node took meanwhile stop at once.
+    private func renewLeases(now: Double) {
+        guard let cluster else { return }
+        cluster.renewSentAt = now
+        let running = runners.keys.filter { cluster.owned.contains($0) }
+        let claims = running.compactMap { id in machines[id].map { Claim(id: id, fence: $0.machine.download.fence) } }
+        do {
+            let held = try store.renew(node: cluster.node, claims, lease: config.lease)
+            cluster.renewedAt = now
+            for claim in claims where !held.contains(claim.id) { lost(claim.id) }
+            for id in held { runners[id]?.leaseRenewed() }
+        } catch {
+            log.warning("cannot renew the leases", ["error": "\(error)"])
+        }
+    }
+
     /// Claims as many downloads as there are free slots and starts them.
     func claimWork() {
         guard let cluster, !cluster.stopping else { return }
@@ -292,15 +328,7 @@ extension Engine {
         if cluster.listener == nil { connectListener(resync: true) }
         let running = runners.keys.filter { cluster.owned.contains($0) }
         if now - cluster.renewSentAt >= config.lease / 3 {
-            cluster.renewSentAt = now
-            let claims = running.compactMap { id in machines[id].map { Claim(id: id, fence: $0.machine.download.fence) } }
-            do {
-                let held = try store.renew(node: cluster.node, claims, lease: config.lease)
-                cluster.renewedAt = now
-                for claim in claims where !held.contains(claim.id) { lost(claim.id) }
-            } catch {
-                log.warning("cannot renew the leases", ["error": "\(error)"])
-            }
+            renewLeases(now: now)
             heartbeat()
         }
         // Cut off from the store for most of a lease: another node may hold these downloads by now.

@@ -302,6 +302,11 @@ def main():
         page.find("#webhook-url").send_keys("http://127.0.0.1:9/hook")
         page.find("#webhook-category").send_keys("films")
         page.find("#webhook-events input[value='removed']").click()
+        # A category that does not exist yet is refused with the reason (a typo never makes a deaf webhook).
+        page.find("#add-webhook").click()
+        wait.until(lambda d: "no category 'films'" in page.find("#webhook-problem").text)
+        assert page.api("GET", "/webhooks")["webhooks"] == []
+        page.api("PUT", "/categories/films", {})
         page.find("#add-webhook").click()
         wait.until(lambda d: "shown this once: whsec_" in page.find("#webhook-secret").text)
         hooks = page.api("GET", "/webhooks")["webhooks"]

@@ -30,6 +30,12 @@ public final class ManualClock: Clock {
         now = end
     }
 
+    /// Moves time on by `seconds` without firing anything: what a process stopped with SIGSTOP sees when it is
+    /// woken, every timer overdue and none run yet.
+    public func jump(_ seconds: Double) {
+        now += seconds
+    }
+
     /// Fires the one earliest timer due now, if any: a loop turn, where `advance` runs every turn that falls in
     /// its time. False when none is due.
     @discardableResult
