@@ -633,11 +633,36 @@ $("token-form").addEventListener("submit", (event) => {
   start();
 });
 
+/**
+ * The options that stay from one add to the next, said beside "Options" so that a collapsed panel hides none of
+ * them; the name and checksum are one URL's and are cleared after each add.
+ */
+function showStickyOptions() {
+  const shown = [];
+  if ($("start_paused").checked) shown.push("start paused");
+  if ($("category").value.trim()) shown.push(`category ${$("category").value.trim()}`);
+  if ($("directory").value.trim()) shown.push(`in ${$("directory").value.trim()}`);
+  if ($("connections").value.trim()) shown.push(`${$("connections").value.trim()} connections`);
+  if ($("max_speed").value.trim()) shown.push(`at most ${$("max_speed").value.trim()}/s`);
+  for (const field of ["filename", "checksum"]) {
+    if ($(field).value.trim()) shown.push(field === "filename" ? `named ${$(field).value.trim()}` : "checksum");
+  }
+  $("options-summary").textContent = shown.length ? `(${shown.join(", ")})` : "";
+}
+for (const id of ["filename", "directory", "category", "connections", "max_speed", "checksum", "start_paused"]) {
+  $(id).addEventListener("input", showStickyOptions);
+  $(id).addEventListener("change", showStickyOptions);
+}
+
 /** Adds the URLs of the box, one a line, as one batch; the lines refused stay in the box with their reasons. */
 $("add-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const lines = $("urls").value.split("\n").map((line) => line.trim()).filter((line) => line && !line.startsWith("#"));
   if (!lines.length) return;
+  if (lines.length > 1 && ($("filename").value.trim() || $("checksum").value.trim())) {
+    $("add-problem").textContent = "A file name and a checksum are one URL's: add one URL with them, or clear them.";
+    return;
+  }
   const options = {};
   for (const field of ["filename", "directory", "category", "checksum"]) {
     const value = $(field).value.trim();
@@ -659,6 +684,7 @@ $("add-form").addEventListener("submit", async (event) => {
       remember(await api("POST", "/downloads", { url: lines[0], ...options }));
       $("urls").value = "";
       $("add-problem").textContent = "";
+      clearOneURLOptions();
     } else {
       const answer = await api("POST", "/downloads", { downloads: lines.map((url) => ({ url, ...options })) });
       const refused = [];
@@ -668,6 +694,7 @@ $("add-form").addEventListener("submit", async (event) => {
       });
       $("urls").value = refused.map((r) => r.line).join("\n");
       $("add-problem").textContent = refused.map((r) => `${r.line}: ${r.reason}`).join("\n");
+      if (refused.length < lines.length) clearOneURLOptions();
     }
   } catch (error) {
     $("add-problem").textContent = error.message;
@@ -675,6 +702,13 @@ $("add-form").addEventListener("submit", async (event) => {
     button.disabled = false;
   }
 });
+
+/** The name and checksum were that URL's: the next one gets its own. */
+function clearOneURLOptions() {
+  $("filename").value = "";
+  $("checksum").value = "";
+  showStickyOptions();
+}
 
 $("settings-form").addEventListener("submit", async (event) => {
   event.preventDefault();

@@ -324,11 +324,35 @@ def main():
         page.find("#add-form details summary").click()
         page.find("#category").send_keys("films")
         page.find("#start_paused").click()
+        page.find("#filename").send_keys("custom.bin")
+        page.find("#checksum").send_keys("sha256:" + "0" * 64)
         page.find("#urls").send_keys("http://127.0.0.1:9/film.mkv")
         page.find("#add").click()
         wait.until(lambda d: len(page.api("GET", "/downloads?category=films")["downloads"]) == 1)
         film = page.api("GET", "/downloads?category=films")["downloads"][0]
         assert film["category"] == "films" and film["state"] == "paused", film
+        assert film["filename"] == "custom.bin" and film["checksum"], film
+        # The name and checksum were that URL's: cleared. What stays is said beside the collapsed "Options".
+        wait.until(lambda d: page.find("#filename").get_attribute("value") == "")
+        assert page.find("#checksum").get_attribute("value") == ""
+        page.find("#add-form details summary").click()
+        summary = page.find("#options-summary").text
+        assert "start paused" in summary and "category films" in summary and "named" not in summary, summary
+        page.find("#urls").send_keys("http://127.0.0.1:9/film2.mkv")
+        page.find("#add").click()
+        wait.until(lambda d: len(page.api("GET", "/downloads?category=films")["downloads"]) == 2)
+        second = [d for d in page.api("GET", "/downloads?category=films")["downloads"] if d["id"] != film["id"]][0]
+        assert second["filename"] is None and second["checksum"] is None, second
+        assert second["state"] == "paused", second
+        # Two URLs with one name are refused before anything is sent.
+        page.find("#add-form details summary").click()
+        page.find("#filename").send_keys("same.bin")
+        page.find("#urls").send_keys("http://127.0.0.1:9/a.mkv\nhttp://127.0.0.1:9/b.mkv")
+        page.find("#add").click()
+        wait.until(lambda d: "one URL's" in page.find("#add-problem").text)
+        assert len(page.api("GET", "/downloads?category=films")["downloads"]) == 2
+        driver.execute_script("for (const id of ['urls', 'filename', 'category']) document.getElementById(id).value = '';"
+                              "document.getElementById('start_paused').checked = false;")
         page.api("DELETE", "/downloads?category=films&state=paused")
         page.api("DELETE", "/categories/films")
 
