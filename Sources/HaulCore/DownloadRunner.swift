@@ -41,6 +41,9 @@ final class DownloadRunner: FetchDelegate {
     /// queue, body chunks are held back in their transfers.
     private var suspended = false
     private var heldForLease: Set<TransferID> = []
+    /// `compare` transfers: where the next byte goes in the part file, where they began, and the first that
+    /// differed.
+    private var comparing: [TransferID: (next: Int64, start: Int64, differsAt: Int64?)] = [:]
 
     init(engine: Engine, id: String, url: String, maxSpeed: Int64?) {
         self.engine = engine
@@ -188,14 +191,33 @@ final class DownloadRunner: FetchDelegate {
             request.range = (start, end)
             request.ifRange = ifRange
         case .whole: break
+        case .compare(let start, let end, let ifRange):
+            request.range = (start, end)
+            request.ifRange = ifRange
+            comparing[transfer] = (start, start, nil)
         }
         do {
             try engine.fetcher.start(transfer, request, delegate: self)
             transfers.insert(transfer)
         } catch {
             releaseHostConnection(transfer)
+            comparing.removeValue(forKey: transfer)
             deliver(.couldNotStart(transfer, "\(error)"))
         }
+    }
+
+    /// A chunk of a `compare` transfer against the part file's bytes at the same place: none is written.
+    private func compare(_ transfer: TransferID, _ chunk: TransferChunk) -> ChunkDecision {
+        guard var state = comparing[transfer] else { return .abort }
+        let stored = file?.read(chunk.count, at: state.next) ?? []
+        if let index = chunk.firstDifference(from: stored) {
+            state.differsAt = state.next + Int64(index)
+            comparing[transfer] = state
+            return .abort
+        }
+        state.next += Int64(chunk.count)
+        comparing[transfer] = state
+        return .consumed
     }
 
     private func cancel(_ transfer: TransferID) {
@@ -428,6 +450,7 @@ final class DownloadRunner: FetchDelegate {
 
     func transfer(_ transfer: TransferID, received chunk: TransferChunk) -> ChunkDecision {
         guard transfers.contains(transfer), !cancelled.contains(transfer), !done else { return .abort }
+        if comparing[transfer] != nil { return compare(transfer, chunk) }
         // Not a byte into the file past the lease's deadline: the bytes wait in the transfer (curl offers them
         // again when it is resumed) until a renewal says this node still holds the download.
         checkLease()
@@ -457,6 +480,10 @@ final class DownloadRunner: FetchDelegate {
         releaseHostConnection(transfer)
         cancelled.remove(transfer)
         guard transfers.remove(transfer) != nil else { return }
+        if let compared = comparing.removeValue(forKey: transfer) {
+            return deliver(.compared(transfer, checked: compared.next - compared.start, differsAt: compared.differsAt,
+                                     result))
+        }
         deliver(.ended(transfer, result))
     }
 

@@ -21,6 +21,23 @@ public struct Segment: Equatable, Sendable {
 
 /// Splitting a file into segments and handing out work: pure functions, tested as tables.
 public enum SegmentPlanner {
+    /// Segments covering `total` bytes, all of them received but the ranges of `doubt` (sorted, disjoint), which
+    /// are to be fetched again.
+    public static func excluding(_ doubt: [ByteRange], total: Int64) -> [Segment] {
+        var segments: [Segment] = []
+        var next: Int64 = 0
+        for range in doubt where range.first <= range.last && range.first < total {
+            let first = max(range.first, next)
+            let last = min(range.last, total - 1)
+            guard first <= last else { continue }
+            if first > next { segments.append(Segment(start: next, end: first - 1, received: first - next)) }
+            segments.append(Segment(start: first, end: last))
+            next = last + 1
+        }
+        if next < total { segments.append(Segment(start: next, end: total - 1, received: total - next)) }
+        return segments
+    }
+
     /// At most `connections` equal segments covering `total` bytes, each at least `minSplit` long (one segment
     /// for a small file).
     public static func initial(total: Int64, connections: Int, minSplit: Int64) -> [Segment] {

@@ -45,6 +45,20 @@ public final class PartFile {
         }
     }
 
+    /// Up to `count` bytes from `offset` (fewer at the end of the file); nil when the read fails.
+    public func read(_ count: Int, at offset: Int64) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { return nil }
+            if n == 0 { break }
+            done += n
+        }
+        return Array(bytes.prefix(done))
+    }
+
     public func truncate(to size: Int64) throws(FileError) {
         guard ftruncate(fd, off_t(size)) == 0 else { throw FileError(call: "ftruncate", path: path, code: errno) }
     }

@@ -121,6 +121,14 @@ public struct TransferChunk {
     /// A view of `bytes`, valid as long as they are.
     public init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
+    /// Where these bytes first differ from `other`'s (its end counts as a difference), or nil when `other` begins
+    /// with all of them.
+    public func firstDifference(from other: [UInt8]) -> Int? {
+        let common = min(bytes.count, other.count)
+        for index in 0..<common where bytes[index] != other[index] { return index }
+        return other.count < bytes.count ? other.count : nil
+    }
+
     /// The first `count` bytes.
     public func prefix(_ count: Int) -> TransferChunk {
         TransferChunk(bytes: UnsafeRawBufferPointer(rebasing: bytes.prefix(count)))

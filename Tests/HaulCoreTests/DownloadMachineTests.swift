@@ -39,14 +39,61 @@ final class DownloadMachineTests: XCTestCase {
         let mirror = harness.download.mirrors[0]
         XCTAssertEqual(mirror.state, .active)
         XCTAssertEqual(mirror.etag, "\"v1\"")
-        // Its HEAD first, then ranges with its own validator.
+        // Its HEAD first, its first bytes compared with the first source's, then ranges with its own validator.
         XCTAssertEqual(harness.mirrorRequests.first?.kind, .head)
-        let ranges = harness.mirrorRequests.dropFirst()
+        XCTAssertEqual(harness.mirrorRequests.dropFirst().first?.kind, .compare(start: 0, end: 65535, ifRange: "\"v1\""))
+        let ranges = harness.mirrorRequests.dropFirst(2)
         XCTAssertFalse(ranges.isEmpty, "the mirror was given segments")
         XCTAssertTrue(ranges.allSatisfy { $0.url == "http://m.test/f" })
         XCTAssertTrue(ranges.allSatisfy { if case .range(_, _, "\"v1\"") = $0.kind { true } else { false } })
         XCTAssertGreaterThan(mirror.receivedBytes, 0)
         XCTAssertLessThan(mirror.receivedBytes, 256 * 1024, "the first source wrote its share too")
+    }
+
+    /// The same size is not the same file: a mirror's first bytes are compared with the first source's before any
+    /// of its segments count, and one that differs never writes a byte.
+    func testAMirrorOfTheSameSizeWithOtherBytesIsDroppedBeforeItWritesAnything() {
+        let harness = MachineHarness(size: 256 * 1024, connections: 4) { $0.mirrors = [Mirror(url: "http://m.test/f")] }
+        var other = harness.content
+        other[1000] ^= 0xFF
+        harness.mirrorContent = other
+        harness.start()
+        completed(harness)
+        let mirror = harness.download.mirrors[0]
+        XCTAssertEqual(mirror.state, .dropped)
+        XCTAssertTrue(mirror.reason?.contains("differ") == true && mirror.reason?.contains("byte 1000") == true,
+                      mirror.reason ?? "")
+        XCTAssertEqual(mirror.receivedBytes, 0, "none of its bytes was written")
+        XCTAssertEqual(harness.mirrorRequests.map(\.kind), [.head, .compare(start: 0, end: 65535, ifRange: "\"v1\"")])
+    }
+
+    /// A mirror whose first bytes agree and whose later ones do not: with a checksum, the mismatch is no failure.
+    /// The ranges the mirror wrote are fetched again from the first source, and the file is right.
+    func testAChecksumMismatchFetchesAMirrorsRangesAgainFromTheFirstSource() {
+        let size = 256 * 1024
+        var harness = MachineHarness(size: size, connections: 4)
+        let expected = Digest.hex(Digest.sha256(harness.content))
+        harness = MachineHarness(size: size, connections: 4) {
+            $0.mirrors = [Mirror(url: "http://m.test/f")]
+            $0.checksum = "sha256:" + expected
+        }
+        var other = harness.content
+        for index in stride(from: 100_000, to: size, by: 1000) { other[index] ^= 0xFF }
+        harness.mirrorContent = other
+        harness.start()
+        XCTAssertEqual(harness.state, .queued, "back in the queue, not failed: \(harness.download.error?.message ?? "")")
+        let mirror = harness.download.mirrors[0]
+        XCTAssertEqual(mirror.state, .dropped)
+        XCTAssertTrue(mirror.reason?.contains("check") == true, mirror.reason ?? "")
+        XCTAssertGreaterThan(mirror.receivedBytes, 0)
+        let doubtful = harness.download.segments.filter { $0.received == 0 }
+        XCTAssertFalse(doubtful.isEmpty)
+        XCTAssertEqual(harness.download.journal, harness.download.segments)
+        // Its slot again: the ranges come from the first source only, and the checksum passes.
+        let before = harness.mirrorRequests.count
+        harness.start()
+        completed(harness)
+        XCTAssertEqual(harness.mirrorRequests.count, before, "nothing more from the mirror")
     }
 
     func testASmallFileCostsOneRequest() {

@@ -52,6 +52,10 @@ final class MachineHarness {
     var rangeReply: ((_ start: Int64, _ end: Int64?) -> Reply?)?
     /// Requests (by number) answered as usual up to the headers, then never another byte.
     var stallRequests: Set<Int> = []
+    /// What the mirrors serve, when it is not `content` (a file of the same size with other bytes, say).
+    var mirrorContent: [UInt8]?
+    /// The transfers asked of mirrors.
+    private var mirrorTransfers: Set<TransferID> = []
 
     /// The part file: what was written where, and its size as the file system sees it.
     private(set) var part: [UInt8] = []
@@ -184,13 +188,15 @@ final class MachineHarness {
 
     private func reply(to kind: FetchKind, number: Int) -> Reply {
         if let scripted = script[number] { return scripted }
+        let content = requests.indices.contains(number) && mirrorTransfers.contains(requests[number].id)
+            ? mirrorContent ?? self.content : self.content
         let total = Int64(content.count)
         var common: [(String, String)] = [("Content-Type", "application/octet-stream")]
         if let etag { common.append(("ETag", etag)) }
         switch kind {
         case .probe:
             if let first { return first }
-            return ranged(start: 0, end: total - 1, common: common)
+            return ranged(start: 0, end: total - 1, common: common, content: content)
         case .head:
             if let head { return head }
             return Reply(status: 200, headers: common + [("Content-Length", String(total))]
@@ -200,13 +206,15 @@ final class MachineHarness {
             if let ifRange, ifRange != etag {
                 return Reply(status: 200, headers: common + [("Content-Length", String(total))], body: content)
             }
-            return ranged(start: start, end: end ?? total - 1, common: common)
+            return ranged(start: start, end: end ?? total - 1, common: common, content: content)
+        case .compare(let start, let end, _):
+            return ranged(start: start, end: end, common: common, content: content)
         case .whole:
             return Reply(status: 200, headers: common + [("Content-Length", String(total))], body: content)
         }
     }
 
-    private func ranged(start: Int64, end: Int64, common: [(String, String)]) -> Reply {
+    private func ranged(start: Int64, end: Int64, common: [(String, String)], content: [UInt8]) -> Reply {
         let total = Int64(content.count)
         if total == 0 { return Reply(status: 416, headers: common + [("Content-Range", "bytes */0")]) }
         guard ranges else {
@@ -240,6 +248,7 @@ final class MachineHarness {
         send(.responded(id, response))
         current = nil
         guard isRunning(id) else { return }
+        if case .compare(let start, _, _) = kind { return compare(id, start: Int(start), reply, response) }
         if case .trickle(let rate) = reply.ending, !stopped.contains(id) {
             trickling[id] = (reply.body[...], rate, response)
             return
@@ -268,6 +277,25 @@ final class MachineHarness {
         }()
         send(.ended(id, TransferResult(failure: failure, message: failure == nil ? "" : "scripted", response: response,
                                        bodyBytes: Int64(sent))))
+    }
+
+    /// A `compare` transfer, as the runner plays it: the body against the part file, nothing written.
+    private func compare(_ id: TransferID, start: Int, _ reply: Reply, _ response: TransferResponse) {
+        var differsAt: Int64?
+        if !stopped.contains(id) {
+            for (offset, byte) in reply.body.enumerated() {
+                let at = start + offset
+                if at >= part.count || part[at] != byte {
+                    differsAt = Int64(at)
+                    break
+                }
+            }
+        }
+        end(id)
+        let aborted = stopped.remove(id) != nil || differsAt != nil
+        let checked = differsAt.map { $0 - Int64(start) } ?? (aborted ? 0 : Int64(reply.body.count))
+        send(.compared(id, checked: checked, differsAt: differsAt,
+                       TransferResult(failure: aborted ? .aborted : nil, response: response)))
     }
 
     private func isRunning(_ id: TransferID) -> Bool { running.contains { $0.id == id } }
@@ -310,7 +338,10 @@ final class MachineHarness {
         switch action {
         case .fetch(let id, let kind), .fetchFrom(let id, let kind, _):
             // The scripted origin serves every source; which one was asked is kept.
-            if case .fetchFrom(_, _, let url) = action { mirrorRequests.append((kind, url)) }
+            if case .fetchFrom(_, _, let url) = action {
+                mirrorRequests.append((kind, url))
+                mirrorTransfers.insert(id)
+            }
             if case .range = kind, hostRefusals > 0 {
                 hostRefusals -= 1
                 return queue.append(.noHostConnection(id))

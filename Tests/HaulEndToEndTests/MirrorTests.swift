@@ -57,6 +57,49 @@ final class MirrorTests: HaulTestCase {
         XCTAssertGreaterThan(fastBytes, Int64(6 << 20) / 3, "the fastest of three took the largest share: \(sources)")
     }
 
+    /// Writes a copy of `source` with every thousandth byte from `from` on flipped: a file of the same size with
+    /// other bytes.
+    private func corruptCopy(of source: String, to target: String, from: Int) throws {
+        var data = try Data(contentsOf: URL(fileURLWithPath: source))
+        for index in stride(from: from, to: data.count, by: 1000) { data[index] ^= 0xFF }
+        try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        try data.write(to: URL(fileURLWithPath: target))
+        chmod(target, 0o644)
+    }
+
+    func testAMirrorOfTheSameSizeWithOtherBytesIsDroppedBeforeItsSegmentsCount() throws {
+        let hash = try sandbox.makeRandomFile("www/same.iso", size: 2 << 20)
+        try corruptCopy(of: sandbox.file("www/same.iso"), to: sandbox.file("other/same.iso"), from: 5000)
+        let impostor = try startOrigin(root: sandbox.file("other"))
+        let id = try add(["url": originURL("same.iso") + "?rate=2000000",
+                          "mirrors": [impostor.baseURL + "/files/same.iso"], "connections": 4])
+        let done = try waitForState(id, "completed", timeout: 60)
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash, "no byte of the impostor")
+        let source = try XCTUnwrap(mirrors(done).first)
+        XCTAssertEqual(source["state"] as? String, "dropped")
+        XCTAssertTrue((source["reason"] as? String ?? "").contains("differ from those of"), "\(source)")
+        XCTAssertEqual(int(source["received_bytes"]), 0)
+    }
+
+    func testWithAChecksumAMirrorWrongFurtherOnIsFetchedAgainFromTheFirstSource() throws {
+        let hash = try sandbox.makeRandomFile("www/late.iso", size: 3 << 20)
+        // The same first 64 KiB, other bytes after: the comparison passes, the checksum does not.
+        try corruptCopy(of: sandbox.file("www/late.iso"), to: sandbox.file("other/late.iso"), from: 1 << 20)
+        let impostor = try startOrigin(root: sandbox.file("other"))
+        let id = try add(["url": originURL("late.iso") + "?rate=400000",
+                          "mirrors": [impostor.baseURL + "/files/late.iso"], "connections": 4,
+                          "checksum": "sha256:" + hash])
+        let done = try waitForState(id, "completed", timeout: 90)
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
+        let source = try XCTUnwrap(mirrors(done).first)
+        XCTAssertEqual(source["state"] as? String, "dropped")
+        XCTAssertTrue((source["reason"] as? String ?? "").contains("check"), "\(source)")
+        XCTAssertGreaterThan(int(source["received_bytes"]), 0, "the mirror had written some of it")
+        XCTAssertTrue(done["error"] is NSNull)
+    }
+
     func testAMirrorOfAnotherSizeIsDroppedAtItsProbeWithTheReason() throws {
         let hash = try sandbox.makeRandomFile("www/same.bin", size: 2 << 20)
         try FileManager.default.createDirectory(atPath: sandbox.file("other"), withIntermediateDirectories: true)

@@ -15,6 +15,7 @@ extension DownloadMachine {
     mutating func verified(_ digest: String?) {
         guard phase == .verifying else { return }
         if let expected = download.checksum.flatMap(Checksum.init), let digest, digest != expected.hex {
+            if mirrorBytesInDoubt { return refetchFromFirstSource(expected: expected, actual: digest) }
             return checksumMismatch(expected: expected, actual: digest)
         }
         // Every byte is on disk: the journal says so before the file gets a name, so a crash between the link and
@@ -35,6 +36,36 @@ extension DownloadMachine {
             $0.error = DownloadError(.checksumMismatch, "\(expected.algorithm.rawValue) of the file is \(actual), "
                 + "expected \(expected.hex)")
         }
+    }
+
+    /// The file failed its checksum with bytes from mirrors in it: not a failure yet. The mirrors that wrote are
+    /// dropped, and the ranges they wrote (the whole file when this run does not know them) are fetched again from
+    /// the first source, the rest kept; the download waits for a slot again and resumes from there. A second
+    /// mismatch, with no mirror's byte left, fails.
+    mutating func refetchFromFirstSource(expected: Checksum, actual: String) {
+        let total = download.totalBytes ?? 0
+        var doubt = mirrorWritten.sorted { $0.first < $1.first }
+        if doubt.isEmpty { doubt = [ByteRange(0, max(0, total - 1))] }
+        var merged: [ByteRange] = []
+        for range in doubt {
+            if let last = merged.last, range.first <= last.last + 1 {
+                merged[merged.count - 1].last = max(last.last, range.last)
+            } else {
+                merged.append(range)
+            }
+        }
+        for index in download.mirrors.indices where download.mirrors[index].receivedBytes > 0 {
+            dropMirror(index, "the file failed its \(expected.algorithm.rawValue) check with bytes from it; they are "
+                + "fetched again from \(Redact.url(download.url))")
+        }
+        mirrorWritten = []
+        let again = merged.reduce(Int64(0)) { $0 + $1.last - $1.first + 1 }
+        log(.warning, "checksum mismatch with bytes from mirrors: \(again) bytes are fetched again from the first "
+            + "source", ["checksum.actual": actual])
+        setSegments(SegmentPlanner.excluding(merged, total: total))
+        // The verification synced every byte: the journal may vouch for all those kept.
+        download.journal = download.segments
+        end(.interrupt) { $0.error = nil }
     }
 
     mutating func published(_ name: String, file: FileStamp?) {
@@ -98,6 +129,9 @@ extension DownloadMachine {
         connections.removeAll()
         for id in mirrorProbes.keys { emit(.cancel(id)) }
         mirrorProbes.removeAll()
+        for id in mirrorChecks.keys { emit(.cancel(id)) }
+        mirrorChecks.removeAll()
+        mirrorsAwaitingCheck.removeAll()
     }
 
     // MARK: clients

@@ -3,8 +3,10 @@ import HaulLoop
 /// Mirrors: other sources of the same file. Source 0 is the download's `url`, source n its mirror n - 1. Each is
 /// probed with a HEAD once the size is known; connections are spread over the sources that agree, each new one on
 /// the source that promises it the most (its connections' rate over their count, the least used while rates are
-/// unknown), so a connection freed by work stealing goes where it is fastest. A mirror that fails twice, or
-/// answers a range wrongly, is dropped with the reason and its segment goes on elsewhere at once.
+/// unknown), so a connection freed by work stealing goes where it is fastest. Before a mirror's segments count, its
+/// first bytes are fetched and compared with the first source's in the part file: one of the same size with other
+/// bytes is dropped with the reason. A mirror that fails twice, or answers a range wrongly, is dropped with the
+/// reason and its segment goes on elsewhere at once.
 extension DownloadMachine {
     /// Probes the mirrors not probed yet; without ranges or a size nothing can be split over them.
     mutating func probeMirrors() {
@@ -43,9 +45,65 @@ extension DownloadMachine {
            digest != checksum.hex {
             return dropMirror(index, "its \(checksum.algorithm.rawValue) \(digest) is not the checksum asked for")
         }
-        download.mirrors[index].state = .active
         download.mirrors[index].etag = Probe.strongETag(response.header("etag"))
         download.mirrors[index].lastModified = Probe.lastModified(response.header("last-modified"))
+        // The same size is not the same file: its first bytes are compared with the first source's before any of
+        // its segments count.
+        mirrorsAwaitingCheck.insert(index)
+        startMirrorChecks()
+    }
+
+    /// The bytes a mirror's first bytes are compared with: the file's first 64 KiB (less for a smaller file or
+    /// first segment), which the first source fetches first.
+    var mirrorCheckRange: ByteRange? {
+        guard let total = download.totalBytes, let first = download.segments.first, first.start == 0 else { return nil }
+        let length = min(64 * 1024, total, first.end.map { $0 + 1 } ?? total)
+        return length > 0 ? ByteRange(0, length - 1) : nil
+    }
+
+    /// Fetches the first bytes of the mirrors waiting, once the first source's are in the part file.
+    mutating func startMirrorChecks() {
+        guard let range = mirrorCheckRange, let first = download.segments.first,
+              first.received >= range.last + 1 else { return }
+        for index in mirrorsAwaitingCheck.sorted() where download.mirrors[index].state == .pending {
+            let id = newTransfer()
+            mirrorChecks[id] = (index, range)
+            emit(.fetchFrom(id, .compare(start: range.first, end: range.last,
+                                         ifRange: download.mirrors[index].validator),
+                            url: download.mirrors[index].url))
+        }
+        mirrorsAwaitingCheck.removeAll()
+    }
+
+    /// The answer to a mirror's check: its own version's exact range, or the mirror is dropped.
+    mutating func mirrorCheckResponded(_ id: TransferID, _ response: TransferResponse) {
+        guard let (index, range) = mirrorChecks[id] else { return emit(.abort(id)) }
+        let reply = RangeReply.check(response, start: range.first, end: range.last, total: download.totalBytes,
+                                     etag: download.mirrors[index].etag)
+        guard case .accept = reply else {
+            mirrorChecks.removeValue(forKey: id)
+            dropMirror(index, "it answered the check of its first bytes with HTTP \(response.status), Content-Range: "
+                + (response.header("content-range") ?? "none"))
+            emit(.abort(id))
+            return fill()
+        }
+    }
+
+    /// A mirror's first bytes were compared: the same as the first source's, and it takes segments; others, and it
+    /// is dropped with the byte where they differ.
+    mutating func mirrorCompared(_ id: TransferID, checked: Int64, differsAt: Int64?, _ result: TransferResult) {
+        guard let (index, range) = mirrorChecks.removeValue(forKey: id) else { return }
+        defer { fill() }
+        guard download.mirrors.indices.contains(index), download.mirrors[index].state == .pending else { return }
+        if let differsAt {
+            return dropMirror(index, "its bytes differ from those of \(Redact.url(download.url)) at byte \(differsAt): "
+                + "another file of the same size")
+        }
+        guard result.failure == nil, checked == range.last - range.first + 1 else {
+            return dropMirror(index, "the check of its first bytes ended after \(checked) bytes"
+                + (result.message.isEmpty ? "" : ": \(result.message)"))
+        }
+        download.mirrors[index].state = .active
         log(.info, "mirror agrees", ["mirror": Redact.url(download.mirrors[index].url)])
     }
 
@@ -76,9 +134,10 @@ extension DownloadMachine {
     /// Connections to open now: while mirrors are being probed, the share of the sources known to agree, so the
     /// mirrors that answer still get connections of their own (`fill` runs again at each answer).
     var connectionsAllowed: Int {
-        guard !mirrorProbes.isEmpty else { return plannedConnections }
+        let deciding = mirrorProbes.count + mirrorChecks.count + mirrorsAwaitingCheck.count
+        guard deciding > 0 else { return plannedConnections }
         let known = usableSources.count
-        return max(1, plannedConnections * known / (known + mirrorProbes.count))
+        return max(1, plannedConnections * known / (known + deciding))
     }
 
     /// The sources a new connection may use: the download's URL and the mirrors that agree.
@@ -149,6 +208,21 @@ extension DownloadMachine {
         }
         connections[index].source = chooseSource(excluding: connections[index].source)
         launch(index)
+    }
+
+    /// Notes bytes a mirror wrote: a connection's writes follow each other, so they extend a recent range.
+    mutating func noteMirrorWrite(_ range: ByteRange) {
+        for index in mirrorWritten.indices.reversed().prefix(8) where mirrorWritten[index].last + 1 == range.first {
+            mirrorWritten[index].last = range.last
+            return
+        }
+        mirrorWritten.append(range)
+    }
+
+    /// Whether bytes of the part file may be a mirror's: written from one in this run, or by an active one before
+    /// a restart (whose ranges this run does not know).
+    var mirrorBytesInDoubt: Bool {
+        !mirrorWritten.isEmpty || download.mirrors.contains { $0.receivedBytes > 0 && $0.state != .dropped }
     }
 
     /// Bytes per second from each mirror now (for the resource).

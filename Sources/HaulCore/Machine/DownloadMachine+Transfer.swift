@@ -139,6 +139,7 @@ extension DownloadMachine {
         if case .probing(let probe, _) = phase, probe == id { return probeResponded(id, response) }
         if case .probingHead(let head, _) = phase, head == id { return headResponded(response) }
         if mirrorProbes[id] != nil { return mirrorProbeAnswered(id, response) }
+        if mirrorChecks[id] != nil { return mirrorCheckResponded(id, response) }
         guard let index = connection(with: id), case .fetching = connections[index].state else {
             return emit(.abort(id))
         }
@@ -284,9 +285,12 @@ extension DownloadMachine {
         let source = connections[index].source
         if source > 0, download.mirrors.indices.contains(source - 1) {
             download.mirrors[source - 1].receivedBytes += Int64(count)
+            let last = download.segments[segment].cursor - 1
+            noteMirrorWrite(ByteRange(last - Int64(count) + 1, last))
         }
         bytesSinceCheckpoint += Int64(count)
         if bytesSinceCheckpoint >= settings.checkpointBytes { checkpoint() }
+        if !mirrorsAwaitingCheck.isEmpty { startMirrorChecks() }
     }
 
     mutating func writeFailed(_ id: TransferID, _ error: FileError) {
@@ -392,6 +396,9 @@ extension DownloadMachine {
         // The file changed: whether the mirrors still have it is asked again.
         for id in mirrorProbes.keys { emit(.cancel(id)) }
         mirrorProbes.removeAll()
+        for id in mirrorChecks.keys { emit(.cancel(id)) }
+        mirrorChecks.removeAll()
+        mirrorsAwaitingCheck.removeAll()
         for index in download.mirrors.indices where download.mirrors[index].state == .active {
             download.mirrors[index].state = .pending
             download.mirrors[index].etag = nil

@@ -153,6 +153,12 @@ public struct DownloadMachine {
     var probeStream: (id: TransferID, ranged: Bool)?
     /// The HEADs out to mirrors, by transfer: which mirror each asks.
     var mirrorProbes: [TransferID: Int] = [:]
+    /// The comparisons of mirrors' first bytes with the first source's, by transfer: which mirror each asks.
+    var mirrorChecks: [TransferID: (mirror: Int, range: ByteRange)] = [:]
+    /// Mirrors that agreed at their HEAD, waiting for the first source's first bytes to be compared with.
+    var mirrorsAwaitingCheck: Set<Int> = []
+    /// The byte ranges mirrors wrote in this run (merged as they grow): what a failed checksum puts in doubt.
+    var mirrorWritten: [ByteRange] = []
     /// The size a HEAD told when the first answer told none (asked once per start).
     var headLength: Int64?
     var headTried = false
@@ -217,6 +223,8 @@ public struct DownloadMachine {
         case .wrote(let id, let count): wrote(id, count: count)
         case .writeFailed(let id, let error): writeFailed(id, error)
         case .ended(let id, let result): ended(id, result)
+        case .compared(let id, let checked, let differsAt, let result):
+            mirrorCompared(id, checked: checked, differsAt: differsAt, result)
         case .couldNotStart(let id, let message): couldNotStart(id, message)
         case .noHostConnection(let id): noHostConnection(id)
         case .hostConnectionFreed: hostConnectionFreed()

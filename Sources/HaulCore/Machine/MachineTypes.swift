@@ -30,6 +30,9 @@ public enum FetchKind: Equatable, Sendable {
     case range(start: Int64, end: Int64?, ifRange: String?)
     /// The whole file with a plain GET.
     case whole
+    /// Bytes from `start` to `end` (inclusive) compared with what the part file holds there, never written: a
+    /// mirror's first bytes against the first source's. Sent with `If-Range: ifRange`.
+    case compare(start: Int64, end: Int64, ifRange: String?)
 }
 
 /// How the part file is to be opened: under its current name, or under a free one derived from `base`.
@@ -88,6 +91,8 @@ public enum MachineEvent: Sendable {
     case writeFailed(TransferID, FileError)
     /// Transfer `id` ended (after `abort` too, with `.aborted`; never after `cancel`).
     case ended(TransferID, TransferResult)
+    /// A `compare` transfer ended: `checked` bytes were compared, the first that differed at `differsAt`.
+    case compared(TransferID, checked: Int64, differsAt: Int64?, TransferResult)
     /// The fetch could not be started at all.
     case couldNotStart(TransferID, String)
     /// The fetch was not started: the host has no connection to spare.
