@@ -142,14 +142,23 @@ enum Validate {
         guard text.utf8.count <= 8192, !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
             return "must be an absolute http or https URL without spaces or control characters"
         }
-        if text.unicodeScalars.contains(where: { (0x80...0x9F).contains($0.value) || FileName.isInvisible($0) }) {
+        let ascii = !text.utf8.contains(where: { $0 >= 0x80 })
+        if !ascii, text.unicodeScalars.contains(where: { (0x80...0x9F).contains($0.value) || FileName.isInvisible($0) }) {
             return "must not contain invisible characters (format controls, line separators)"
         }
-        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
+        // The scheme as written: letters, digits, '+', '-', '.', then ':'.
+        guard let colon = text.firstIndex(of: ":"), colon > text.startIndex,
+              text[..<colon].utf8.allSatisfy({ ASCII.isLetterOrDigit($0) || "+-.".utf8.contains($0) }) else {
             return "must be an absolute http or https URL"
         }
+        let scheme = text[..<colon].lowercased()
         guard scheme == "http" || scheme == "https" else { return "scheme must be http or https, not \(scheme)" }
-        guard let authority = Validate.authority(text), !authority.host.isEmpty, components.host != nil else {
+        // A plain URL (ASCII, nothing percent-encoded: nearly all of them) is read here; others by URLComponents
+        // too, which a batch of a thousand would otherwise pay for a thousand times.
+        if !ascii || text.utf8.contains(UInt8(ascii: "%")), URLComponents(string: text)?.host == nil {
+            return "must be an absolute http or https URL"
+        }
+        guard let authority = Validate.authority(text), !authority.host.isEmpty else {
             return "must name a host"
         }
         if let problem = Validate.host(authority.host) { return problem }
@@ -193,10 +202,10 @@ enum Validate {
         if labels.count > 1, labels.last == "" { labels.removeLast() }
         guard host.utf8.count <= 253, labels.allSatisfy({ label in
             !label.isEmpty && label.utf8.count <= 63 && label.unicodeScalars.allSatisfy { scalar in
-                scalar.isASCII ? (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-"
-                    || scalar == "_") : (scalar.properties.isAlphabetic || scalar.properties.numericType != nil
-                    || scalar.properties.generalCategory == .nonspacingMark
-                    || scalar.properties.generalCategory == .spacingMark)
+                scalar.isASCII ? (ASCII.isLetterOrDigit(UInt8(scalar.value)) || scalar == "-" || scalar == "_")
+                    : (scalar.properties.isAlphabetic || scalar.properties.numericType != nil
+                       || scalar.properties.generalCategory == .nonspacingMark
+                       || scalar.properties.generalCategory == .spacingMark)
             }
         }) else { return "the host must be a name or an IP address" }
         return nil

@@ -40,6 +40,9 @@ public final class Engine {
     /// Every download's (sequence, id) in creation order, so a page of a long list costs its own length, not a sort
     /// of every download.
     private var order: [(sequence: Int64, id: String)] = []
+    /// Entries of `order` whose download is gone: left in place (readers pass over ids no machine has) and swept
+    /// out once they are half of it, so removing thousands costs no memmove of the whole list each.
+    private var departed = 0
     /// Unfinished downloads by destination (URL, directory, requested name), for answering a repeated POST.
     private var destinations: [String: String] = [:]
     /// Downloads changed since the last store write.
@@ -908,14 +911,24 @@ public final class Engine {
         if was == nil, let now {
             // New downloads take ever larger numbers; at start-up `start` sorts once after loading them all. Another
             // node's may arrive after a later one of this node's.
-            if let last = order.last, last.sequence > now.sequence {
+            let position = firstIndex(after: now.sequence - 1)
+            if position < order.count, order[position].id == now.id {
+                // Removed and back (another node's download read again): its entry is still there.
+                departed = max(0, departed - 1)
+            } else if let last = order.last, last.sequence > now.sequence {
                 order.insert((now.sequence, now.id), at: firstIndex(after: now.sequence))
             } else {
                 order.append((now.sequence, now.id))
             }
         } else if now == nil, let was {
             let position = firstIndex(after: was.sequence - 1)
-            if position < order.count, order[position].id == was.id { order.remove(at: position) }
+            if position < order.count, order[position].id == was.id {
+                departed += 1
+                if departed > 256, departed * 2 > order.count {
+                    order.removeAll { machines[$0.id] == nil }
+                    departed = 0
+                }
+            }
         }
         if let was {
             stateCounts[was.state, default: 0] -= 1

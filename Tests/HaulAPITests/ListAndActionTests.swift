@@ -15,6 +15,31 @@ final class ListAndActionTests: XCTestCase {
             as? String ?? ""
     }
 
+    /// Removing most of a long list (in slices, the order's entries swept out as they go) leaves the rest listed
+    /// in creation order, page by page, and new ones after them.
+    func testTheListKeepsItsOrderAcrossManyRemovals() throws {
+        let fixture = try APIFixture()
+        let items = (0..<700).map { "{\"url\":\"http://127.0.0.1:9/o\($0).bin\",\"start_paused\":true}" }
+        let added = fixture.json(fixture.call("POST", "/downloads", json: "{\"downloads\":[\(items.joined(separator: ","))]}"))
+        let all = (added["results"] as? [[String: Any]] ?? []).compactMap { ($0["download"] as? [String: Any])?["id"] as? String }
+        XCTAssertEqual(all.count, 700)
+        let doomed = all.enumerated().filter { $0.offset % 7 != 0 }.map(\.element)
+        let body = "{\"action\":\"remove\",\"ids\":[\(doomed.map { "\"\($0)\"" }.joined(separator: ","))]}"
+        XCTAssertEqual(fixture.json(fixture.call("POST", "/downloads/actions", json: body))["succeeded"] as? Int, 600)
+        let kept = all.enumerated().filter { $0.offset % 7 == 0 }.map(\.element)
+        var listed: [String] = []
+        var cursor: String?
+        repeat {
+            let page = fixture.json(fixture.call("GET", "/downloads?limit=30" + (cursor.map { "&cursor=\($0)" } ?? "")))
+            listed += (page["downloads"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+            cursor = (page["next_cursor"] as? String) ?? (page["next_cursor"] as? Int).map(String.init)
+        } while cursor != nil
+        XCTAssertEqual(listed, kept)
+        let later = add(fixture, "http://127.0.0.1:9/later.bin")
+        XCTAssertEqual(ids(fixture, "/downloads?limit=1000"), kept + [later])
+        XCTAssertEqual(fixture.json(fixture.call("GET", "/stats"))["downloads"] as? Int, 101)
+    }
+
     func testSearchAndSort() throws {
         let fixture = try APIFixture()
         let b = add(fixture, "http://127.0.0.1:9/b-Ubuntu.iso")
