@@ -41,9 +41,9 @@ extension DownloadStore {
     public func categories() throws -> [Category] {
         try db.query("SELECT name, directory, connections, max_speed, priority FROM categories ORDER BY name")
             .compactMap { row in
-                guard let name = row[0].string, let directory = row[1].string else { return nil }
-                return Category(name: name, directory: directory, connections: row[2].int.map(Int.init),
-                                maxSpeed: row[3].int, priority: row[4].int.map(Int.init))
+                guard let name = row["name"].string, let directory = row["directory"].string else { return nil }
+                return Category(name: name, directory: directory, connections: row["connections"].int.map(Int.init),
+                                maxSpeed: row["max_speed"].int, priority: row["priority"].int.map(Int.init))
             }
     }
 

@@ -52,8 +52,8 @@ extension DownloadStore {
             """, [.text(node), .real(lease), .text(Self.array(peers + [node])), .integer(Int64(limit))])
         var claimed: [(claim: Claim, priority: Int64, sequence: Int64)] = []
         for row in rows {
-            guard let id = row[0].string, let fence = row[1].int else { continue }
-            claimed.append((Claim(id: id, fence: fence), row[2].int ?? 0, row[3].int ?? 0))
+            guard let id = row["id"].string, let fence = row["fence"].int else { continue }
+            claimed.append((Claim(id: id, fence: fence), row["priority"].int ?? 0, row["seq"].int ?? 0))
         }
         // RETURNING keeps no order: the claims start in the order they were chosen.
         claimed.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence }
@@ -71,7 +71,7 @@ extension DownloadStore {
             FROM unnest(?::text[], ?::bigint[]) AS m(id, fence)
             WHERE d.id = m.id AND d.fence = m.fence AND d.claimed_by = ?
             RETURNING d.id
-            """, [.real(lease), .text(ids), .text(fences), .text(node)]).compactMap { $0[0].string })
+            """, [.real(lease), .text(ids), .text(fences), .text(node)]).compactMap { $0["id"].string })
     }
 
     /// Ends the leases of `node`'s unfinished downloads at once (a clean shutdown): the other nodes need not wait
@@ -84,24 +84,18 @@ extension DownloadStore {
 
     /// A connection of its own for notifications (PostgreSQL), listening for changed downloads (each payload is a
     /// download's id, on `haul_downloads`) and changed settings (`haul_settings`).
-    public func openListener() throws -> PostgresDatabase? {
-        guard let url = postgresURL else { return nil }
-        let listener = try PostgresDatabase(url: url)
-        try listener.listen("haul_downloads")
-        try listener.listen("haul_settings")
-        try listener.listen("haul_webhooks")
-        try listener.listen("haul_categories")
-        return listener
+    public func openListener() throws -> (any SQLListener)? {
+        try db.openListener(["haul_downloads", "haul_settings", "haul_webhooks", "haul_categories"])
     }
 
     /// The database session of this store's connection: notifications it caused itself carry it.
-    public var session: Int32? { (db as? PostgresDatabase)?.backendPID }
+    public var session: Int32? { db.session }
 
     /// The next `count` creation numbers, unique over every node.
     public func allocateSequences(_ count: Int) throws -> [Int64]? {
         guard isShared, count > 0 else { return nil }
         return try db.query("SELECT nextval('haul_download_seq') FROM generate_series(1, ?)",
-                            [.integer(Int64(count))]).compactMap { $0[0].int }
+                            [.integer(Int64(count))]).compactMap { $0.first?.int }
     }
 
     /// A PostgreSQL array literal of `texts`, each quoted.
@@ -123,10 +117,10 @@ extension DownloadStore {
         try db.run("INSERT INTO nodes (name, seen_at, mark) VALUES (?, \(Self.now), ?) "
                    + "ON CONFLICT (name) DO UPDATE SET seen_at = excluded.seen_at, mark = excluded.mark",
                    [.text(node), .text(mark)])
-        return try db.query("SELECT name, mark, seen_at > \(Self.now) - ? FROM nodes ORDER BY name",
+        return try db.query("SELECT name, mark, seen_at > \(Self.now) - ? AS alive FROM nodes ORDER BY name",
                             [.real(lease)]).compactMap { row in
-            guard let name = row[0].string, let mark = row[1].string else { return nil }
-            return NodeRecord(name: name, mark: mark, alive: row[2].int == 1)
+            guard let name = row["name"].string, let mark = row["mark"].string else { return nil }
+            return NodeRecord(name: name, mark: mark, alive: row["alive"].int == 1)
         }
     }
 

@@ -17,11 +17,11 @@ extension DownloadStore {
     public func webhooks() throws -> [Webhook] {
         try db.query("SELECT id, url, secret, events, category, created_at FROM webhooks ORDER BY created_at, id")
             .compactMap { row in
-                guard let id = row[0].string, let url = row[1].string, let secret = row[2].string,
-                      let events = row[3].string, let created = row[5].double else { return nil }
+                guard let id = row["id"].string, let url = row["url"].string, let secret = row["secret"].string,
+                      let events = row["events"].string, let created = row["created_at"].double else { return nil }
                 return Webhook(id: id, url: url, secret: secret,
                                events: events.split(separator: ",").compactMap { WebhookEvent(rawValue: String($0)) },
-                               category: row[4].string, createdAt: Date(timeIntervalSince1970: created))
+                               category: row["category"].string, createdAt: Date(timeIntervalSince1970: created))
             }
     }
 
@@ -65,12 +65,12 @@ extension DownloadStore {
             more = rows.count > take
             var done: [String] = []
             for row in rows.prefix(take) {
-                guard let id = row[0].string, let download = row[1].string, let kinds = row[3].string,
-                      let created = row[4].double else { continue }
+                guard let id = row["id"].string, let download = row["download_id"].string,
+                      let kinds = row["kinds"].string, let created = row["created_at"].double else { continue }
                 let createdAt = Date(timeIntervalSince1970: created)
                 for hook in hooks where hook.createdAt <= createdAt {
                     for kind in kinds.split(separator: ",").compactMap({ WebhookEvent(rawValue: String($0)) })
-                    where hook.wants(kind, category: row[2].string) {
+                    where hook.wants(kind, category: row["category"].string) {
                         try db.run("INSERT INTO webhook_deliveries (id, webhook_id, event, download_id, body, "
                                    + "created_at, state, attempts, next_attempt_at, change_id) "
                                    + "VALUES (?, ?, ?, ?, '', ?, 'pending', 0, ?, ?)",
@@ -108,19 +108,21 @@ extension DownloadStore {
     private static let deliveryColumns = "id, webhook_id, event, download_id, body, created_at, state, attempts, "
         + "next_attempt_at, last_attempt_at, last_status, last_error, change_id"
 
-    private static func delivery(_ row: [SQLValue]) -> WebhookDelivery? {
-        guard let id = row[0].string, let hook = row[1].string, let event = row[2].string.flatMap(WebhookEvent.init),
-              let download = row[3].string, let body = row[4].string, let created = row[5].double,
-              let state = row[6].string.flatMap(WebhookDelivery.State.init), let next = row[8].double else { return nil }
+    private static func delivery(_ row: SQLRow) -> WebhookDelivery? {
+        guard let id = row["id"].string, let hook = row["webhook_id"].string,
+              let event = row["event"].string.flatMap(WebhookEvent.init), let download = row["download_id"].string,
+              let body = row["body"].string, let created = row["created_at"].double,
+              let state = row["state"].string.flatMap(WebhookDelivery.State.init),
+              let next = row["next_attempt_at"].double else { return nil }
         var d = WebhookDelivery(id: id, webhookID: hook, event: event, downloadID: download, body: body,
                                 createdAt: Date(timeIntervalSince1970: created))
         d.state = state
-        d.attempts = Int(row[7].int ?? 0)
+        d.attempts = Int(row["attempts"].int ?? 0)
         d.nextAttemptAt = Date(timeIntervalSince1970: next)
-        d.lastAttemptAt = row[9].double.map(Date.init(timeIntervalSince1970:))
-        d.lastStatus = row[10].int.map(Int.init)
-        d.lastError = row[11].string
-        d.changeID = row[12].string
+        d.lastAttemptAt = row["last_attempt_at"].double.map(Date.init(timeIntervalSince1970:))
+        d.lastStatus = row["last_status"].int.map(Int.init)
+        d.lastError = row["last_error"].string
+        d.changeID = row["change_id"].string
         return d
     }
 
@@ -209,14 +211,14 @@ extension DownloadStore {
         list += try db.query("SELECT id, event, download_id, created_at, attempts, last_status, last_attempt_at "
                              + "FROM webhook_delivered WHERE webhook_id = ? ORDER BY created_at DESC LIMIT ?",
                              [.text(webhookID), .integer(Int64(limit))]).compactMap { row in
-            guard let id = row[0].string, let event = row[1].string.flatMap(WebhookEvent.init),
-                  let download = row[2].string, let created = row[3].double else { return nil }
+            guard let id = row["id"].string, let event = row["event"].string.flatMap(WebhookEvent.init),
+                  let download = row["download_id"].string, let created = row["created_at"].double else { return nil }
             var d = WebhookDelivery(id: id, webhookID: webhookID, event: event, downloadID: download, body: "",
                                     createdAt: Date(timeIntervalSince1970: created))
             d.state = .delivered
-            d.attempts = Int(row[4].int ?? 0)
-            d.lastStatus = row[5].int.map(Int.init)
-            d.lastAttemptAt = row[6].double.map(Date.init(timeIntervalSince1970:))
+            d.attempts = Int(row["attempts"].int ?? 0)
+            d.lastStatus = row["last_status"].int.map(Int.init)
+            d.lastAttemptAt = row["last_attempt_at"].double.map(Date.init(timeIntervalSince1970:))
             return d
         }
         return Array(list.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit))
@@ -225,8 +227,10 @@ extension DownloadStore {
     /// How many deliveries the outbox holds, by state (delivered: those the ring of recent ones keeps).
     public func deliveryCounts() throws -> [WebhookDelivery.State: Int] {
         var counts: [WebhookDelivery.State: Int] = [:]
-        for row in try db.query("SELECT state, count(*) FROM webhook_deliveries GROUP BY state") {
-            if let state = row[0].string.flatMap(WebhookDelivery.State.init) { counts[state] = Int(row[1].int ?? 0) }
+        for row in try db.query("SELECT state, count(*) AS n FROM webhook_deliveries GROUP BY state") {
+            if let state = row["state"].string.flatMap(WebhookDelivery.State.init) {
+                counts[state] = Int(row["n"].int ?? 0)
+            }
         }
         counts[.delivered] = Int(try db.query("SELECT count(*) FROM webhook_delivered").first?.first?.int ?? 0)
         return counts

@@ -8,8 +8,6 @@ public final class DownloadStore {
     let db: any SQLDatabase
     /// Where the store is, as messages may show it (no password).
     public let location: String
-    /// The PostgreSQL URL, for a second connection (notifications).
-    let postgresURL: String?
 
     static let migrations: [String] = [
         // 1: downloads and everything needed to resume them.
@@ -149,7 +147,7 @@ public final class DownloadStore {
 
     /// The SQLite database at `path`, created if missing.
     public convenience init(path: String) throws {
-        try self.init(database: Self.openSQLite(path), location: path, postgresURL: nil)
+        try self.init(database: Self.openSQLite(path), location: path)
     }
 
     /// The PostgreSQL database at `url` (a libpq connection URI), its schema created or migrated, shared with
@@ -162,17 +160,16 @@ public final class DownloadStore {
             throw StoreInUse(path: db.shownURL, fix: "a node named '\(node)' runs on it already; give each node "
                 + "its own --node")
         }
-        try self.init(database: db, location: db.shownURL, postgresURL: url)
+        try self.init(database: db, location: db.shownURL)
     }
 
     /// Advisory lock keys ("Haul" and "Hau2" in ASCII): one process per node name, one migration at a time.
     private static let nodeLock: Int64 = 0x4861_756C
     private static let migrationLock: Int64 = 0x4861_7532
 
-    private init(database: any SQLDatabase, location: String, postgresURL: String?) throws {
+    private init(database: any SQLDatabase, location: String) throws {
         db = database
         self.location = location
-        self.postgresURL = postgresURL
         try migrate()
     }
 
@@ -323,7 +320,8 @@ public final class DownloadStore {
     public func idempotencyAnswer(key: String) throws -> (downloadID: String, requestHash: String, status: Int)? {
         guard let row = try db.query("SELECT download_id, request_hash, status FROM idempotency_keys WHERE key = ?",
                                      [.text(key)]).first,
-              let id = row[0].string, let hash = row[1].string, let status = row[2].int else { return nil }
+              let id = row["download_id"].string, let hash = row["request_hash"].string,
+              let status = row["status"].int else { return nil }
         return (id, hash, Int(status))
     }
 
@@ -337,8 +335,8 @@ public final class DownloadStore {
     /// used by a single download).
     public func batchAnswer(key: String) throws -> (requestHash: String, answer: String?)? {
         guard let row = try db.query("SELECT request_hash, answer FROM idempotency_keys WHERE key = ?",
-                                     [.text(key)]).first, let hash = row[0].string else { return nil }
-        return (hash, row[1].string)
+                                     [.text(key)]).first, let hash = row["request_hash"].string else { return nil }
+        return (hash, row["answer"].string)
     }
 
     public func rememberBatchAnswer(key: String, requestHash: String, answer: String) throws {
@@ -395,7 +393,6 @@ public final class DownloadStore {
 
     private func forEach(id: String?, _ body: (Download) throws -> Void) throws {
         let width = DownloadColumn.all.count
-        let received = DownloadColumn.all.firstIndex { $0.name == "received_bytes" }!
         let columns = DownloadColumn.all.map { "d.\($0.name)" }.joined(separator: ", ")
         let sql = "SELECT \(columns), s.start, s.\"end\", s.received FROM downloads d "
             + "LEFT JOIN segments s ON s.download_id = d.id " + (id == nil ? "" : "WHERE d.id = ? ")
@@ -412,9 +409,9 @@ public final class DownloadStore {
             try body(download)
         }
         try db.forEachRow(sql, id.map { [.text($0)] } ?? []) { row in
-            if current?.download.id != row[0].string {
+            if current?.download.id != row["id"].string {
                 try finish()
-                var download = try DownloadColumn.decode(row.prefix(width))
+                var download = try DownloadColumn.decode(row.values.prefix(width))
                 if let type = download.contentType {
                     if let shared = contentTypes[type] {
                         download.contentType = shared
@@ -422,11 +419,10 @@ public final class DownloadStore {
                         contentTypes[type] = type
                     }
                 }
-                current = (download, row[received].int ?? 0)
+                current = (download, row["received_bytes"].int ?? 0)
             }
-            if let start = row[width].int, let receivedBytes = row[width + 2].int {
-                current?.download.journal.append(Segment(start: start, end: row[width + 1].int,
-                                                         received: receivedBytes))
+            if let start = row["start"].int, let receivedBytes = row["received"].int {
+                current?.download.journal.append(Segment(start: start, end: row["end"].int, received: receivedBytes))
             }
         }
         try finish()

@@ -8,7 +8,7 @@ public final class ClusterState {
     /// Downloads this node claimed; their fences are in the machines' downloads. A finished one stays: its last
     /// writes still carry the fence.
     var owned: Set<String> = []
-    var listener: PostgresDatabase?
+    var listener: (any SQLListener)?
     var watch: ReadWatch?
     var timer: ClockTimer?
     /// The clock's time when the last renewal that went through was sent: the leases hold until at least

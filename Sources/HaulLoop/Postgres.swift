@@ -4,14 +4,20 @@ import Glibc
 /// One connection to PostgreSQL through libpq, the store several Haul nodes share. Statements are prepared once per
 /// connection and rows are read one at a time (single-row mode), as SQLite's are stepped. Calls block the calling
 /// thread for a round trip, as SQLite's block it for a page write: on loopback or a LAN, a fraction of a millisecond.
-public final class PostgresDatabase: SQLDatabase {
+public final class PostgresDatabase: SQLDatabase, SQLListener {
     public let dialect = SQLDialect.postgres
     /// The URL with its password blanked: what messages show.
     public let shownURL: String
     private var conn: OpaquePointer?
     private var statements: [String: String] = [:]
+    /// Each statement's result column names, read from its first row.
+    private var columns: [String: SQLColumns] = [:]
+
+    /// The URL it connected to, for a second connection (a listener) to the same database.
+    private let url: String
 
     public init(url: String) throws {
+        self.url = url
         shownURL = Self.redacted(url)
         let handle = PQconnectdb(url)
         guard let handle, PQstatus(handle) == CONNECTION_OK else {
@@ -34,6 +40,14 @@ public final class PostgresDatabase: SQLDatabase {
 
     /// The server's process for this connection: what another session names to end it (tests of a lost node).
     public var backendPID: Int32 { PQbackendPID(conn) }
+
+    public var session: Int32? { backendPID }
+
+    public func openListener(_ channels: [String]) throws -> (any SQLListener)? {
+        let listener = try PostgresDatabase(url: url)
+        for channel in channels { try listener.listen(channel) }
+        return listener
+    }
 
     // MARK: notifications
 
@@ -99,7 +113,7 @@ public final class PostgresDatabase: SQLDatabase {
         try check(result, conn)
     }
 
-    public func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws {
+    public func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: (SQLRow) throws -> Void) throws {
         let conn = try connection()
         let name = try prepared(sql, conn)
         // Text format for every value: the server parses each as its column's type.
@@ -128,12 +142,19 @@ public final class PostgresDatabase: SQLDatabase {
                 guard PQresultStatus(result) == PGRES_SINGLE_TUPLE else { continue }
                 row.removeAll(keepingCapacity: true)
                 for column in 0..<PQnfields(result) { row.append(Self.value(result, column)) }
-                try body(row)
+                try body(SQLRow(values: row, columns: columns(sql, result)))
             } catch {
                 failure = error
             }
         }
         if let failure { throw failure }
+    }
+
+    private func columns(_ sql: String, _ result: OpaquePointer) -> SQLColumns {
+        if let known = columns[sql] { return known }
+        let names = SQLColumns((0..<PQnfields(result)).map { PQfname(result, $0).map { String(cString: $0) } ?? "" })
+        columns[sql] = names
+        return names
     }
 
     private static func value(_ result: OpaquePointer, _ column: Int32) -> SQLValue {

@@ -16,6 +16,49 @@ public enum SQLValue: Sendable, Equatable {
     }
 }
 
+/// The names of a statement's result columns, read once when the statement is first prepared and shared by every
+/// row it returns.
+public final class SQLColumns: Sendable {
+    public let names: [String]
+    private let positions: [String: Int]
+
+    public init(_ names: [String]) {
+        self.names = names
+        // A name given twice (a join's two `id`s) is found at its first position; select it `AS` another name to
+        // read the second.
+        var positions: [String: Int] = [:]
+        for (index, name) in names.enumerated() where positions[name] == nil { positions[name] = index }
+        self.positions = positions
+    }
+
+    public func position(_ name: String) -> Int? { positions[name] }
+}
+
+/// One row of a result, read by column name: a query's column list and the code reading it cannot drift apart by
+/// position, and a name the query does not select is a programming error caught by the tests, not a value read
+/// from the wrong column.
+public struct SQLRow: Sendable {
+    /// The values in the order the query selects them, for code that walks a column list of its own.
+    public let values: [SQLValue]
+    public let columns: SQLColumns
+
+    public init(values: [SQLValue], columns: SQLColumns) {
+        self.values = values
+        self.columns = columns
+    }
+
+    public subscript(_ name: String) -> SQLValue {
+        guard let position = columns.position(name), position < values.count else {
+            assertionFailure("no column \(name) in \(columns.names)")
+            return .null
+        }
+        return values[position]
+    }
+
+    /// The first column: what a query of one value (`count(*)`, `SELECT 1`) answers.
+    public var first: SQLValue? { values.first }
+}
+
 /// Which SQL a database speaks where the two differ: column types, and where the schema version is kept.
 public enum SQLDialect: Sendable {
     case sqlite
@@ -45,10 +88,24 @@ public protocol SQLDatabase: AnyObject {
     /// Runs one or more statements that take no parameters and return no rows.
     func execute(_ sql: String) throws
     /// Hands each row of `sql` to `body` as it arrives: a large table is never all in memory at once.
-    func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws
+    func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: (SQLRow) throws -> Void) throws
     /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.
     func transaction<T>(_ body: () throws -> T) throws -> T
     var inTransaction: Bool { get }
+    /// The server's session for this connection, which notifications it caused itself carry (nil: a database of
+    /// one process, which sends none).
+    var session: Int32? { get }
+    /// A second connection to the same database that hears notifications other sessions send on `channels`, or
+    /// nil for a database that has none (SQLite: one process owns it).
+    func openListener(_ channels: [String]) throws -> (any SQLListener)?
+}
+
+/// A connection hearing notifications (PostgreSQL's LISTEN): readable on `socket` when some arrived.
+public protocol SQLListener: AnyObject {
+    var socket: Int32 { get }
+    var isConnected: Bool { get }
+    /// What arrived, without waiting: each notification's channel, payload and the session that sent it.
+    func notifications() throws -> [(channel: String, payload: String, sender: Int32)]
 }
 
 extension SQLDatabase {
@@ -57,14 +114,14 @@ extension SQLDatabase {
         try forEachRow(sql, parameters) { _ in }
     }
 
-    /// Runs a statement and returns its rows, each as column values in order.
-    public func query(_ sql: String, _ parameters: [SQLValue] = []) throws -> [[SQLValue]] {
-        var rows: [[SQLValue]] = []
+    /// Runs a statement and returns its rows.
+    public func query(_ sql: String, _ parameters: [SQLValue] = []) throws -> [SQLRow] {
+        var rows: [SQLRow] = []
         try forEachRow(sql, parameters) { rows.append($0) }
         return rows
     }
 
-    public func forEachRow(_ sql: String, _ body: ([SQLValue]) throws -> Void) throws {
+    public func forEachRow(_ sql: String, _ body: (SQLRow) throws -> Void) throws {
         try forEachRow(sql, [], body)
     }
 

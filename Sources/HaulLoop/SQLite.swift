@@ -16,7 +16,7 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
 public final class SQLiteDatabase: SQLDatabase {
     public let dialect = SQLDialect.sqlite
     private var db: OpaquePointer?
-    private var statements: [String: OpaquePointer] = [:]
+    private var statements: [String: (OpaquePointer, SQLColumns)] = [:]
 
     public init(path: String) throws {
         var handle: OpaquePointer?
@@ -34,7 +34,7 @@ public final class SQLiteDatabase: SQLDatabase {
     deinit { close() }
 
     public func close() {
-        for statement in statements.values { sqlite3_finalize(statement) }
+        for (statement, _) in statements.values { sqlite3_finalize(statement) }
         statements.removeAll()
         if let db { sqlite3_close_v2(db) }
         db = nil
@@ -59,8 +59,8 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     /// Hands each row of `sql` to `body` as it is stepped: a large table is never all in memory at once.
-    public func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws {
-        let statement = try prepared(sql)
+    public func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: (SQLRow) throws -> Void) throws {
+        let (statement, columns) = try prepared(sql)
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
@@ -90,7 +90,7 @@ public final class SQLiteDatabase: SQLDatabase {
                 default: row.append(.null)
                 }
             }
-            try body(row)
+            try body(SQLRow(values: row, columns: columns))
         }
     }
 
@@ -101,12 +101,19 @@ public final class SQLiteDatabase: SQLDatabase {
 
     public var inTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
 
-    private func prepared(_ sql: String) throws -> OpaquePointer {
-        if let statement = statements[sql] { return statement }
+    public var session: Int32? { nil }
+
+    public func openListener(_ channels: [String]) throws -> (any SQLListener)? { nil }
+
+    private func prepared(_ sql: String) throws -> (OpaquePointer, SQLColumns) {
+        if let found = statements[sql] { return found }
         var statement: OpaquePointer?
         try check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
         guard let statement else { throw SQLiteError(code: SQLITE_MISUSE, message: "empty statement: \(sql)") }
-        statements[sql] = statement
-        return statement
+        let columns = SQLColumns((0..<sqlite3_column_count(statement)).map { column in
+            sqlite3_column_name(statement, column).map { String(cString: $0) } ?? ""
+        })
+        statements[sql] = (statement, columns)
+        return (statement, columns)
     }
 }

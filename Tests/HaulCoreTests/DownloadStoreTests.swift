@@ -373,6 +373,27 @@ final class DownloadStoreTests: XCTestCase {
         }
     }
 
+    func testRowsAreReadByColumnNameWhateverTheOrderSelected() throws {
+        // Both databases name a row's values as the query selects them, aliases and RETURNING included; a statement
+        // run again (prepared once, its names cached) names the new rows the same way.
+        try forEachBackend { backend in
+            let db = try backend.raw()
+            try db.execute("CREATE TABLE t (a INTEGER, b TEXT, c REAL)")
+            try db.run("INSERT INTO t (a, b, c) VALUES (?, ?, ?)", [.integer(7), .text("seven"), .real(0.5)])
+            for _ in 0..<2 {
+                let row = try XCTUnwrap(try db.query("SELECT c, b, a, a * 2 AS twice FROM t").first, backend.name)
+                XCTAssertEqual(row["a"], .integer(7), backend.name)
+                XCTAssertEqual(row["b"], .text("seven"), backend.name)
+                XCTAssertEqual(row["c"].double, 0.5, backend.name)
+                XCTAssertEqual(row["twice"], .integer(14), backend.name)
+                XCTAssertEqual(row.first?.double, 0.5, backend.name)
+            }
+            let returned = try db.query("UPDATE t SET b = ? RETURNING b, a", [.text("eight")])
+            XCTAssertEqual(returned.map { $0["b"] }, [.text("eight")], backend.name)
+            XCTAssertEqual(returned.first?.columns.names, ["b", "a"], backend.name)
+        }
+    }
+
     func testEachColumnIsWrittenAndReadByTheSameEntry() {
         // Every column of the table has one entry, and names are unique: the list drives both directions.
         let names = DownloadColumn.all.map(\.name)
