@@ -45,7 +45,9 @@ extension API {
         var body = try RequestBody(c.request)
         body.rejectUnknown(except: ["url", "events", "category"])
         let url = body.string("url", required: true)
-        if let url, let problem = Validate.url(url) { body.reject("url", problem) }
+        if let url, let problem = Validate.url(url, schemes: HTTPDialect().schemes) {
+            body.reject("url", problem)
+        }
         var events = WebhookEvent.allCases.filter { $0 != .state }
         if let names = body.array("events", count: 1...WebhookEvent.allCases.count) {
             let parsed = names.map { $0.stringValue.flatMap(WebhookEvent.init(rawValue:)) }

@@ -179,23 +179,9 @@ final class DownloadRunner: FetchDelegate {
         let host = mirror.map { URLComponents(string: $0)?.host?.lowercased() ?? "" } ?? self.host
         guard engine.acquireConnection(to: host) else { return deliver(.noHostConnection(transfer)) }
         hostConnections[transfer] = host
-        var request = TransferRequest(url: mirror ?? download.url)
-        request.headers = download.headers.map { ($0.name, $0.value) }
-        request.connectTimeout = engine.config.connectTimeout
-        request.addressPolicy = engine.config.addressPolicy
-        request.verifyTLS = !download.insecure
-        switch kind {
-        case .probe: request.range = (0, nil)
-        case .head: request.method = .head
-        case .range(let start, let end, let ifRange):
-            request.range = (start, end)
-            request.ifRange = ifRange
-        case .whole: break
-        case .compare(let start, let end, let ifRange):
-            request.range = (start, end)
-            request.ifRange = ifRange
-            comparing[transfer] = (start, start, nil)
-        }
+        let request = Outbound.fetch(kind, url: mirror ?? download.url, headers: download.headers,
+                                     policy: Outbound.policy(engine.config, verifyTLS: !download.insecure))
+        if case .compare(let start, _, _) = kind { comparing[transfer] = (start, start, nil) }
         do {
             try engine.fetcher.start(transfer, request, delegate: self)
             transfers.insert(transfer)

@@ -333,21 +333,13 @@ extension Engine {
         let id = TransferID(-outbox.counter)
         let body = delivery.payload(resource: resource)
         let timestamp = Int64(Date().timeIntervalSince1970)
-        var request = TransferRequest(url: hook.url)
-        request.body = body
-        request.timeout = Engine.webhookTimeout
-        request.connectTimeout = min(config.connectTimeout, Engine.webhookTimeout)
-        // A receiver answers where it is: a redirect would turn the POST into a GET elsewhere.
-        request.maxRedirects = 0
-        request.addressPolicy = config.addressPolicy
-        request.headers = [
+        let request = Outbound.post(hook.url, body: body, headers: [
             ("Content-Type", "application/json"),
             ("Haul-Event", delivery.event.rawValue),
             ("Haul-Delivery", delivery.id),
             ("Haul-Webhook", hook.id),
             ("Haul-Signature", Webhook.signature(secret: hook.secret, timestamp: timestamp, body: body)),
-        ]
-        request.userAgent = "haul/\(HaulVersion.current) webhook"
+        ], policy: Outbound.webhookPolicy(config, timeout: Engine.webhookTimeout))
         let handler = WebhookAttempt(engine: self, delivery: delivery)
         do {
             try fetcher.start(id, request, delegate: handler)

@@ -1,7 +1,8 @@
 internal import CCurl
 import Glibc
 
-/// What to fetch: one HTTP request made by one curl easy handle.
+/// What to fetch: one request made by one curl easy handle, under an outbound policy. Callers do not build these
+/// field by field: an origin dialect turns a fetch of a download into one (HaulCore's `Outbound`).
 public struct TransferRequest: Sendable {
     public enum Method: Sendable { case get, head }
 
@@ -13,19 +14,14 @@ public struct TransferRequest: Sendable {
     public var range: (start: Int64, end: Int64?)?
     /// Validator sent as `If-Range`: a strong ETag or an HTTP date.
     public var ifRange: String?
-    public var maxRedirects = 10
-    public var connectTimeout: Double = 30
-    public var userAgent = "haul/0.1"
-    /// Check the server's TLS certificate and name (off only when a download asks for it).
-    public var verifyTLS = true
-    /// When set, every address curl is about to connect to (after DNS, after each redirect) must pass it.
-    public var addressPolicy: AddressPolicy?
     /// A body makes the request a POST of these bytes (set `Content-Type` in `headers`).
     public var body: [UInt8]?
-    /// The whole transfer's time limit in seconds, nil for none (a download may take hours).
-    public var timeout: Double?
+    public var policy: OutboundPolicy
 
-    public init(url: String) { self.url = url }
+    public init(url: String, policy: OutboundPolicy = OutboundPolicy()) {
+        self.url = url
+        self.policy = policy
+    }
 }
 
 /// Why a transfer could not be set up.
@@ -178,14 +174,18 @@ public final class Transfer {
         results.append(haul_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me))
         results.append(haul_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer))
         results.append(haul_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
-        results.append(haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
-        results.append(haul_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
+        let policy = request.policy
+        let schemes = policy.schemes.joined(separator: ",")
+        results.append(haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, schemes))
+        results.append(haul_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, schemes))
         results.append(haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1))
         // The proxy is always named, and none means none: left unset, libcurl reads http_proxy, https_proxy and
         // all_proxy from the server's environment on its own, and the address guard would then check the proxy's
         // address instead of the origin's.
-        results.append(haul_easy_setopt_string(easy, CURLOPT_PROXY, ""))
-        if request.addressPolicy != nil {
+        switch policy.proxy {
+        case .none: results.append(haul_easy_setopt_string(easy, CURLOPT_PROXY, ""))
+        }
+        if policy.addressPolicy != nil {
             results.append(haul_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, me))
             results.append(haul_easy_setopt_opensocketfn(easy) { clientp, _, address in
                 guard let clientp, let address else { return CURL_SOCKET_BAD }
@@ -193,7 +193,7 @@ public final class Transfer {
                 return transfer.openSocket(address)
             })
         }
-        results.append(haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, request.maxRedirects))
+        results.append(haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, policy.maxRedirects))
         // HTTP/2 where a TLS origin offers it (ALPN), 1.1 elsewhere: a download's segments are then streams of one
         // connection (the multi multiplexes). Over TLS a transfer that starts while the host's first connection is
         // still being made waits to learn whether it can share it, instead of opening one of its own.
@@ -201,15 +201,15 @@ public final class Transfer {
         if ASCII.hasPrefixIgnoringCase(request.url, "https:") {
             results.append(haul_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1))
         }
-        if !request.verifyTLS {
+        if !policy.verifyTLS {
             results.append(haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0))
             results.append(haul_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0))
         }
-        results.append(haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout * 1000)))
+        results.append(haul_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(policy.connectTimeout * 1000)))
         results.append(haul_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
         // About 100 KiB per read matches the curl CLI's throughput; curl's 16 KiB default is up to 30% slower.
         results.append(haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 100 * 1024))
-        results.append(haul_easy_setopt_string(easy, CURLOPT_USERAGENT, request.userAgent))
+        results.append(haul_easy_setopt_string(easy, CURLOPT_USERAGENT, policy.userAgent))
         // The bytes of the file as stored: a content coding would make sizes and ranges mean something else.
         headerList = curl_slist_append(headerList, "Accept-Encoding: identity")
         // A POST body goes with the request: curl would otherwise ask "Expect: 100-continue" for one over 1 KiB and
@@ -224,7 +224,7 @@ public final class Transfer {
             results.append(body.withUnsafeBytes { haul_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS,
                                                                        UnsafeMutableRawPointer(mutating: $0.baseAddress)) })
         }
-        if let timeout = request.timeout {
+        if let timeout = policy.timeout {
             results.append(haul_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(timeout * 1000)))
         }
         if let range = request.range {
@@ -340,7 +340,7 @@ public final class Transfer {
             let v6 = raw.loadUnaligned(as: sockaddr_in6.self)
             bytes = withUnsafeBytes(of: v6.sin6_addr) { Array($0) }
         }
-        if let policy = request.addressPolicy, !policy.allows(bytes) {
+        if let policy = request.policy.addressPolicy, !policy.allows(bytes) {
             var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
             inet_ntop(family, bytes, &text, socklen_t(text.count))
             let printed = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }

@@ -27,7 +27,8 @@ extension DownloadError {
             return DownloadError(.blockedAddress, "\(result.message); this server denies private networks")
         case .badResponse?: return DownloadError(.badResponse, "the server's response is not usable HTTP\(detail)")
         case .unsupportedScheme?:
-            return DownloadError(.unsupportedScheme, "only http and https are fetched, also after redirects\(detail)")
+            return DownloadError(.unsupportedScheme, "only \(Origins.schemes.joined(separator: " and ")) are fetched, "
+                + "also after redirects\(detail)")
         case .cutOff?:
             return DownloadError(.connectionCut, "the server closed the connection early\(detail)", retryable: true)
         case .network?, .other?: return DownloadError(.networkError, "transfer failed\(detail)", retryable: true)

@@ -45,8 +45,7 @@ extension DownloadMachine {
            digest != checksum.hex {
             return dropMirror(index, "its \(checksum.algorithm.rawValue) \(digest) is not the checksum asked for")
         }
-        download.mirrors[index].etag = Probe.strongETag(response.header("etag"))
-        download.mirrors[index].lastModified = Probe.lastModified(response.header("last-modified"))
+        (download.mirrors[index].etag, download.mirrors[index].lastModified) = mirrorOrigin(index).validators(response)
         // The same size is not the same file: its first bytes are compared with the first source's before any of
         // its segments count.
         mirrorsAwaitingCheck.insert(index)
@@ -78,8 +77,8 @@ extension DownloadMachine {
     /// The answer to a mirror's check: its own version's exact range, or the mirror is dropped.
     mutating func mirrorCheckResponded(_ id: TransferID, _ response: TransferResponse) {
         guard let (index, range) = mirrorChecks[id] else { return emit(.abort(id)) }
-        let reply = RangeReply.check(response, start: range.first, end: range.last, total: download.totalBytes,
-                                     etag: download.mirrors[index].etag)
+        let reply = mirrorOrigin(index).checkRange(response, start: range.first, end: range.last,
+                                                   total: download.totalBytes, etag: download.mirrors[index].etag)
         guard case .accept = reply else {
             mirrorChecks.removeValue(forKey: id)
             dropMirror(index, "it answered the check of its first bytes with HTTP \(response.status), Content-Range: "
@@ -182,12 +181,13 @@ extension DownloadMachine {
                                        _ response: TransferResponse) {
         let mirror = connections[index].source - 1
         let etag = download.mirrors.indices.contains(mirror) ? download.mirrors[mirror].etag : nil
-        switch RangeReply.check(response, start: requested.start, end: requested.end, total: download.totalBytes,
-                                etag: etag) {
+        let dialect = mirrorOrigin(mirror)
+        switch dialect.checkRange(response, start: requested.start, end: requested.end, total: download.totalBytes,
+                                  etag: etag) {
         case .accept:
             return
         case .httpError(let status) where status != 416:
-            stop(index, .failed(DownloadError.http(status, response: response)))
+            stop(index, .failed(dialect.error(status: status, response: response)))
         default:
             stop(index, .failed(DownloadError(.rangeMismatch, "the mirror answered another range or version "
                 + "(HTTP \(response.status), Content-Range: \(response.header("content-range") ?? "none"))")))

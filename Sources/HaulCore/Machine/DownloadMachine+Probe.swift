@@ -43,10 +43,10 @@ extension DownloadMachine {
     /// written. The part file is opened and the plan made at once, while the body waits; then the connection for
     /// the segment at byte 0 takes this transfer over, so a small file costs one request.
     mutating func probeResponded(_ id: TransferID, _ response: TransferResponse) {
-        switch Probe.interpretFirstResponse(response) {
+        switch origin.probe(response) {
         case .httpError(let status):
             emit(.abort(id))
-            failProbe(DownloadError.http(status, response: response))
+            failProbe(origin.error(status: status, response: response))
         case .wrongRange:
             emit(.abort(id))
             failProbe(DownloadError(.rangeMismatch, "the server answered another range than bytes=0- "

@@ -154,12 +154,12 @@ extension DownloadMachine {
                 stop(index, .failed(DownloadError(.rangeMismatch, "unexpected status \(response.status) to a plain "
                     + "GET", retryable: true)))
             default:
-                stop(index, .failed(DownloadError.http(response.status, response: response)))
+                stop(index, .failed(origin.error(status: response.status, response: response)))
             }
             return
         }
-        switch RangeReply.check(response, start: requested.start, end: requested.end, total: download.totalBytes,
-                                etag: download.etag) {
+        switch origin.checkRange(response, start: requested.start, end: requested.end, total: download.totalBytes,
+                                 etag: download.etag) {
         case .accept:
             break
         case .restartWithBody:
@@ -173,7 +173,7 @@ extension DownloadMachine {
         case .httpError(416):
             restart(because: "the server cannot serve the range any more (416)")
         case .httpError(let status):
-            stop(index, .failed(DownloadError.http(status, response: response)))
+            stop(index, .failed(origin.error(status: status, response: response)))
         }
     }
 
@@ -190,8 +190,7 @@ extension DownloadMachine {
         let requested = connections[index].requested
         let length = response.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
             ?? (requested == nil ? download.totalBytes : nil)
-        let etag = Probe.strongETag(response.header("etag"))
-        let lastModified = Probe.lastModified(response.header("last-modified"))
+        let (etag, lastModified) = origin.validators(response)
         let ignoresRange = requested != nil && etag == download.etag && lastModified == download.lastModified
         if requested != nil {
             log(.info, ignoresRange ? "the server ignores Range: one connection from byte 0"

@@ -179,6 +179,14 @@ public struct DownloadMachine {
         random = SplitMix64(seed: UInt64(bitPattern: download.sequence))
     }
 
+    /// The dialect the download's own URL speaks: what its answers mean.
+    var origin: any OriginDialect { Origins.dialect(forStored: download.url) }
+
+    /// The dialect mirror `index` speaks (another protocol than the download's may serve the same file).
+    func mirrorOrigin(_ index: Int) -> any OriginDialect {
+        download.mirrors.indices.contains(index) ? Origins.dialect(forStored: download.mirrors[index].url) : origin
+    }
+
     /// Bytes per second, smoothed; 0 while nothing runs.
     public var speed: Double { activeConnections == 0 ? 0 : meter.bytesPerSecond }
     /// Connections with a transfer running.

@@ -1,0 +1,44 @@
+import HaulLoop
+
+/// HTTP and HTTPS: ranges with `Range` and `If-Range`, the probe a GET of `bytes=0-`, validators the strong ETag
+/// and Last-Modified (RFC 9110).
+public struct HTTPDialect: OriginDialect {
+    public init() {}
+
+    public var schemes: [String] { ["http", "https"] }
+
+    public func request(_ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy)
+        -> TransferRequest {
+        var request = TransferRequest(url: url, policy: policy)
+        request.headers = headers.map { ($0.name, $0.value) }
+        switch kind {
+        case .probe: request.range = (0, nil)
+        case .head: request.method = .head
+        case .range(let start, let end, let ifRange):
+            request.range = (start, end)
+            request.ifRange = ifRange
+        case .whole: break
+        case .compare(let start, let end, let ifRange):
+            request.range = (start, end)
+            request.ifRange = ifRange
+        }
+        return request
+    }
+
+    public func probe(_ response: TransferResponse) -> ProbeOutcome {
+        Probe.interpretFirstResponse(response)
+    }
+
+    public func checkRange(_ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?)
+        -> RangeReply {
+        RangeReply.check(response, start: start, end: end, total: total, etag: etag)
+    }
+
+    public func validators(_ response: TransferResponse) -> (etag: String?, lastModified: String?) {
+        (Probe.strongETag(response.header("etag")), Probe.lastModified(response.header("last-modified")))
+    }
+
+    public func error(status: Int, response: TransferResponse?) -> DownloadError {
+        DownloadError.http(status, response: response)
+    }
+}

@@ -1,0 +1,84 @@
+import HaulLoop
+
+/// How Haul speaks to one family of origins (HTTP and HTTPS today; FTP and SFTP are next): the schemes it owns, how
+/// a fetch the download machine asks for becomes a request, and how the origin's answers become the machine's
+/// verdicts. The machine and the runner know only this seam; a new protocol is a new dialect, listed in `Origins`.
+public protocol OriginDialect: Sendable {
+    /// The URL schemes it owns, lower case.
+    var schemes: [String] { get }
+
+    /// The request that fetches `kind` of `url`, with the download's own request headers, under `policy`.
+    func request(_ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy) -> TransferRequest
+
+    /// The first answer of a download (`FetchKind.probe`): size, validators, name and whether ranges work, or why
+    /// the answer cannot be used.
+    func probe(_ response: TransferResponse) -> ProbeOutcome
+
+    /// The answer to a ranged fetch, checked against the range asked for and the version of the file last seen
+    /// (`total` bytes, strong validator `etag`), before a byte of it is written.
+    func checkRange(_ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?)
+        -> RangeReply
+
+    /// The validators an answer carries: a strong tag, and a modification time, either of which may go back to
+    /// the origin to ask for the same version.
+    func validators(_ response: TransferResponse) -> (etag: String?, lastModified: String?)
+
+    /// The error a failed answer is (the origin said no: `status` is the dialect's own reply code).
+    func error(status: Int, response: TransferResponse?) -> DownloadError
+}
+
+/// The dialects Haul speaks, and which one owns a URL.
+public enum Origins {
+    public static let all: [any OriginDialect] = [HTTPDialect()]
+
+    /// Every scheme some dialect owns, in the order listed: what URLs may use and redirects may reach.
+    public static let schemes: [String] = all.flatMap(\.schemes)
+
+    /// The dialect owning `url`'s scheme; nil when none does (validation refuses such a URL before it is stored).
+    public static func dialect(for url: String) -> (any OriginDialect)? {
+        guard let colon = url.utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let scheme = String(url[..<colon])
+        return all.first { dialect in dialect.schemes.contains { ASCII.equalsIgnoringCase($0, scheme) } }
+    }
+
+    /// The dialect of a URL already stored: validated when it was added, so one owns it; HTTP otherwise, whose
+    /// transfer then fails with `unsupported_scheme` as curl refuses it.
+    static func dialect(forStored url: String) -> any OriginDialect {
+        dialect(for: url) ?? all[0]
+    }
+}
+
+/// Where outbound transfers are built: a download's fetches through their dialect, webhook attempts as plain HTTP
+/// POSTs, each under one policy made here from the engine's configuration.
+enum Outbound {
+    /// The policy of a download's transfers (its probe, segments and mirrors').
+    static func policy(_ config: EngineConfig, verifyTLS: Bool) -> OutboundPolicy {
+        var policy = OutboundPolicy(schemes: Origins.schemes, addressPolicy: config.addressPolicy,
+                                    connectTimeout: config.connectTimeout)
+        policy.verifyTLS = verifyTLS
+        return policy
+    }
+
+    /// The policy of a webhook attempt: HTTP only, a time limit, and no redirect (a receiver answers where it is:
+    /// a redirect would turn the POST into a GET elsewhere).
+    static func webhookPolicy(_ config: EngineConfig, timeout: Double) -> OutboundPolicy {
+        OutboundPolicy(schemes: HTTPDialect().schemes, addressPolicy: config.addressPolicy,
+                       userAgent: "haul/\(HaulVersion.current) webhook",
+                       connectTimeout: min(config.connectTimeout, timeout), timeout: timeout, maxRedirects: 0)
+    }
+
+    /// The request fetching `kind` of a download's source `url`.
+    static func fetch(_ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy)
+        -> TransferRequest {
+        Origins.dialect(forStored: url).request(kind, url: url, headers: headers, policy: policy)
+    }
+
+    /// A POST of `body` to `url` with `headers`.
+    static func post(_ url: String, body: [UInt8], headers: [(String, String)], policy: OutboundPolicy)
+        -> TransferRequest {
+        var request = TransferRequest(url: url, policy: policy)
+        request.body = body
+        request.headers = headers
+        return request
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import HaulLoop
+import HaulTestSupport
+import XCTest
+@testable import HaulCore
+
+/// Every outbound transfer is built in one place, from one policy: what a download's fetches and a webhook's
+/// attempts carry, whoever starts them, and which dialect owns a URL.
+final class OutboundTests: XCTestCase {
+    private var directory: String!
+
+    override func setUpWithError() throws {
+        directory = NSTemporaryDirectory() + "haul-outbound-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory + "/downloads", withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func testEveryFetchOfADownloadCarriesTheOnePolicy() throws {
+        let body = [UInt8](repeating: 3, count: 16 << 20)
+        let fetcher = ScriptedFetcher(body: body)
+        let clock = ManualClock()
+        let loop = try EventLoop()
+        var config = EngineConfig(downloadRoot: directory + "/downloads")
+        config.space = SpacePolicy(minFreeSpace: 0)
+        config.connectTimeout = 7
+        config.addressPolicy = AddressPolicy()
+        let engine = try Engine(loop: loop, store: try DownloadStore(path: directory + "/haul.sqlite"),
+                                config: config, log: Logger(minimum: .error), fetcher: fetcher, clock: clock)
+        try engine.start()
+        var request = NewDownload(url: "http://origin.test/file.bin")
+        request.connections = 4
+        request.insecure = true
+        request.headers = [HeaderField(name: "Cookie", value: "a=1")]
+        let id = try engine.add(request).snapshot.download.id
+        for _ in 0..<20_000 where engine.receivedBytes(id) != Int64(body.count) {
+            fetcher.pump()
+            clock.advance(0.01)
+        }
+        XCTAssertEqual(engine.receivedBytes(id), Int64(body.count), "every byte fetched")
+        XCTAssertGreaterThan(fetcher.requests.count, 1, "the probe and at least one more segment")
+        guard fetcher.requests.count > 1 else { return }
+        for sent in fetcher.requests {
+            XCTAssertEqual(sent.policy.schemes, ["http", "https"])
+            XCTAssertEqual(sent.policy.proxy, .none)
+            XCTAssertNotNil(sent.policy.addressPolicy)
+            XCTAssertEqual(sent.policy.connectTimeout, 7)
+            XCTAssertFalse(sent.policy.verifyTLS, "the download asked for no TLS check")
+            XCTAssertNil(sent.policy.timeout, "a download may take hours")
+            XCTAssertEqual(sent.policy.maxRedirects, 10)
+            XCTAssertEqual(sent.headers.map(\.0), ["Cookie"])
+        }
+        XCTAssertEqual(fetcher.requests[0].range?.start, 0)
+        XCTAssertNil(fetcher.requests[0].range?.end, "the probe asks for bytes=0-")
+        XCTAssertNil(fetcher.requests[0].ifRange)
+        for segment in fetcher.requests.dropFirst() {
+            XCTAssertGreaterThan(segment.range?.start ?? 0, 0, "the probe's stream holds byte 0")
+            XCTAssertEqual(segment.ifRange, "\"s1\"", "a segment asks for the version the probe saw")
+        }
+        withExtendedLifetime(loop) {}
+    }
+
+    func testAWebhookAttemptIsAnHTTPPostThatFollowsNoRedirect() {
+        var config = EngineConfig(downloadRoot: directory)
+        config.connectTimeout = 30
+        config.addressPolicy = AddressPolicy()
+        let policy = Outbound.webhookPolicy(config, timeout: 15)
+        let request = Outbound.post("http://hooks.test/in", body: Array("{}".utf8),
+                                    headers: [("Content-Type", "application/json")], policy: policy)
+        XCTAssertEqual(request.body, Array("{}".utf8))
+        XCTAssertEqual(request.policy.schemes, ["http", "https"])
+        XCTAssertEqual(request.policy.maxRedirects, 0)
+        XCTAssertEqual(request.policy.timeout, 15)
+        XCTAssertEqual(request.policy.connectTimeout, 15, "never longer than the attempt")
+        XCTAssertEqual(request.policy.proxy, .none)
+        XCTAssertNotNil(request.policy.addressPolicy)
+        XCTAssertTrue(request.policy.userAgent.hasSuffix(" webhook"))
+    }
+
+    func testAURLsSchemeNamesItsDialect() {
+        XCTAssertEqual(Origins.schemes, ["http", "https"])
+        for url in ["http://a.test/x", "HTTPS://a.test/x", "Http://a.test"] {
+            XCTAssertEqual(Origins.dialect(for: url)?.schemes, ["http", "https"], url)
+        }
+        for url in ["ftp://a.test/x", "file:///etc/passwd", "gopher://a.test", "no-scheme", ""] {
+            XCTAssertNil(Origins.dialect(for: url), url)
+        }
+    }
+
+    func testTheHTTPDialectAsksForEachKindOfFetch() {
+        let http = HTTPDialect()
+        let policy = OutboundPolicy()
+        func sent(_ kind: FetchKind) -> TransferRequest {
+            http.request(kind, url: "http://a.test/f", headers: [], policy: policy)
+        }
+        XCTAssertEqual(sent(.probe).range?.start, 0)
+        XCTAssertNil(sent(.probe).range?.end)
+        XCTAssertEqual(sent(.head).method, .head)
+        XCTAssertNil(sent(.head).range)
+        XCTAssertNil(sent(.whole).range)
+        XCTAssertEqual(sent(.whole).method, .get)
+        let range = sent(.range(start: 10, end: 19, ifRange: "\"v\""))
+        XCTAssertEqual(range.range?.start, 10)
+        XCTAssertEqual(range.range?.end, 19)
+        XCTAssertEqual(range.ifRange, "\"v\"")
+        let compare = sent(.compare(start: 0, end: 99, ifRange: nil))
+        XCTAssertEqual(compare.range?.end, 99)
+        XCTAssertNil(compare.ifRange)
+        let answer = TransferResponse(status: 200, headers: [("etag", "W/\"weak\""),
+                                                              ("last-modified", "Tue, 01 Dec 2026 10:00:00 GMT")],
+                                      effectiveURL: "http://a.test/f")
+        let validators = http.validators(answer)
+        XCTAssertNil(validators.etag, "a weak tag cannot guard a range")
+        XCTAssertEqual(validators.lastModified, "Tue, 01 Dec 2026 10:00:00 GMT")
+        XCTAssertEqual(http.error(status: 404, response: nil).code, .http(404))
+        XCTAssertTrue(http.error(status: 503, response: nil).retryable)
+    }
+}
