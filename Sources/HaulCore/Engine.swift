@@ -32,7 +32,7 @@ public final class Engine {
     private var hostConnections: [String: Int] = [:]
     private var refill: ClockTimer?
     /// Queued downloads, so scheduling never scans them all.
-    private var queued: Set<String> = []
+    private var runQueue = RunQueue()
     /// Downloads per state and bytes received over all of them, kept as they change: `/stats` reads these instead
     /// of visiting every download (137 ms with 100,000 stored).
     private var stateCounts: [DownloadState: Int] = [:]
@@ -793,8 +793,8 @@ public final class Engine {
         }
         machines[id]!.machine.stamp(updatedAt: download.updatedAt, startedAt: download.startedAt,
                             completedAt: download.completedAt)
+        if stateChanged || download.priority != before.priority { index(download, was: before) }
         if stateChanged {
-            index(download, was: before)
             logStateChange(download, from: before.state)
             let changes = webhookChanges(download, before: before.state)
             if !changes.isEmpty { outbox.waiting[id, default: []] += changes }
@@ -901,12 +901,17 @@ public final class Engine {
     /// A runner's download no longer needs its slot.
     func runnerFinished(_ id: String) {
         runners.removeValue(forKey: id)
+        // Still queued (its start never reached the machine): back in line, or it would wait for no entry.
+        if let download = machines[id]?.machine.download, download.state == .queued {
+            runQueue.push(id, priority: download.priority, sequence: download.sequence)
+        }
         schedule()
     }
 
     // MARK: queue and store
 
-    /// Keeps `queued`, `order` and `destinations` in step with a download's state (`nil`: added or removed).
+    /// Keeps the run queue, `order` and `destinations` in step with a download's state and priority (`nil`: added
+    /// or removed).
     func index(_ now: Download?, was: Download?) {
         if was == nil, let now {
             // New downloads take ever larger numbers; at start-up `start` sorts once after loading them all. Another
@@ -932,7 +937,6 @@ public final class Engine {
         }
         if let was {
             stateCounts[was.state, default: 0] -= 1
-            if was.state == .queued { queued.remove(was.id) }
             if !was.state.isFinished {
                 let key = Engine.destination(was.url, was.directory, was.requestedFilename)
                 if destinations[key] == was.id { destinations.removeValue(forKey: key) }
@@ -940,7 +944,10 @@ public final class Engine {
         }
         if let now {
             stateCounts[now.state, default: 0] += 1
-            if now.state == .queued { queued.insert(now.id) }
+            // Leaving the queue needs nothing here: the entry no longer stands when it comes up.
+            if now.state == .queued, was?.state != .queued || was?.priority != now.priority {
+                runQueue.push(now.id, priority: now.priority, sequence: now.sequence)
+            }
             if !now.state.isFinished {
                 let key = Engine.destination(now.url, now.directory, now.requestedFilename)
                 if destinations[key] == nil { destinations[key] = now.id }
@@ -1029,20 +1036,24 @@ public final class Engine {
         }
     }
 
-    /// Starts queued downloads, highest priority first, then oldest, while slots are free.
+    /// Starts queued downloads, highest priority first, then oldest, while slots are free: each start takes the
+    /// run queue's first entry, whatever the queue's length.
     func schedule() {
+        runQueue.compact(live: stateCounts[.queued] ?? 0, where: waiting)
         if cluster != nil { return claimWork() }
-        guard runners.count < config.maxActive, !queued.isEmpty else { return }
-        let waiting = queued.compactMap { machines[$0]?.machine.download }.sorted {
-            $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence
-        }
         // Checked for each: starting one may finish it at once (found complete) and start others meanwhile.
-        for download in waiting where runners.count < config.maxActive && runners[download.id] == nil
-            && queued.contains(download.id) {
+        while runners.count < config.maxActive, let next = runQueue.popFirst(where: waiting) {
+            guard let download = machines[next.id]?.machine.download else { continue }
             let runner = DownloadRunner(engine: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed)
             runners[download.id] = runner
             runner.begin()
         }
+    }
+
+    /// Whether a run queue entry still stands: its download is queued, at that priority, and not running.
+    private func waiting(_ entry: RunQueue.Entry) -> Bool {
+        guard let download = machines[entry.id]?.machine.download else { return false }
+        return download.state == .queued && download.priority == entry.priority && runners[entry.id] == nil
     }
 
     /// 15 characters of Crockford-style base 32: 75 random bits from two calls to the system generator. Fifteen
