@@ -1,0 +1,164 @@
+import FoundationEssentials
+import HaulCore
+import HaulLoop
+
+/// What request bodies become: a new download, a batch, and what makes two requests the same.
+extension API {
+    /// What POST /downloads makes of `request` without adding anything: the download, or the status of the problem
+    /// it would answer. For the fuzzer, which feeds it anything.
+    public static func decodeNewDownload(_ request: HTTPRequest) -> (download: NewDownload?, status: Int) {
+        do {
+            return (try newDownload(from: request), 201)
+        } catch {
+            return (nil, error.status)
+        }
+    }
+
+    /// What POST /downloads makes of a batch body without adding anything: each element's download (nil for one
+    /// refused), or the status of the problem the whole batch would answer. For the fuzzer.
+    public static func decodeBatch(_ request: HTTPRequest) -> (downloads: [NewDownload?], status: Int) {
+        do {
+            var body = try RequestBody(request)
+            let (items, atomic) = try newDownloads(from: request, &body)
+            return (items.map { try? $0.get() }, atomic ? 201 : 200)
+        } catch {
+            return ([], error.status)
+        }
+    }
+
+    /// A POST /downloads body as a new download: every field checked, all problems reported at once (422), or
+    /// 400/413/415 for a body that is not a JSON object.
+    static func newDownload(from http: HTTPRequest) throws(Problem) -> NewDownload {
+        var body = try RequestBody(http)
+        let request = newDownload(&body)
+        checkIdempotencyKey(http, &body)
+        try body.finish()
+        return request
+    }
+
+    /// The fields of one download (a POST body, or one element of a batch's `downloads`), their problems
+    /// collected in `body`.
+    static func newDownload(_ body: inout RequestBody) -> NewDownload {
+        body.rejectUnknown(except: ["url", "urls", "mirrors", "filename", "directory", "connections", "headers",
+                                    "priority", "max_speed", "start_paused", "checksum", "insecure", "size",
+                                    "category"])
+        // `urls` names every source, the first one first; or `url` and its `mirrors`.
+        let urls = body.array("urls", count: 1...(API.maxMirrors + 1))?.map { $0.stringValue }
+        if urls != nil, body.has("url") || body.has("mirrors") {
+            body.reject("urls", "give urls, or url with mirrors, not both")
+        }
+        let url = urls != nil ? urls?.first ?? nil : body.string("url", required: true)
+        if urls?.contains(nil) == true { body.reject("urls", "must be strings") }
+        if let url, let problem = Validate.url(url) { body.reject(urls == nil ? "url" : "urls[0]", problem) }
+        var request = NewDownload(url: url ?? "")
+        let mirrors = urls.map { Array($0.dropFirst()) } ?? body.array("mirrors", count: 0...API.maxMirrors)?
+            .map { $0.stringValue }
+        let field = urls == nil ? "mirrors" : "urls"
+        for (index, mirror) in (mirrors ?? []).enumerated() {
+            let at = "\(field)[\(urls == nil ? index : index + 1)]"
+            guard let mirror else { body.reject(at, "must be a string"); continue }
+            if let problem = Validate.url(mirror) { body.reject(at, problem) }
+            // A source named twice is one source.
+            else if mirror != url && !request.mirrors.contains(mirror) { request.mirrors.append(mirror) }
+        }
+        if let filename = body.string("filename") {
+            if let problem = Validate.filename(filename) {
+                body.reject("filename", problem)
+            } else {
+                request.filename = FileName.sanitize(filename)
+            }
+        }
+        if let directory = body.string("directory") {
+            if let problem = Validate.directory(directory) { body.reject("directory", problem) }
+            request.directory = Validate.sanitizedDirectory(directory)
+        }
+        request.connections = body.integer("connections", in: 1...32).map(Int.init)
+        request.priority = body.integer("priority", in: -1000...1000).map(Int.init)
+        if let category = body.string("category") {
+            if let problem = Validate.categoryName(category) { body.reject("category", problem) }
+            request.category = category
+        }
+        request.maxSpeed = body.integer("max_speed", in: 0...Int64(1) << 50).flatMap { $0 == 0 ? nil : $0 }
+        request.startPaused = body.bool("start_paused") ?? false
+        request.insecure = body.bool("insecure") ?? false
+        request.expectedBytes = body.integer("size", in: 0...Int64(1) << 50)
+        if let checksum = body.string("checksum") {
+            if let parsed = Checksum(checksum) {
+                request.checksum = parsed.description
+            } else {
+                body.reject("checksum", "must be sha256:, sha1: or md5: followed by the digest in hex")
+            }
+        }
+        if let headers = body.object("headers") {
+            let checked = Validate.headers(headers)
+            for (field, message) in checked.errors { body.reject(field, message) }
+            request.headers = checked.headers
+        }
+        return request
+    }
+
+    /// The most mirrors one download may have.
+    static let maxMirrors = 16
+
+    static func checkIdempotencyKey(_ http: HTTPRequest, _ body: inout RequestBody) {
+        if let key = http.header("Idempotency-Key"),
+           key.isEmpty || key.utf8.count > 255 || !HTTPField.isValue(key) {
+            body.reject("Idempotency-Key", "must be 1 to 255 bytes without control characters")
+        }
+    }
+
+    /// The most downloads one batch may add.
+    static let maxBatch = 1000
+
+    /// A batch POST body, `{"downloads": [...], "atomic": false}`: each element checked on its own (its problem,
+    /// or the download), or, with `atomic`, every element's problems in one 422 with fields like
+    /// `downloads[3].url`.
+    static func newDownloads(from http: HTTPRequest, _ body: inout RequestBody) throws(Problem)
+        -> (items: [Result<NewDownload, Problem>], atomic: Bool) {
+        body.rejectUnknown(except: ["downloads", "atomic"])
+        let atomic = body.bool("atomic") ?? false
+        let elements = body.array("downloads", count: 1...maxBatch, required: true) ?? []
+        checkIdempotencyKey(http, &body)
+        try body.finish()
+        var items: [Result<NewDownload, Problem>] = []
+        var all: [(field: String, message: String)] = []
+        for (index, element) in elements.enumerated() {
+            guard case .object(let members) = element else {
+                items.append(.failure(.invalid([("downloads[\(index)]", "must be an object")])))
+                all.append(("downloads[\(index)]", "must be an object"))
+                continue
+            }
+            var item = RequestBody(members: members)
+            let request = newDownload(&item)
+            if item.errors.isEmpty {
+                items.append(.success(request))
+            } else {
+                items.append(.failure(.invalid(item.errors)))
+                all += item.errors.map { ("downloads[\(index)].\($0.field)", $0.message) }
+            }
+        }
+        if atomic && !all.isEmpty {
+            var combined = RequestBody(members: [])
+            for error in all { combined.reject(error.field, error.message) }
+            do {
+                try combined.finish()
+            } catch var problem {
+                // As a refusal found later (507): every element's fate, 424 for the valid ones.
+                let notAdded = Problem(EngineError.notAdded)
+                problem.extra = [("results", .array(items.map { item in
+                    var refusal = notAdded
+                    if case .failure(let problem) = item { refusal = problem }
+                    return batchResult(refusal.status, refusal.json(instance: "/downloads"))
+                }))]
+                throw problem
+            }
+        }
+        return (items, atomic)
+    }
+
+    /// What makes two POSTs "the same request" for an Idempotency-Key: the body's JSON, whatever the member order
+    /// or spacing.
+    static func requestHash(_ body: [UInt8]) -> String {
+        ETag.of((try? JSONValue.parse(body).canonical().serializedBytes()) ?? body)
+    }
+}

@@ -1,0 +1,131 @@
+import FoundationEssentials
+import HaulCore
+import HaulLoop
+
+/// Listing downloads in pages, event streams, and tickets for links.
+extension API {
+    func listDownloads(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        var errors: [(field: String, message: String)] = []
+        let states = API.states(c.query["state"], &errors)
+        var limit = 100
+        if let text = c.query["limit"] {
+            if let value = Int(text), (1...1000).contains(value) { limit = value }
+            else { errors.append(("limit", "must be an integer from 1 to 1000")) }
+        }
+        var order = DownloadOrder.created
+        var descending = false
+        if var text = c.query["sort"] {
+            descending = text.hasPrefix("-")
+            if descending { text.removeFirst() }
+            if let value = DownloadOrder(rawValue: text) {
+                order = value
+            } else {
+                errors.append(("sort", "must be created, name, size, progress or speed, with - before it for "
+                               + "descending"))
+            }
+        }
+        // Creation order pages by sequence number (stable while downloads come and go); another order by position.
+        var after: Int64 = 0
+        var offset = 0
+        var byPosition = order != .created || descending
+        if let cursor = c.query["cursor"] {
+            // A position ("o200", or a bare number in an order other than creation), or a sequence number.
+            let position = cursor.hasPrefix("o") ? Int(cursor.dropFirst()) : byPosition ? Int(cursor) : nil
+            if let position, position >= 0 {
+                offset = position
+                byPosition = true
+            } else if let value = Int64(cursor), value >= 0 {
+                after = value
+            } else {
+                errors.append(("cursor", "is not the next_cursor of an earlier page"))
+            }
+        }
+        var search: String?
+        if let text = c.query["q"] {
+            if (1...200).contains(text.count) { search = text.lowercased() }
+            else { errors.append(("q", "must be 1 to 200 characters")) }
+        }
+        let category = c.query["category"]
+        if let category, let problem = Validate.categoryName(category) { errors.append(("category", problem)) }
+        var changes: (changed: Set<String>, removed: [String])??
+        if let text = c.query["changed_since"] {
+            if let since = Int64(text), since >= 0 { changes = .some(events.changes(since: since)) }
+            else { errors.append(("changed_since", "must be a sequence number from an earlier answer")) }
+        }
+        if !errors.isEmpty { throw Problem.invalid(errors) }
+        // Read before listing: a change made after this number shows up in the next delta, never lost.
+        let sequence = events.sequence
+        let changed = changes??.changed
+        let wanted = { (download: Download) in
+            (states?.contains(download.state) ?? true) && (search.map(download.matches(search:)) ?? true)
+                && (category == nil || download.category == category)
+        }
+        let (page, more) = if byPosition {
+            engine.page(by: order, descending: descending, offset: offset, limit: limit) { download in
+                (changed?.contains(download.id) ?? true) && wanted(download)
+            }
+        } else if let changed {
+            engine.page(of: changed, after: after, limit: limit, where: wanted)
+        } else {
+            engine.page(after: after, limit: limit, where: wanted)
+        }
+        let next: JSONValue = !more ? .null
+            : byPosition ? .string("o\(offset + page.count)") : .string(String(page.last!.download.sequence))
+        var members: [(String, JSONValue)] = [
+            ("downloads", .array(page.map(DownloadResource.json))),
+            ("next_cursor", next),
+            ("sequence", JSONValue(sequence)),
+        ]
+        if let changes {
+            members.append(("removed", .array((changes?.removed ?? []).map { .string($0) })))
+            // The removals before `changed_since` are forgotten: this is the full list, start afresh.
+            members.append(("reset", .bool(changes == nil)))
+        }
+        return try conditional(c.request, API.json(200, .object(members)))
+    }
+
+    func eventStream(_ c: RequestContext, downloadID: String?) throws(Problem) -> APIResult {
+        if let downloadID, engine.snapshot(downloadID) == nil { throw Problem(EngineError.notFound(downloadID)) }
+        var lastEventID: Int64?
+        if let text = c.request.header("Last-Event-ID") ?? c.query["last_event_id"] {
+            guard let value = Int64(text.trimmingSpaces()), value >= 0 else {
+                throw Problem.invalid([("last_event_id", "must be the id of an event this server sent")])
+            }
+            lastEventID = value
+        }
+        if events.streamCount >= limits.maxEventStreams {
+            throw Problem(status: 503, slug: "too-many-streams", title: "Too many event streams",
+                          detail: "this server serves at most \(limits.maxEventStreams) event streams at once",
+                          headers: [("Retry-After", "5")])
+        }
+        if c.request.method == "HEAD" {
+            return .response(HTTPResponse(status: 200, headers: EventStreamRequest.standardHeaders))
+        }
+        var request = EventStreamRequest(downloadID: downloadID, lastEventID: lastEventID)
+        if let category = c.query["category"] {
+            if let problem = Validate.categoryName(category) { throw Problem.invalid([("category", problem)]) }
+            request.category = category
+        }
+        return .eventStream(request)
+    }
+
+    /// `POST /tickets`: a ticket that opens one stream or file path for a minute, for a URL a browser opens without
+    /// headers (a link, an EventSource), so that the token never goes into a URL.
+    func issueTicket(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        var body = try RequestBody(c.request)
+        body.rejectUnknown(except: ["path"])
+        let path = body.string("path", required: true)
+        if let path, router.match(path)?.route.access != .streamToken || path.contains("?") {
+            body.reject("path", "must be the path of a file or an event stream: /events, /downloads/ID/events or "
+                + "/downloads/ID/file")
+        }
+        try body.finish()
+        let issued = gate.tickets.issue(path: path!, now: Date().timeIntervalSince1970)
+        return API.json(201, .object([
+            ("ticket", .string(issued.ticket)),
+            ("path", .string(path!)),
+            ("url", .string(path! + "?ticket=" + issued.ticket)),
+            ("expires_at", .string(Timestamp.rfc3339(Date(timeIntervalSince1970: issued.expires)))),
+        ]))
+    }
+}

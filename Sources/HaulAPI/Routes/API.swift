@@ -1,0 +1,252 @@
+import FoundationEssentials
+import HaulCore
+import HaulLoop
+
+/// The REST API: routes, handlers and JSON shapes, independent of any transport. `handle` turns a request into a
+/// response; the HTTP server only carries bytes.
+public final class API {
+    let engine: Engine
+    public let events: EventHub
+    var router: Router!
+    let gate: AccessGate
+    let limits: APILimits
+    let metrics = RequestMetrics()
+    private let log: Logger?
+    /// For `process_start_time_seconds`: the API starts with the process.
+    let startedAt = Date().timeIntervalSince1970
+
+    public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
+                access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(), log: Logger? = nil) {
+        self.engine = engine
+        self.limits = limits
+        self.log = log
+        gate = AccessGate(policy: access)
+        self.events = EventHub(engine: engine, config: events)
+        engine.webhookResource = DownloadResource.json
+        router = Router(routes: [
+            Route(pattern: "/downloads", handlers: [
+                "GET": .read(query: ["state", "limit", "cursor", "changed_since", "q", "sort", "category"]) {
+                    [unowned self] c throws(Problem) in .response(try self.listDownloads(c))
+                },
+                "POST": .write { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },
+                "DELETE": .write(query: ["category", "state", "delete_file"]) { [unowned self] c throws(Problem) in
+                    try self.deleteDownloads(c)
+                },
+            ]),
+            Route(pattern: "/downloads/actions", handlers: [
+                "POST": .write { [unowned self] c throws(Problem) in try self.act(c) },
+            ]),
+            Route(pattern: "/downloads/{id}", handlers: [
+                "GET": .read { [unowned self] c throws(Problem) in .response(try self.getDownload(c)) },
+                "PATCH": .write { [unowned self] c throws(Problem) in .response(try self.patchDownload(c)) },
+                "DELETE": .write(query: ["delete_file"]) { [unowned self] c throws(Problem) in
+                    .response(try self.deleteDownload(c))
+                },
+            ]),
+            Route(pattern: "/downloads/{id}/file", access: .streamToken, handlers: [
+                "GET": .read(query: ["download"]) { [unowned self] c throws(Problem) in .response(try self.file(c)) },
+            ]),
+            Route(pattern: "/downloads/{id}/events", access: .streamToken, handlers: [
+                "GET": .read(query: ["last_event_id"]) { [unowned self] c throws(Problem) in
+                    try self.eventStream(c, downloadID: c.parameters["id"])
+                },
+            ]),
+            Route(pattern: "/events", access: .streamToken, handlers: [
+                "GET": .read(query: ["last_event_id", "category"]) { [unowned self] c throws(Problem) in
+                    try self.eventStream(c, downloadID: nil)
+                },
+            ]),
+            Route(pattern: "/tickets", handlers: [
+                "POST": .write { [unowned self] c throws(Problem) in .response(try self.issueTicket(c)) },
+            ]),
+            Route(pattern: "/stats", handlers: [
+                "GET": .read { [unowned self] _ in .response(self.stats()) },
+            ]),
+            Route(pattern: "/settings", handlers: [
+                "GET": .read { [unowned self] c throws(Problem) in
+                    .response(try self.conditional(c.request, self.settings()))
+                },
+                "PATCH": .write { [unowned self] c throws(Problem) in .response(try self.patchSettings(c)) },
+            ]),
+            Route(pattern: "/", access: .open, handlers: [
+                "GET": .read(query: nil) { c in
+                    .response(Dashboard.asset(DashboardAssets.indexHTML, type: "text/html", for: c.request))
+                },
+            ]),
+            Route(pattern: "/ui/app.js", access: .open, handlers: [
+                "GET": .read(query: nil) { c in
+                    .response(Dashboard.asset(DashboardAssets.appJS, type: "text/javascript", for: c.request))
+                },
+            ]),
+            Route(pattern: "/ui/app.css", access: .open, handlers: [
+                "GET": .read(query: nil) { c in
+                    .response(Dashboard.asset(DashboardAssets.appCSS, type: "text/css", for: c.request))
+                },
+            ]),
+            Route(pattern: "/metrics", handlers: [
+                "GET": .read { [unowned self] _ in .response(self.prometheusMetrics()) },
+            ]),
+            Route(pattern: "/healthz", access: .open, handlers: [
+                "GET": .read(query: nil) { [unowned self] _ in
+                    // With a shared store, which node answered (the others are behind the same name).
+                    var members: [(String, JSONValue)] = [("status", .string("ok"))]
+                    if let node = self.engine.node { members.append(("node", .string(node))) }
+                    return .response(API.json(200, .object(members)))
+                },
+            ]),
+            // Readiness, beside liveness: 503 while the store cannot be reached, so a load balancer sends clients
+            // to a node that can store what they ask (the process itself is fine: /healthz stays 200).
+            Route(pattern: "/readyz", access: .open, handlers: [
+                "GET": .read(query: nil) { [unowned self] _ in
+                    var members: [(String, JSONValue)] = []
+                    if let node = self.engine.node { members.append(("node", .string(node))) }
+                    guard let problem = self.engine.storeProblem() else {
+                        return .response(API.json(200, .object([("status", .string("ready"))] + members)))
+                    }
+                    return .response(API.json(503, .object([("status", .string("unavailable")),
+                                                            ("reason", .string("the store cannot be reached: \(problem)"))]
+                                                           + members), headers: [("Retry-After", "5")]))
+                },
+            ]),
+            Route(pattern: "/openapi.yaml", handlers: [
+                "GET": .read { _ in
+                    .response(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")],
+                                           body: Array(OpenAPIDocument.yaml.utf8)))
+                },
+            ]),
+        ] + webhookRoutes + categoryRoutes)
+    }
+
+    /// Answers `request`, counting it in the metrics and logging one line for it. A response that comes later
+    /// is `.pending` (its `response` is set once the loop has done the work).
+    public func handle(_ request: HTTPRequest) -> APIResult {
+        var result: APIResult?
+        let later = PendingResponse()
+        serve(request, receivedAt: ProcessInfo.processInfo.systemUptime) { answer in
+            if result == nil {
+                result = answer
+            } else if case .response(let response) = answer {
+                later.resolve(response)
+            }
+        }
+        if case .pending = result { return .pending(later) }
+        return result!
+    }
+
+    /// Answers `request` through `send` (the transport's reply), then counts it in the metrics and logs one line
+    /// whose duration runs from `receivedAt` (the uptime when the transport began reading the request) to the
+    /// reply being handed over: reading, routing, the handler and writing, the whole time the loop spent on it.
+    public func serve(_ request: HTTPRequest, receivedAt: Double, send: @escaping (APIResult) -> Void) {
+        let path = request.path
+        let matched = router.match(path)
+        let result = answer(request, path: path, matched: matched)
+        if case .pending(let pending) = result {
+            // For `handle`: the first call says the answer is coming.
+            send(result)
+            return pending.whenReady { [weak self] response in
+                send(.response(response))
+                self?.record(request, path: path, route: matched?.route.pattern, status: response.status,
+                             receivedAt: receivedAt)
+            }
+        }
+        send(result)
+        record(request, path: path, route: matched?.route.pattern, status: result.response?.status ?? 200,
+               receivedAt: receivedAt)
+    }
+
+    /// Counts an answered request in the metrics and logs its line.
+    private func record(_ request: HTTPRequest, path: String, route: String?, status: Int, receivedAt: Double) {
+        let seconds = ProcessInfo.processInfo.systemUptime - receivedAt
+        metrics.record(route: route ?? "unmatched", method: request.method, status: status, seconds: seconds)
+        if let log, log.minimum <= .info {
+            // The path only: a query may carry an access token.
+            log.info("request", ["http.method": request.method, "http.path": path, "http.status": String(status),
+                                 "http.duration_ms": API.milliseconds(seconds),
+                                 "client.address": request.peer])
+        }
+    }
+
+    private func answer(_ request: HTTPRequest, path: String,
+                        matched: (route: Route, parameters: [String: String])?) -> APIResult {
+        let cors = gate.corsHeaders(for: request) + API.everyAnswer
+        if request.target.utf8.count > limits.maxTargetBytes {
+            return .response(Problem(status: 414, slug: "uri-too-long", title: "URI too long",
+                                     detail: "the request target must be at most \(limits.maxTargetBytes) bytes")
+                .response(instance: "/").adding(cors))
+        }
+        if let refused = gate.check(request, path: path, route: matched?.route,
+                                    now: ProcessInfo.processInfo.systemUptime) {
+            // A preflight's answer carries its CORS headers already; a second copy makes browsers refuse it.
+            return .response(gate.preflight(request) != nil ? refused.adding(API.everyAnswer) : refused.adding(cors))
+        }
+        switch router.handle(request, path: path, matched: matched) {
+        case .response(let response):
+            return .response(response.adding(cors))
+        case .eventStream(var stream):
+            stream.headers += cors + API.everyAnswer
+            return .eventStream(stream)
+        case .pending(let pending):
+            pending.headers += cors
+            return .pending(pending)
+        }
+    }
+
+    /// Headers on every answer. No page, file or stream of this server tells the next site where it came from: a
+    /// URL of it may carry a ticket (or, from older clients, the token).
+    static let everyAnswer: [(name: String, value: String)] = [("Referrer-Policy", "no-referrer")]
+
+    /// Starts sending events to `sink`, a stream the transport opened for `request`.
+    public func attach(_ sink: EventSink, for request: EventStreamRequest) {
+        events.subscribe(sink, downloadID: request.downloadID, category: request.category,
+                         lastEventID: request.lastEventID)
+    }
+
+    /// Every `(path, method)` the API serves, for the contract test.
+    public var operations: [(path: String, method: String)] { router.operations }
+
+
+    // MARK: helpers
+
+    /// Adds an ETag (a hash of the body) and answers 304 when the client's If-None-Match names it: a poller that
+    /// already has the current state pays for no body.
+    func conditional(_ request: HTTPRequest, _ response: HTTPResponse) throws(Problem) -> HTTPResponse {
+        let tag = ETag.of(response.body)
+        var response = response
+        response.headers.append(("ETag", tag))
+        if let header = request.header("If-None-Match"), ETag.matches(header, tag) {
+            return HTTPResponse(status: 304, headers: [("ETag", tag)])
+        }
+        return response
+    }
+
+    /// Evaluates an engine call, mapping its error to a problem.
+    func attempt<T>(_ call: @autoclosure () throws(EngineError) -> T) throws(Problem) -> T {
+        do {
+            return try call()
+        } catch {
+            throw Problem(error)
+        }
+    }
+
+    /// `seconds` as milliseconds with three decimals ("0.412").
+    static func milliseconds(_ seconds: Double) -> String {
+        Decimals.format(max(0, seconds * 1000), places: 3)
+    }
+
+    static func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers,
+                     body: value.serializedBytes())
+    }
+}
+
+/// How much clients may make the server hold.
+public struct APILimits: Sendable {
+    /// Path and query of one request.
+    public var maxTargetBytes = 8192
+    /// Downloads stored, finished ones included.
+    public var maxDownloads = 100_000
+    /// Event streams open at once.
+    public var maxEventStreams = 10_000
+
+    public init() {}
+}

@@ -1,0 +1,168 @@
+import FoundationEssentials
+import HaulLoop
+
+/// Stepping the machines and fanning out their changes, and the services runners use (directories, host
+/// connections, deferred work).
+extension Engine {
+    /// Gives `event` to the machine of `id`: through its runner when it runs (which carries out the actions), else
+    /// directly (a download that is not running asks for no action but its state).
+    func deliver(_ id: String, _ event: MachineEvent) {
+        if let runner = runners[id] {
+            runner.deliver(event)
+        } else {
+            _ = step(id, event)
+        }
+    }
+
+    /// One step of the machine of `id`: the event in, the actions out; and what changed is stored, indexed, logged
+    /// and told. Body bytes (`received`, `wrote`) are the hot path: they change progress only.
+    func step(_ id: String, _ event: MachineEvent) -> [MachineAction] {
+        guard let box = machines[id] else { return [] }
+        switch event {
+        case .received:
+            // The bytes of a chunk, not yet written: the write that follows moves the totals.
+            return box.machine.handle(event, at: clock.now)
+        case .wrote, .synced:
+            // Progress and the journal (which `saveJournal` stores) only.
+            let receivedBefore = box.machine.download.receivedBytes
+            let now = clock.now
+            if case .wrote = event { box.lastWriteAt = now }
+            let actions = box.machine.handle(event, at: now)
+            receivedTotal += box.machine.download.receivedBytes - receivedBefore
+            return actions
+        default:
+            let before = box.machine.download
+            let actions = box.machine.handle(event, at: clock.now)
+            receivedTotal += box.machine.download.receivedBytes - before.receivedBytes
+            changed(id, from: before)
+            return actions
+        }
+    }
+
+    /// Follows up a change of the machine of `id` from `before`: the indexes, the log, the store and the hub.
+    private func changed(_ id: String, from before: Download) {
+        guard var download = machines[id]?.machine.download, download != before else { return }
+        let stateChanged = download.state != before.state
+        let now = Date()
+        download.updatedAt = now
+        if stateChanged {
+            if download.state == .probing, download.startedAt == nil { download.startedAt = now }
+            if download.state == .completed { download.completedAt = download.completedAt ?? now }
+        }
+        machines[id]!.machine.stamp(updatedAt: download.updatedAt, startedAt: download.startedAt,
+                            completedAt: download.completedAt)
+        if stateChanged || download.priority != before.priority { index(download, was: before) }
+        if stateChanged {
+            logStateChange(download, from: before.state)
+            let changes = webhookChanges(download, before: before.state)
+            if !changes.isEmpty { outbox.waiting[id, default: []] += changes }
+        }
+        if download.journal != before.journal, !journalOnlyGrew(from: before.journal, to: download.journal) {
+            // Cutting the file back is on disk before a byte of other data can land where the journal used to vouch
+            // for.
+            persist(download)
+            unsaved.remove(id)
+        } else {
+            persistSoon(id)
+        }
+        onChange?(.updated(id, stateChanged: stateChanged))
+    }
+
+    /// One line per state change: what a log reader follows a download by.
+    private func logStateChange(_ download: Download, from before: DownloadState) {
+        var meta = ["download.id": download.id, "state.from": before.rawValue, "state.to": download.state.rawValue]
+        if download.state == .completed, let name = download.filename {
+            meta["file.name"] = name
+            meta["file.size"] = String(download.receivedBytes)
+        }
+        if download.state == .failed, let error = download.error {
+            meta["error.code"] = error.code.rawValue
+            meta["error.message"] = error.message
+            return log.warning("download failed", meta)
+        }
+        log.info("state changed", meta)
+    }
+
+    // MARK: what runners use
+
+    /// The directory `relative` to the download root, opened without following links.
+    func directory(_ relative: String, create: Bool) throws(FileError) -> ConfinedDirectory {
+        try ConfinedDirectory(root: config.downloadRoot, relative: relative, create: create)
+    }
+
+    func download(_ id: String) -> Download? { machines[id]?.machine.download }
+
+    func countReceived(_ bytes: Int64) { bytesReceived += bytes }
+
+    /// Stores the journal of `id` (what a sync vouched for): the cheap write made while a transfer runs.
+    func saveJournal(_ id: String, _ journal: [Segment]) {
+        // A journal vouches for bytes of the file the probe described, under the name chosen for it: while that
+        // answer still waits for the group commit, the whole download is stored with the journal. Otherwise a crash
+        // just after a small download finished kept its bytes without its size, validators and name, and the
+        // restart fetched it again under a second name.
+        if unsaved.contains(id), var download = machines[id]?.machine.download {
+            download.journal = journal
+            unsaved.remove(id)
+            return persist(download)
+        }
+        do {
+            if try !store.saveJournal(id: id, journal, updatedAt: Date(), claim: writeClaim(id)) { lost(id) }
+        } catch {
+            log.error("cannot save a checkpoint", ["download.id": id, "error": "\(error)"])
+        }
+    }
+
+    /// Takes a connection to `host` if the per-host cap allows.
+    func acquireConnection(to host: String) -> Bool {
+        // Several nodes: each takes an even share of the cap on the cluster's connections to one host.
+        guard hostConnections[host, default: 0] < max(1, config.maxConnectionsPerHost / nodeShare) else { return false }
+        hostConnections[host, default: 0] += 1
+        return true
+    }
+
+    /// Gives a connection back; downloads waiting for one get a chance soon (not from inside this call chain).
+    func releaseConnection(to host: String) {
+        hostConnections[host, default: 1] -= 1
+        if hostConnections[host] == 0 { hostConnections.removeValue(forKey: host) }
+        guard refill == nil else { return }
+        refill = clock.after(0) { [unowned self] in
+            self.refill = nil
+            for runner in Array(self.runners.values) { runner.deliver(.hostConnectionFreed) }
+        }
+    }
+
+    /// Whether a download other than `except` still needs the part file `name.part` in `directory`.
+    func isClaimed(directory: String, name: String, except: String) -> Bool {
+        machines.values.contains {
+            let download = $0.machine.download
+            return download.id != except && download.directory == directory && download.filename == name
+                && download.state != .completed
+        }
+    }
+
+    /// Runs `work` on the loop's next turn, after the work deferred before it. The queue is the engine's, not a
+    /// runner's: a runner that finished meanwhile still gets its transfers cancelled, and nothing is left holding it
+    /// at shutdown.
+    func later(_ work: @escaping () -> Void) {
+        deferred.append(work)
+        guard deferTimer == nil else { return }
+        deferTimer = clock.after(0) { [unowned self] in
+            self.deferTimer = nil
+            let work = self.deferred
+            self.deferred.removeAll()
+            for item in work { item() }
+        }
+    }
+
+    var hasDeferredWork: Bool { !deferred.isEmpty }
+
+    /// A runner's download no longer needs its slot.
+    func runnerFinished(_ id: String) {
+        runners.removeValue(forKey: id)
+        // Still queued (its start never reached the machine): back in line, or it would wait for no entry.
+        if let download = machines[id]?.machine.download, download.state == .queued {
+            runQueue.push(id, priority: download.priority, sequence: download.sequence)
+        }
+        schedule()
+    }
+}

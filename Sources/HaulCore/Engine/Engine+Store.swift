@@ -1,0 +1,185 @@
+import FoundationEssentials
+import HaulLoop
+
+/// The indexes kept in step with each download, group commit to the store, scheduling, and ids.
+extension Engine {
+    /// Keeps the run queue, `order` and `destinations` in step with a download's state and priority (`nil`: added
+    /// or removed).
+    func index(_ now: Download?, was: Download?) {
+        if was == nil, let now {
+            // New downloads take ever larger numbers; at start-up `start` sorts once after loading them all. Another
+            // node's may arrive after a later one of this node's.
+            let position = firstIndex(after: now.sequence - 1)
+            if position < order.count, order[position].id == now.id {
+                // Removed and back (another node's download read again): its entry is still there.
+                departed = max(0, departed - 1)
+            } else if let last = order.last, last.sequence > now.sequence {
+                order.insert((now.sequence, now.id), at: firstIndex(after: now.sequence))
+            } else {
+                order.append((now.sequence, now.id))
+            }
+        } else if now == nil, let was {
+            let position = firstIndex(after: was.sequence - 1)
+            if position < order.count, order[position].id == was.id {
+                departed += 1
+                if departed > 256, departed * 2 > order.count {
+                    order.removeAll { machines[$0.id] == nil }
+                    departed = 0
+                }
+            }
+        }
+        if let was {
+            stateCounts[was.state, default: 0] -= 1
+            if !was.state.isFinished {
+                let key = Engine.destination(was.url, was.directory, was.requestedFilename)
+                if destinations[key] == was.id { destinations.removeValue(forKey: key) }
+            }
+        }
+        if let now {
+            stateCounts[now.state, default: 0] += 1
+            // Leaving the queue needs nothing here: the entry no longer stands when it comes up.
+            if now.state == .queued, was?.state != .queued || was?.priority != now.priority {
+                runQueue.push(now.id, priority: now.priority, sequence: now.sequence)
+            }
+            if !now.state.isFinished {
+                let key = Engine.destination(now.url, now.directory, now.requestedFilename)
+                if destinations[key] == nil { destinations[key] = now.id }
+            }
+        }
+    }
+
+    static func destination(_ url: String, _ directory: String, _ name: String?) -> String {
+        url + "\u{0}" + directory + "\u{0}" + (name ?? "")
+    }
+
+    /// How long changes the engine made itself wait to be stored together. Sixteen small downloads at once
+    /// changed state in as many loop turns, one commit each (4.9 commits per download); within 10 ms they share one.
+    /// A client's change is stored before it is answered (`saveUnsaved`), a journal that shrank at once (`persist`),
+    /// and a checkpoint as soon as its sync is done: what waits is only what a crash may lose without harm (a state
+    /// change the restart works out again from the journal and the files).
+    static let groupCommitDelay = 0.01
+
+    /// Changes (a probe answer, a state change) wait `groupCommitDelay` and are stored in one transaction.
+    func persistSoon(_ id: String) {
+        unsaved.insert(id)
+        if flush == nil {
+            flush = LoopTimer(loop: loop, delay: Engine.groupCommitDelay) { [unowned self] in self.saveUnsaved() }
+        }
+        if flush?.isPending == false { flush?.start() }
+    }
+
+    func saveUnsaved() {
+        let ids = unsaved
+        unsaved.removeAll()
+        var refused: [String] = []
+        var saved: [String] = []
+        do {
+            try store.transaction {
+                for id in ids {
+                    guard let download = machines[id]?.machine.download else { continue }
+                    if try store.save(download, claim: writeClaim(id)) {
+                        try storeWaitingChanges(id)
+                        saved.append(id)
+                    } else {
+                        refused.append(id)
+                    }
+                }
+            }
+            storedWaitingChanges(saved)
+        } catch {
+            // Kept, not dropped: a download that changes no more (one just completed) must still reach the store
+            // once it answers again.
+            unsaved.formUnion(ids)
+            log.error("cannot save downloads; trying again in a second", ["error": "\(error)"])
+            if saveRetry == nil {
+                saveRetry = clock.after(1) { [unowned self] in
+                    self.saveRetry = nil
+                    self.saveUnsaved()
+                }
+            }
+            return
+        }
+        for id in refused {
+            // Another node holds it now: what this node saw of it is not the story, the holder tells its own.
+            outbox.waiting.removeValue(forKey: id)
+            lost(id)
+        }
+    }
+
+    func journalOnlyGrew(from old: [Segment], to new: [Segment]) -> Bool {
+        old.count <= new.count && zip(old, new).allSatisfy { $0.start == $1.start && $0.received <= $1.received }
+            && new.dropFirst(old.count).allSatisfy { $0.received == 0 }
+    }
+
+    func persist(_ download: Download) {
+        do {
+            var landed = false
+            try store.transaction {
+                landed = try store.save(download, claim: writeClaim(download.id))
+                if landed { try storeWaitingChanges(download.id) }
+            }
+            if landed {
+                storedWaitingChanges([download.id])
+            } else {
+                outbox.waiting.removeValue(forKey: download.id)
+                lost(download.id)
+            }
+        } catch {
+            log.error("cannot save download", ["download.id": download.id, "error": "\(error)"])
+        }
+    }
+
+    /// Starts queued downloads, highest priority first, then oldest, while slots are free: each start takes the
+    /// run queue's first entry, whatever the queue's length.
+    func schedule() {
+        runQueue.compact(live: stateCounts[.queued] ?? 0, where: waiting)
+        if cluster != nil { return claimWork() }
+        // Checked for each: starting one may finish it at once (found complete) and start others meanwhile.
+        while runners.count < config.maxActive, let next = runQueue.popFirst(where: waiting) {
+            guard let download = machines[next.id]?.machine.download else { continue }
+            let runner = DownloadRunner(engine: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed)
+            runners[download.id] = runner
+            runner.begin()
+        }
+    }
+
+    /// Whether a run queue entry still stands: its download is queued, at that priority, and not running.
+    private func waiting(_ entry: RunQueue.Entry) -> Bool {
+        guard let download = machines[entry.id]?.machine.download else { return false }
+        return download.state == .queued && download.priority == entry.priority && runners[entry.id] == nil
+    }
+
+    /// 15 characters of Crockford-style base 32: 75 random bits from two calls to the system generator. Fifteen
+    /// bytes is the most a Swift string holds inline: an id costs no allocation wherever it is kept or hashed.
+    static func newID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
+        var bits = (generator.next() as UInt64, generator.next() as UInt64)
+        var id = [UInt8]()
+        id.reserveCapacity(15)
+        for index in 0..<15 {
+            if index == 8 { bits.0 = bits.1 }
+            id.append(alphabet[Int(bits.0 & 31)])
+            bits.0 >>= 5
+        }
+        return String(decoding: id, as: UTF8.self)
+    }
+
+    /// 15 characters of the same base 32 that sort by time: 9 of milliseconds since 1970 (good for a million
+    /// years), then 6 random. Rows keyed by these (the webhook outbox's) go in at the end of their index, where a
+    /// random key would land on a page of its own each time, one read and one write per row once the table
+    /// outgrows the cache.
+    static func newOrderedID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
+        let milliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        var random = generator.next() as UInt64
+        var id = [UInt8](repeating: 0, count: 15)
+        for index in 0..<9 { id[index] = alphabet[Int((milliseconds >> UInt64(5 * (8 - index))) & 31)] }
+        for index in 9..<15 {
+            id[index] = alphabet[Int(random & 31)]
+            random >>= 5
+        }
+        return String(decoding: id, as: UTF8.self)
+    }
+}
