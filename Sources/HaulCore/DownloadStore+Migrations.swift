@@ -1,0 +1,135 @@
+import FoundationEssentials
+import HaulLoop
+
+/// The schema, as numbered migrations written once for SQLite and PostgreSQL (`SQLDialect.ddl` makes the
+/// PostgreSQL form), applied in order and recorded.
+extension DownloadStore {
+    static let migrations: [String] = [
+        // 1: downloads and everything needed to resume them.
+        """
+        CREATE TABLE downloads (
+            id TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL UNIQUE,
+            url TEXT NOT NULL,
+            headers TEXT NOT NULL DEFAULT '[]',
+            requested_filename TEXT,
+            directory TEXT NOT NULL DEFAULT '',
+            filename TEXT,
+            state TEXT NOT NULL,
+            final_url TEXT,
+            total_bytes INTEGER,
+            received_bytes INTEGER NOT NULL DEFAULT 0,
+            accepts_ranges INTEGER NOT NULL DEFAULT 0,
+            etag TEXT,
+            last_modified TEXT,
+            content_type TEXT,
+            connections INTEGER NOT NULL,
+            priority INTEGER NOT NULL DEFAULT 0,
+            max_speed INTEGER,
+            error_code TEXT,
+            error_message TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            started_at REAL,
+            completed_at REAL
+        );
+        """,
+        // 2: the journal of every segment, checksums, and Idempotency-Key answers.
+        """
+        CREATE TABLE segments (
+            download_id TEXT NOT NULL REFERENCES downloads(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            start INTEGER NOT NULL,
+            "end" INTEGER,
+            received INTEGER NOT NULL,
+            PRIMARY KEY (download_id, idx)
+        );
+        ALTER TABLE downloads ADD COLUMN checksum TEXT;
+        CREATE TABLE idempotency_keys (
+            key TEXT PRIMARY KEY,
+            download_id TEXT NOT NULL,
+            request_hash TEXT NOT NULL,
+            status INTEGER NOT NULL,
+            created_at REAL NOT NULL
+        );
+        """,
+        // 3: TLS verification turned off per download.
+        """
+        ALTER TABLE downloads ADD COLUMN insecure INTEGER NOT NULL DEFAULT 0;
+        """,
+        // 4: the size a client said to expect.
+        """
+        ALTER TABLE downloads ADD COLUMN expected_bytes INTEGER;
+        """,
+        // 5: a batch's answer for its Idempotency-Key (download_id is '' for a batch).
+        """
+        ALTER TABLE idempotency_keys ADD COLUMN answer TEXT;
+        """,
+        // 6: settings changed at run time (PATCH /settings), as JSON, over the defaults the flags give.
+        """
+        CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+        """,
+        // 7: the node that holds (or last held) a download, until when, and the fence its writes carry.
+        """
+        ALTER TABLE downloads ADD COLUMN claimed_by TEXT;
+        ALTER TABLE downloads ADD COLUMN lease_until REAL;
+        ALTER TABLE downloads ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;
+        """,
+        // 8: the nodes sharing the store: when each was last heard of, and the mark it left in its download
+        // directory (a node that finds another's mark in its own shares that node's files).
+        """
+        CREATE TABLE nodes (name TEXT PRIMARY KEY, seen_at REAL NOT NULL, mark TEXT NOT NULL);
+        """,
+        // 9: categories, webhooks, and the outbox of their deliveries (written in the transaction of the change each tells of;
+        // `sender` is the node that holds an attempt in flight until `next_attempt_at`).
+        """
+        CREATE TABLE webhooks (
+            id TEXT PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL, events TEXT NOT NULL, category TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE webhook_deliveries (
+            id TEXT PRIMARY KEY, webhook_id TEXT NOT NULL, event TEXT NOT NULL, download_id TEXT NOT NULL,
+            body TEXT NOT NULL, created_at REAL NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL,
+            next_attempt_at REAL NOT NULL, last_attempt_at REAL, last_status INTEGER, last_error TEXT, sender TEXT
+        );
+        CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);
+        CREATE INDEX webhook_deliveries_of ON webhook_deliveries (webhook_id, created_at);
+        ALTER TABLE downloads ADD COLUMN category TEXT;
+        CREATE TABLE categories (
+            name TEXT PRIMARY KEY, directory TEXT NOT NULL, connections INTEGER, max_speed INTEGER, priority INTEGER
+        );
+        """,
+        // 10: a download's other sources, as JSON (url, state, reason, validators, bytes, errors).
+        """
+        ALTER TABLE downloads ADD COLUMN mirrors TEXT;
+        """,
+        // 11: the file a finished download's name was given to (device:inode:size), which alone the file route
+        // serves.
+        """
+        ALTER TABLE downloads ADD COLUMN file_stamp TEXT;
+        """,
+        // 12: each change webhooks hear of is kept once, with the download as it was; deliveries refer to it
+        // instead of each holding a copy of the body, and are made from it a slice at a time (`fanned_out`).
+        // Deliveries are looked up per webhook: each webhook has slots of its own. A delivered one leaves the
+        // outbox at once, its record going to `webhook_delivered`, which keeps each webhook's newest hundred.
+        """
+        CREATE TABLE webhook_changes (
+            id TEXT PRIMARY KEY, download_id TEXT NOT NULL, category TEXT, kinds TEXT NOT NULL,
+            created_at REAL NOT NULL, resource TEXT NOT NULL, fanned_out INTEGER NOT NULL
+        );
+        CREATE INDEX webhook_changes_waiting ON webhook_changes (fanned_out, created_at);
+        ALTER TABLE webhook_deliveries ADD COLUMN change_id TEXT;
+        DROP INDEX webhook_deliveries_due;
+        DROP INDEX webhook_deliveries_of;
+        CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, state, next_attempt_at);
+        CREATE INDEX webhook_deliveries_change ON webhook_deliveries (change_id);
+        CREATE TABLE webhook_delivered (
+            id TEXT PRIMARY KEY, webhook_id TEXT NOT NULL, event TEXT NOT NULL, download_id TEXT NOT NULL,
+            created_at REAL NOT NULL, attempts INTEGER NOT NULL, last_status INTEGER, last_attempt_at REAL NOT NULL
+        );
+        CREATE INDEX webhook_delivered_of ON webhook_delivered (webhook_id, created_at);
+        DELETE FROM webhook_deliveries WHERE state = 'delivered';
+        """,
+    ]
+}

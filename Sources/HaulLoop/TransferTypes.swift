@@ -1,0 +1,131 @@
+import Glibc
+
+/// What to fetch: one request made by one curl easy handle, under an outbound policy. Callers do not build these
+/// field by field: an origin dialect turns a fetch of a download into one (HaulCore's `Outbound`).
+public struct TransferRequest: Sendable {
+    public enum Method: Sendable { case get, head }
+
+    public var url: String
+    public var method: Method = .get
+    /// Extra request headers (`Range` and `If-Range` are set through `range` and `ifRange`).
+    public var headers: [(String, String)] = []
+    /// First byte wanted, and the last one (inclusive) or nil for "to the end".
+    public var range: (start: Int64, end: Int64?)?
+    /// Validator sent as `If-Range`: a strong ETag or an HTTP date.
+    public var ifRange: String?
+    /// A body makes the request a POST of these bytes (set `Content-Type` in `headers`).
+    public var body: [UInt8]?
+    public var policy: OutboundPolicy
+
+    public init(url: String, policy: OutboundPolicy = OutboundPolicy()) {
+        self.url = url
+        self.policy = policy
+    }
+}
+
+/// Why a transfer could not be set up.
+public enum TransferError: Error, CustomStringConvertible {
+    /// A request header breaks RFC 9110's field grammar (a control character, a line break, a bad name).
+    case invalidHeader(String)
+    case outOfMemory
+    case curl(String)
+
+    public var description: String {
+        switch self {
+        case .invalidHeader(let name): return "the request header '\(name)' is not a valid HTTP field"
+        case .outOfMemory: return "out of memory"
+        case .curl(let message): return message
+        }
+    }
+}
+
+/// The status line and headers of the response a transfer ended up with (after redirects).
+public struct TransferResponse: Sendable, Equatable {
+    public var status: Int
+    /// Header names lower-cased, in the order received.
+    public var headers: [(name: String, value: String)]
+    public var effectiveURL: String
+
+    public init(status: Int, headers: [(name: String, value: String)], effectiveURL: String) {
+        self.status = status
+        self.headers = headers
+        self.effectiveURL = effectiveURL
+    }
+
+    /// The last value of the header `name` (case-insensitive; the names held are lower case already).
+    public func header(_ name: String) -> String? {
+        headers.last(where: { ASCII.equalsIgnoringCase($0.name, name) })?.value
+    }
+
+    public static func == (a: TransferResponse, b: TransferResponse) -> Bool {
+        a.status == b.status && a.effectiveURL == b.effectiveURL
+            && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
+    }
+}
+
+/// Why a transfer ended without success, classified from curl's result code.
+public enum TransferFailure: Sendable, Equatable {
+    case dns, connect, timeout, tls, tooManyRedirects
+    /// The server closed the connection before the whole body arrived.
+    case cutOff
+    /// Stopped by our own `onResponse` or `onData` returning false.
+    case aborted
+    case network
+    /// Every address the host resolved to was refused by the request's `AddressPolicy`.
+    case blockedAddress
+    /// A redirect led to a scheme other than http and https.
+    case unsupportedScheme
+    /// Not a usable HTTP response (malformed, or headers beyond the limit).
+    case badResponse
+    case other
+}
+
+/// How a transfer ended.
+public struct TransferResult: Sendable {
+    /// nil when curl reported success.
+    public var failure: TransferFailure?
+    /// curl's own words, for logs and error messages.
+    public var message: String
+    /// The response, if headers arrived.
+    public var response: TransferResponse?
+    public var bodyBytes: Int64
+
+    public init(failure: TransferFailure?, message: String = "", response: TransferResponse?, bodyBytes: Int64 = 0) {
+        self.failure = failure
+        self.message = message
+        self.response = response
+        self.bodyBytes = bodyBytes
+    }
+}
+
+/// What `onData` wants done with a chunk.
+public enum ChunkDecision: Sendable {
+    /// Taken: go on.
+    case consumed
+    /// Not taken: hold the transfer until `resume()`, then offer the same bytes again (speed limits).
+    case pause
+    /// Stop the transfer (it ends with `.aborted`).
+    case abort
+}
+
+/// A view of body bytes handed to `onData`; valid only during that call.
+public struct TransferChunk {
+    let bytes: UnsafeRawBufferPointer
+    public var count: Int { bytes.count }
+
+    /// A view of `bytes`, valid as long as they are.
+    public init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    /// Where these bytes first differ from `other`'s (its end counts as a difference), or nil when `other` begins
+    /// with all of them.
+    public func firstDifference(from other: [UInt8]) -> Int? {
+        let common = min(bytes.count, other.count)
+        for index in 0..<common where bytes[index] != other[index] { return index }
+        return other.count < bytes.count ? other.count : nil
+    }
+
+    /// The first `count` bytes.
+    public func prefix(_ count: Int) -> TransferChunk {
+        TransferChunk(bytes: UnsafeRawBufferPointer(rebasing: bytes.prefix(count)))
+    }
+}
