@@ -1,9 +1,12 @@
 import FoundationEssentials
 
-/// Monotonic time and one-shot timers: the loop's in the server, a manual clock in tests.
+/// Monotonic time, wall time and one-shot timers: the loop's in the server, a manual clock in tests.
 public protocol Clock: AnyObject {
     /// Seconds since an arbitrary start, never going back.
     var now: Double { get }
+    /// The date of the calendar, for what is shown or stored as a time of day (a download's times, a webhook's
+    /// next attempt, the speed schedule's hour). It may jump; intervals are measured with `now`.
+    var wallTime: Date { get }
     /// Runs `action` once, `seconds` from now, unless the returned timer is cancelled first.
     func after(_ seconds: Double, _ action: @escaping () -> Void) -> ClockTimer
 }
@@ -62,6 +65,8 @@ public final class LoopClock: Clock {
     public init(loop: EventLoop) { self.loop = loop }
 
     public var now: Double { ProcessInfo.processInfo.systemUptime }
+
+    public var wallTime: Date { Date() }
 
     public func after(_ seconds: Double, _ action: @escaping () -> Void) -> ClockTimer {
         let timer = OneShot(action: action)

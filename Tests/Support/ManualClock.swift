@@ -1,9 +1,13 @@
+import Foundation
 import HaulLoop
 
 /// A clock that moves only when a test says so: timers fire in order as `advance` passes their time, so code that
 /// waits (retries, coalescing, heartbeats) is tested without sleeping.
 public final class ManualClock: Clock {
     public private(set) var now: Double = 0
+    /// The wall time when `now` was 0 (the clock's creation, unless a test sets another); it moves with `now`.
+    public var wallStart = Date()
+    public var wallTime: Date { wallStart.addingTimeInterval(now) }
     private var timers: [(at: Double, order: Int, timer: Pending)] = []
     private var order = 0
 

@@ -35,7 +35,7 @@ extension Engine {
         var fresh: [Download] = []
         var claimed: [String: Int] = [:]
         var reservedBytes: Int64 = 0
-        let now = Date()
+        let now = clock.wallTime
         for request in requests {
             var category: Category?
             if let name = request.category {

@@ -43,7 +43,7 @@ extension Engine {
     private func changed(_ id: String, from before: Download) {
         guard var download = machines[id]?.machine.download, download != before else { return }
         let stateChanged = download.state != before.state
-        let now = Date()
+        let now = clock.wallTime
         download.updatedAt = now
         if stateChanged {
             if download.state == .probing, download.startedAt == nil { download.startedAt = now }
@@ -106,7 +106,7 @@ extension Engine {
             return persist(download)
         }
         do {
-            if try !store.saveJournal(id: id, journal, updatedAt: Date(), claim: writeClaim(id)) { lost(id) }
+            if try !store.saveJournal(id: id, journal, updatedAt: clock.wallTime, claim: writeClaim(id)) { lost(id) }
         } catch {
             log.error("cannot save a checkpoint", ["download.id": id, "error": "\(error)"])
         }

@@ -32,14 +32,14 @@ extension Engine {
         guard let box = machines[id] else { return nil }
         var download = box.machine.download
         if let written = box.lastWriteAt {
-            let wall = Date().addingTimeInterval(written - clock.now)
+            let wall = clock.wallTime.addingTimeInterval(written - clock.now)
             if wall > download.updatedAt { download.updatedAt = wall }
         }
         var snapshot = DownloadSnapshot(download: download, speed: box.machine.speed,
                                         activeConnections: box.machine.activeConnections)
         snapshot.lastError = box.machine.lastRetryError
         if !download.mirrors.isEmpty { snapshot.mirrorSpeeds = box.machine.mirrorSpeeds }
-        snapshot.nextAttemptAt = box.machine.nextAttemptAt.map { Date().addingTimeInterval($0 - clock.now) }
+        snapshot.nextAttemptAt = box.machine.nextAttemptAt.map { clock.wallTime.addingTimeInterval($0 - clock.now) }
         return snapshot
     }
 

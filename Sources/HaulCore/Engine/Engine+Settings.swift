@@ -61,7 +61,7 @@ extension Engine {
     /// Puts the limit of this moment in force: the window of the schedule that holds it, else the base one.
     func updateSpeedLimit() {
         // Several nodes: each takes an even share of the cluster's limit.
-        let limit = currentSettings.speedLimit(at: WeekTime(Date())).map { max(1, $0 / Int64(nodeShare)) }
+        let limit = currentSettings.speedLimit(at: WeekTime(clock.wallTime)).map { max(1, $0 / Int64(nodeShare)) }
         updateCategoryLimits()
         guard limit != currentSpeedLimit else { return }
         if let limit, globalBucket != nil {

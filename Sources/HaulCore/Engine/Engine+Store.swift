@@ -62,10 +62,11 @@ extension Engine {
     /// Changes (a probe answer, a state change) wait `groupCommitDelay` and are stored in one transaction.
     func persistSoon(_ id: String) {
         unsaved.insert(id)
-        if flush == nil {
-            flush = LoopTimer(loop: loop, delay: Engine.groupCommitDelay) { [unowned self] in self.saveUnsaved() }
+        guard flush == nil else { return }
+        flush = clock.after(Engine.groupCommitDelay) { [unowned self] in
+            self.flush = nil
+            self.saveUnsaved()
         }
-        if flush?.isPending == false { flush?.start() }
     }
 
     func saveUnsaved() {

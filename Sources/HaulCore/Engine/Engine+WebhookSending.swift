@@ -40,7 +40,7 @@ extension Engine {
         guard !limits.isEmpty else { return }
         let due: [WebhookDelivery]
         do {
-            due = try store.takeDueDeliveries(node: config.node, now: Date(), hold: Engine.webhookTimeout + 15,
+            due = try store.takeDueDeliveries(node: config.node, now: clock.wallTime, hold: Engine.webhookTimeout + 15,
                                               limits: limits)
         } catch {
             return log.warning("cannot read the webhook outbox", ["error": "\(error)"])
@@ -78,7 +78,7 @@ extension Engine {
         outbox.counter += 1
         let id = TransferID(-outbox.counter)
         let body = delivery.payload(resource: resource)
-        let timestamp = Int64(Date().timeIntervalSince1970)
+        let timestamp = Int64(clock.wallTime.timeIntervalSince1970)
         let request = Outbound.post(hook.url, body: body, headers: [
             ("Content-Type", "application/json"),
             ("Haul-Event", delivery.event.rawValue),
@@ -101,7 +101,7 @@ extension Engine {
         var ended = delivery
         ended.state = .failed
         ended.lastError = reason
-        ended.lastAttemptAt = Date()
+        ended.lastAttemptAt = clock.wallTime
         record(ended)
     }
 
@@ -111,7 +111,7 @@ extension Engine {
     func attemptEnded(_ id: TransferID, _ result: TransferResult) {
         guard let handler = outbox.inFlight.removeValue(forKey: id) else { return }
         var delivery = handler.delivery
-        let now = Date()
+        let now = clock.wallTime
         delivery.attempts += 1
         delivery.lastAttemptAt = now
         delivery.lastStatus = handler.status
@@ -188,7 +188,7 @@ extension Engine {
 
     private func pruneSlice() {
         guard !outbox.stopping, var waiting = outbox.pruning else { return }
-        let cutoff = Date().addingTimeInterval(-7 * 24 * 3600)
+        let cutoff = clock.wallTime.addingTimeInterval(-7 * 24 * 3600)
         var room = Engine.pruneSlice
         do {
             try store.transaction {

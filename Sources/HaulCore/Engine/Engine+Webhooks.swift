@@ -94,7 +94,7 @@ extension Engine {
     func startWebhooks() throws {
         outbox.hooks = try store.webhooks()
         // What this node had in flight when it stopped or died is due now: no attempt of it is still running.
-        try store.releaseDeliveries(node: config.node, now: Date())
+        try store.releaseDeliveries(node: config.node, now: clock.wallTime)
         outbox.timer = clock.every(1) { [unowned self] in
             // Changes another node stored and did not fan out (it died), and deliveries whose retry is due.
             self.askFanOut()
@@ -118,7 +118,7 @@ extension Engine {
 
     public func addWebhook(url: String, events: [WebhookEvent], category: String?) throws(EngineError) -> Webhook {
         let hook = Webhook(id: Engine.newID(), url: url, secret: Webhook.newSecret(), events: events,
-                           category: category, createdAt: Date())
+                           category: category, createdAt: clock.wallTime)
         do {
             try store.insertWebhook(hook)
         } catch {
@@ -190,7 +190,7 @@ extension Engine {
         guard !wanted.isEmpty else { return [] }
         let resource = webhookResource?(snapshotOf(download)) ?? .object([("id", .string(download.id))])
         return [WebhookChange(id: Engine.newOrderedID(), downloadID: download.id, category: download.category,
-                              kinds: wanted, createdAt: Date(), resource: resource.serialized())]
+                              kinds: wanted, createdAt: clock.wallTime, resource: resource.serialized())]
     }
 
     /// Stores the waiting changes of `id`, inside the transaction that stores the download; they stay waiting

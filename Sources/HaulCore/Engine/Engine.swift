@@ -32,7 +32,7 @@ public final class Engine {
     var machines: [String: MachineBox] = [:]
     var runners: [String: DownloadRunner] = [:]
     var nextSequence: Int64 = 1
-    var tick: LoopTimer?
+    var tick: ClockTimer?
     /// Open connections per host, over all downloads.
     var hostConnections: [String: Int] = [:]
     var refill: ClockTimer?
@@ -54,7 +54,7 @@ public final class Engine {
     var destinations: [String: String] = [:]
     /// Downloads changed since the last store write.
     var unsaved: Set<String> = []
-    var flush: LoopTimer?
+    var flush: ClockTimer?
     /// The speed limit over all downloads.
     var globalBucket: TokenBucket?
     /// Fetcher calls that runners made from inside a transfer's callback, run on the loop's next turn in order.
@@ -138,11 +138,10 @@ public final class Engine {
         for box in machines.values where box.machine.download.state == .failed {
             releaseUnwritten(box.machine.download)
         }
-        tick = LoopTimer(loop: loop, delay: config.progressInterval, repeating: true) { [unowned self] in
+        tick = clock.every(config.progressInterval) { [unowned self] in
             let now = self.clock.now
             for runner in Array(self.runners.values) { runner.deliver(.tick(now: now)) }
         }
-        tick?.start()
         if shared { try joinCluster() }
         try startWebhooks()
         schedule()
