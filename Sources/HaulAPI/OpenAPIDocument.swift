@@ -30,6 +30,8 @@ security:
 paths:
   /:
     get:
+      x-haul-operation: server.dashboard
+      x-haul-scope: none
       operationId: dashboard
       summary: The web dashboard.
       description: |
@@ -54,6 +56,8 @@ paths:
               schema: { type: string }
   /ui/app.js:
     get:
+      x-haul-operation: server.dashboard
+      x-haul-scope: none
       operationId: dashboardScript
       summary: The dashboard's script.
       security: []
@@ -72,6 +76,8 @@ paths:
               schema: { type: string }
   /ui/app.css:
     get:
+      x-haul-operation: server.dashboard
+      x-haul-scope: none
       operationId: dashboardStyle
       summary: The dashboard's style sheet.
       security: []
@@ -90,6 +96,8 @@ paths:
               schema: { type: string }
   /downloads:
     get:
+      x-haul-operation: downloads.list
+      x-haul-scope: read
       operationId: listDownloads
       summary: List downloads, in creation order or another.
       description: |
@@ -147,6 +155,8 @@ paths:
         "304": { $ref: "#/components/responses/NotModified" }
         "422": { $ref: "#/components/responses/Invalid" }
     post:
+      x-haul-operation: downloads.add
+      x-haul-scope: add
       operationId: addDownload
       summary: Add a download, or up to 1,000 at once.
       description: |
@@ -217,6 +227,8 @@ paths:
         "415": { $ref: "#/components/responses/UnsupportedMediaType" }
         "422": { $ref: "#/components/responses/Invalid" }
     delete:
+      x-haul-operation: downloads.removeMatching
+      x-haul-scope: manage
       operationId: removeDownloads
       summary: Removes every download in some states, of one category or of all (a clean-up).
       description: |
@@ -254,6 +266,8 @@ paths:
         "422": { $ref: "#/components/responses/Invalid" }
   /downloads/actions:
     post:
+      x-haul-operation: downloads.act
+      x-haul-scope: add
       operationId: downloadActions
       summary: Pause, resume or remove many downloads at once.
       description: |
@@ -287,6 +301,8 @@ paths:
         required: true
         schema: { type: string }
     get:
+      x-haul-operation: downloads.file
+      x-haul-scope: read
       operationId: downloadFile
       summary: The finished file.
       description: |
@@ -355,6 +371,8 @@ paths:
         required: true
         schema: { type: string }
     get:
+      x-haul-operation: downloads.get
+      x-haul-scope: read
       operationId: getDownload
       summary: One download.
       parameters:
@@ -375,6 +393,8 @@ paths:
         "304": { $ref: "#/components/responses/NotModified" }
         "404": { $ref: "#/components/responses/NotFound" }
     patch:
+      x-haul-operation: downloads.change
+      x-haul-scope: add
       operationId: updateDownload
       summary: Pause, resume or retry a download, or change its priority, speed limit or connections.
       description: |
@@ -407,6 +427,8 @@ paths:
         "415": { $ref: "#/components/responses/UnsupportedMediaType" }
         "422": { $ref: "#/components/responses/Invalid" }
     delete:
+      x-haul-operation: downloads.remove
+      x-haul-scope: add
       operationId: removeDownload
       summary: Cancel and forget a download; its part file is deleted.
       parameters:
@@ -431,6 +453,8 @@ paths:
         required: true
         schema: { type: string }
     get:
+      x-haul-operation: events.follow
+      x-haul-scope: read
       operationId: downloadEvents
       summary: Server-sent events about one download.
       description: |
@@ -454,6 +478,8 @@ paths:
         "422": { $ref: "#/components/responses/Invalid" }
   /events:
     get:
+      x-haul-operation: events.follow
+      x-haul-scope: read
       operationId: events
       summary: Server-sent events about every download.
       description: |
@@ -489,6 +515,8 @@ paths:
         "422": { $ref: "#/components/responses/Invalid" }
   /categories:
     get:
+      x-haul-operation: categories.list
+      x-haul-scope: read
       operationId: listCategories
       summary: The categories, by name.
       responses:
@@ -515,6 +543,8 @@ paths:
         required: true
         schema: { $ref: "#/components/schemas/CategoryName" }
     get:
+      x-haul-operation: categories.get
+      x-haul-scope: read
       operationId: getCategory
       summary: One category.
       responses:
@@ -530,6 +560,8 @@ paths:
               schema: { $ref: "#/components/schemas/Category" }
         "404": { $ref: "#/components/responses/NotFound" }
     put:
+      x-haul-operation: categories.put
+      x-haul-scope: manage
       operationId: putCategory
       summary: Makes or replaces a category; downloads added with `"category"` take its folder and defaults.
       description: |
@@ -571,6 +603,8 @@ paths:
         "415": { $ref: "#/components/responses/UnsupportedMediaType" }
         "422": { $ref: "#/components/responses/Invalid" }
     delete:
+      x-haul-operation: categories.remove
+      x-haul-scope: manage
       operationId: removeCategory
       summary: Forgets a category; its downloads keep its name (filters still find them) and their folders.
       responses:
@@ -584,6 +618,8 @@ paths:
         "404": { $ref: "#/components/responses/NotFound" }
   /tickets:
     post:
+      x-haul-operation: tickets.issue
+      x-haul-scope: read
       operationId: issueTicket
       summary: A ticket that opens one event stream or file for a minute.
       description: |
@@ -628,6 +664,8 @@ paths:
                   expires_at: { type: string, format: date-time }
   /stats:
     get:
+      x-haul-operation: stats.get
+      x-haul-scope: read
       operationId: stats
       summary: Totals over all downloads.
       responses:
@@ -643,6 +681,8 @@ paths:
               schema: { $ref: "#/components/schemas/Stats" }
   /settings:
     get:
+      x-haul-operation: settings.get
+      x-haul-scope: read
       operationId: getSettings
       summary: The settings a client may change while the server runs.
       description: |
@@ -666,6 +706,8 @@ paths:
             application/json:
               schema: { $ref: "#/components/schemas/SettingsAnswer" }
     patch:
+      x-haul-operation: settings.change
+      x-haul-scope: manage
       operationId: changeSettings
       summary: Change settings at once; kept in the store.
       description: |
@@ -696,6 +738,8 @@ paths:
               schema: { $ref: "#/components/schemas/SettingsAnswer" }
   /metrics:
     get:
+      x-haul-operation: metrics.get
+      x-haul-scope: read
       operationId: metrics
       summary: Prometheus metrics.
       description: |
@@ -717,6 +761,8 @@ paths:
               schema: { type: string }
   /healthz:
     get:
+      x-haul-operation: server.health
+      x-haul-scope: none
       operationId: health
       summary: Liveness.
       security: []
@@ -735,6 +781,8 @@ paths:
                   node: { type: string, description: "The node that answered, with a store several nodes share." }
   /readyz:
     get:
+      x-haul-operation: server.health
+      x-haul-scope: none
       operationId: ready
       summary: Readiness.
       description: |
@@ -771,6 +819,8 @@ paths:
                   node: { type: string }
   /webhooks:
     get:
+      x-haul-operation: webhooks.list
+      x-haul-scope: admin
       operationId: listWebhooks
       summary: The webhooks, without their secrets.
       responses:
@@ -791,6 +841,8 @@ paths:
                     type: array
                     items: { $ref: "#/components/schemas/Webhook" }
     post:
+      x-haul-operation: webhooks.add
+      x-haul-scope: admin
       operationId: addWebhook
       summary: Adds a receiver of signed POSTs about downloads; its secret is in this answer only.
       description: |
@@ -843,6 +895,8 @@ paths:
         required: true
         schema: { type: string }
     get:
+      x-haul-operation: webhooks.get
+      x-haul-scope: admin
       operationId: getWebhook
       summary: One webhook, without its secret.
       responses:
@@ -858,6 +912,8 @@ paths:
               schema: { $ref: "#/components/schemas/Webhook" }
         "404": { $ref: "#/components/responses/NotFound" }
     delete:
+      x-haul-operation: webhooks.remove
+      x-haul-scope: admin
       operationId: removeWebhook
       summary: Removes a webhook and its deliveries, sent or not.
       responses:
@@ -876,6 +932,8 @@ paths:
         required: true
         schema: { type: string }
     get:
+      x-haul-operation: webhooks.deliveries
+      x-haul-scope: admin
       operationId: listWebhookDeliveries
       summary: The webhook's latest deliveries, newest first, with their attempts and outcome.
       parameters:
@@ -903,6 +961,8 @@ paths:
         "422": { $ref: "#/components/responses/Invalid" }
   /openapi.yaml:
     get:
+      x-haul-operation: server.describe
+      x-haul-scope: read
       operationId: openapi
       summary: This document.
       responses:

@@ -8,16 +8,16 @@ extension API {
     var categoryRoutes: [Route] {
         [
             Route(pattern: "/categories", handlers: [
-                "GET": .read { [unowned self] _ in
+                "GET": .read(.listCategories) { [unowned self] _ in
                     .response(API.json(200, .object([("categories", .array(self.engine.allCategories.map(API.categoryJSON)))])))
                 },
             ]),
             Route(pattern: "/categories/{name}", handlers: [
-                "GET": .read { [unowned self] c throws(Problem) in
+                "GET": .read(.getCategory) { [unowned self] c throws(Problem) in
                     .response(API.json(200, API.categoryJSON(try self.category(c))))
                 },
-                "PUT": .write { [unowned self] c throws(Problem) in .response(try self.putCategory(c)) },
-                "DELETE": .write { [unowned self] c throws(Problem) in
+                "PUT": .write(.putCategory) { [unowned self] c throws(Problem) in .response(try self.putCategory(c)) },
+                "DELETE": .write(.removeCategory) { [unowned self] c throws(Problem) in
                     let category = try self.category(c)
                     try self.attempt(self.engine.removeCategory(category.name))
                     return .response(HTTPResponse(status: 204))

@@ -7,25 +7,25 @@ extension API {
     var webhookRoutes: [Route] {
         [
             Route(pattern: "/webhooks", handlers: [
-                "GET": .read { [unowned self] _ in
+                "GET": .read(.listWebhooks) { [unowned self] _ in
                     .response(API.json(200, .object([("webhooks", .array(self.engine.webhooks.map {
                         API.webhookJSON($0, withSecret: false)
                     }))])))
                 },
-                "POST": .write { [unowned self] c throws(Problem) in .response(try self.addWebhook(c)) },
+                "POST": .write(.addWebhook) { [unowned self] c throws(Problem) in .response(try self.addWebhook(c)) },
             ]),
             Route(pattern: "/webhooks/{id}", handlers: [
-                "GET": .read { [unowned self] c throws(Problem) in
+                "GET": .read(.getWebhook) { [unowned self] c throws(Problem) in
                     .response(API.json(200, API.webhookJSON(try self.webhook(c), withSecret: false)))
                 },
-                "DELETE": .write { [unowned self] c throws(Problem) in
+                "DELETE": .write(.removeWebhook) { [unowned self] c throws(Problem) in
                     let hook = try self.webhook(c)
                     try self.attempt(self.engine.removeWebhook(hook.id))
                     return .response(HTTPResponse(status: 204))
                 },
             ]),
             Route(pattern: "/webhooks/{id}/deliveries", handlers: [
-                "GET": .read(query: ["limit"]) { [unowned self] c throws(Problem) in
+                "GET": .read(.listDeliveries, query: ["limit"]) { [unowned self] c throws(Problem) in
                     .response(try self.deliveries(c))
                 },
             ]),

@@ -25,69 +25,69 @@ public final class API {
         engine.webhookResource = DownloadResource.json
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
-                "GET": .read(query: ["state", "limit", "cursor", "changed_since", "q", "sort", "category"]) {
+                "GET": .read(.listDownloads, query: ["state", "limit", "cursor", "changed_since", "q", "sort", "category"]) {
                     [unowned self] c throws(Problem) in .response(try self.listDownloads(c))
                 },
-                "POST": .write { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },
-                "DELETE": .write(query: ["category", "state", "delete_file"]) { [unowned self] c throws(Problem) in
+                "POST": .write(.addDownloads) { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },
+                "DELETE": .write(.removeDownloads, query: ["category", "state", "delete_file"]) { [unowned self] c throws(Problem) in
                     try self.deleteDownloads(c)
                 },
             ]),
             Route(pattern: "/downloads/actions", handlers: [
-                "POST": .write { [unowned self] c throws(Problem) in try self.act(c) },
+                "POST": .write(.actOnDownloads) { [unowned self] c throws(Problem) in try self.act(c) },
             ]),
             Route(pattern: "/downloads/{id}", handlers: [
-                "GET": .read { [unowned self] c throws(Problem) in .response(try self.getDownload(c)) },
-                "PATCH": .write { [unowned self] c throws(Problem) in .response(try self.patchDownload(c)) },
-                "DELETE": .write(query: ["delete_file"]) { [unowned self] c throws(Problem) in
+                "GET": .read(.getDownload) { [unowned self] c throws(Problem) in .response(try self.getDownload(c)) },
+                "PATCH": .write(.changeDownload) { [unowned self] c throws(Problem) in .response(try self.patchDownload(c)) },
+                "DELETE": .write(.removeDownload, query: ["delete_file"]) { [unowned self] c throws(Problem) in
                     .response(try self.deleteDownload(c))
                 },
             ]),
             Route(pattern: "/downloads/{id}/file", access: .streamToken, handlers: [
-                "GET": .read(query: ["download"]) { [unowned self] c throws(Problem) in .response(try self.file(c)) },
+                "GET": .read(.readFile, query: ["download"]) { [unowned self] c throws(Problem) in .response(try self.file(c)) },
             ]),
             Route(pattern: "/downloads/{id}/events", access: .streamToken, handlers: [
-                "GET": .read(query: ["last_event_id"]) { [unowned self] c throws(Problem) in
+                "GET": .read(.followEvents, query: ["last_event_id"]) { [unowned self] c throws(Problem) in
                     try self.eventStream(c, downloadID: c.parameters["id"])
                 },
             ]),
             Route(pattern: "/events", access: .streamToken, handlers: [
-                "GET": .read(query: ["last_event_id", "category"]) { [unowned self] c throws(Problem) in
+                "GET": .read(.followEvents, query: ["last_event_id", "category"]) { [unowned self] c throws(Problem) in
                     try self.eventStream(c, downloadID: nil)
                 },
             ]),
             Route(pattern: "/tickets", handlers: [
-                "POST": .write { [unowned self] c throws(Problem) in .response(try self.issueTicket(c)) },
+                "POST": .write(.issueTicket) { [unowned self] c throws(Problem) in .response(try self.issueTicket(c)) },
             ]),
             Route(pattern: "/stats", handlers: [
-                "GET": .read { [unowned self] _ in .response(self.stats()) },
+                "GET": .read(.stats) { [unowned self] _ in .response(self.stats()) },
             ]),
             Route(pattern: "/settings", handlers: [
-                "GET": .read { [unowned self] c throws(Problem) in
+                "GET": .read(.getSettings) { [unowned self] c throws(Problem) in
                     .response(try self.conditional(c.request, self.settings()))
                 },
-                "PATCH": .write { [unowned self] c throws(Problem) in .response(try self.patchSettings(c)) },
+                "PATCH": .write(.changeSettings) { [unowned self] c throws(Problem) in .response(try self.patchSettings(c)) },
             ]),
             Route(pattern: "/", access: .open, handlers: [
-                "GET": .read(query: nil) { c in
+                "GET": .read(.dashboard, query: nil) { c in
                     .response(Dashboard.asset(DashboardAssets.indexHTML, type: "text/html", for: c.request))
                 },
             ]),
             Route(pattern: "/ui/app.js", access: .open, handlers: [
-                "GET": .read(query: nil) { c in
+                "GET": .read(.dashboard, query: nil) { c in
                     .response(Dashboard.asset(DashboardAssets.appJS, type: "text/javascript", for: c.request))
                 },
             ]),
             Route(pattern: "/ui/app.css", access: .open, handlers: [
-                "GET": .read(query: nil) { c in
+                "GET": .read(.dashboard, query: nil) { c in
                     .response(Dashboard.asset(DashboardAssets.appCSS, type: "text/css", for: c.request))
                 },
             ]),
             Route(pattern: "/metrics", handlers: [
-                "GET": .read { [unowned self] _ in .response(self.prometheusMetrics()) },
+                "GET": .read(.metrics) { [unowned self] _ in .response(self.prometheusMetrics()) },
             ]),
             Route(pattern: "/healthz", access: .open, handlers: [
-                "GET": .read(query: nil) { [unowned self] _ in
+                "GET": .read(.health, query: nil) { [unowned self] _ in
                     // With a shared store, which node answered (the others are behind the same name).
                     var members: [(String, JSONValue)] = [("status", .string("ok"))]
                     if let node = self.engine.node { members.append(("node", .string(node))) }
@@ -97,7 +97,7 @@ public final class API {
             // Readiness, beside liveness: 503 while the store cannot be reached, so a load balancer sends clients
             // to a node that can store what they ask (the process itself is fine: /healthz stays 200).
             Route(pattern: "/readyz", access: .open, handlers: [
-                "GET": .read(query: nil) { [unowned self] _ in
+                "GET": .read(.health, query: nil) { [unowned self] _ in
                     var members: [(String, JSONValue)] = []
                     if let node = self.engine.node { members.append(("node", .string(node))) }
                     guard let problem = self.engine.storeProblem() else {
@@ -109,7 +109,7 @@ public final class API {
                 },
             ]),
             Route(pattern: "/openapi.yaml", handlers: [
-                "GET": .read { _ in
+                "GET": .read(.describeAPI) { _ in
                     .response(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")],
                                            body: Array(OpenAPIDocument.yaml.utf8)))
                 },
@@ -203,6 +203,10 @@ public final class API {
 
     /// Every `(path, method)` the API serves, for the contract test.
     public var operations: [(path: String, method: String)] { router.operations }
+
+    /// Every route and method with the operation it serves, for the operation table's test (and the access rules
+    /// of scoped tokens).
+    public var routeTable: [RouteEntry] { router.table }
 
 
     // MARK: helpers

@@ -1,7 +1,9 @@
+import HaulCore
 import HaulLoop
 
 /// A route: a path pattern whose `{name}` segments capture values, who may call it, and a handler per method that
-/// says whether it changes anything. All the access gate and the router know of a route is here.
+/// names the operation it serves (whether it changes anything, the scope it needs). All the access gate and the
+/// router know of a route is here.
 struct Route {
     /// Who may call the route when the server has a token.
     enum Access {
@@ -16,21 +18,24 @@ struct Route {
 
     /// What a method does on the route.
     struct Handler {
-        /// A state change (POST, PATCH, DELETE): refused to browsers from origins not allowed, token or not.
+        /// The operation it serves: REST is one wire format over them.
+        let operation: Operation
+        /// A state change (POST, PATCH, DELETE): refused to browsers from origins not allowed, token or not. Said
+        /// by the route (`read` or `write`) and by the operation: a test checks they agree.
         let changesState: Bool
         /// The query parameters it reads; any other is a 400 (a misspelt filter must not pass for "all"). nil for
         /// a page that reads none and ignores any (the dashboard's, /healthz).
         let query: Set<String>?
         let run: (RequestContext) throws(Problem) -> APIResult
 
-        static func read(query: Set<String>? = [],
+        static func read(_ operation: Operation, query: Set<String>? = [],
                          _ run: @escaping (RequestContext) throws(Problem) -> APIResult) -> Handler {
-            Handler(changesState: false, query: query, run: run)
+            Handler(operation: operation, changesState: false, query: query, run: run)
         }
 
-        static func write(query: Set<String> = [],
+        static func write(_ operation: Operation, query: Set<String> = [],
                           _ run: @escaping (RequestContext) throws(Problem) -> APIResult) -> Handler {
-            Handler(changesState: true, query: query, run: run)
+            Handler(operation: operation, changesState: true, query: query, run: run)
         }
     }
 
@@ -105,6 +110,16 @@ struct RequestContext {
     let query: [String: String]
 }
 
+/// One method of one route as the operation table sees it.
+public struct RouteEntry: Sendable {
+    public let path: String
+    public let method: String
+    public let operation: Operation
+    /// What the route declares: a write, and whether anyone may call it.
+    public let changesState: Bool
+    public let open: Bool
+}
+
 /// Matches a request to a route and method; answers 404 and 405 itself.
 struct Router {
     let routes: [Route]
@@ -159,5 +174,15 @@ struct Router {
     /// Every `(pattern, method)` served, for checking against the OpenAPI document.
     var operations: [(path: String, method: String)] {
         routes.flatMap { route in route.handlers.keys.sorted().map { (route.pattern, $0) } }
+    }
+
+    /// Every `(pattern, method)` with what it serves and declares, for checking against the operation table.
+    var table: [RouteEntry] {
+        routes.flatMap { route in
+            route.handlers.sorted { $0.key < $1.key }.map { method, handler in
+                RouteEntry(path: route.pattern, method: method, operation: handler.operation,
+                           changesState: handler.changesState, open: route.access == .open)
+            }
+        }
     }
 }
