@@ -1,8 +1,6 @@
 import HaulCore
 
-/// A client command line read against its `CommandSpec`: `--name value`, `--name=value`, switches (`--name`,
-/// `--name=0` for off, the words of `Switch`), one-letter spellings (`-i FILE`), positional arguments in any order,
-/// `--` ending options.
+/// A client command line read against its `CommandSpec` by the `FlagParser` every command line goes through.
 struct Options {
     private var named: [String: [String]] = [:]
     private(set) var positional: [String] = []
@@ -10,58 +8,29 @@ struct Options {
 
     init(_ arguments: [String], spec: CommandSpec) throws(ClientCommand.Stop) {
         self.spec = spec
-        var index = 0
-        var optionsEnded = false
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            if optionsEnded || argument == "-" || !argument.hasPrefix("-") {
-                positional.append(argument)
-                continue
-            }
-            if argument == "--" {
-                optionsEnded = true
-                continue
-            }
-            var value: String?
-            let option: CommandSpec.Option
-            if argument.hasPrefix("--") {
-                var name = String(argument.dropFirst(2))
-                if let equals = name.firstIndex(of: "=") {
-                    value = String(name[name.index(after: equals)...])
-                    name = String(name[..<equals])
-                }
-                guard let found = spec.option(named: name) else {
-                    throw ClientCommand.Stop.usage("unknown option --\(name)", command: spec)
-                }
-                option = found
-            } else {
-                guard argument.count == 2, let found = spec.option(short: argument.last!) else {
-                    throw ClientCommand.Stop.usage("unknown option \(argument)", command: spec)
-                }
-                option = found
-            }
-            if option.value == nil {
-                // A switch's value is one of the documented words: `--wait=2` is a mistake, not "on".
-                if let value, Switch.parse(value) == nil {
-                    throw ClientCommand.Stop.usage("--\(option.name) takes \(Switch.words), not '\(value)'",
-                                                   command: spec)
-                }
-                named[option.name, default: []].append(value.map { Switch.parse($0)! ? "1" : "0" } ?? "1")
-                continue
-            }
-            if value == nil {
-                guard index < arguments.count else {
-                    throw ClientCommand.Stop.usage("--\(option.name) needs a value (\(option.value!))", command: spec)
-                }
-                value = arguments[index]
-                index += 1
-            }
-            if !option.repeatable, named[option.name] != nil, option.name != "server", option.name != "token" {
-                throw ClientCommand.Stop.usage("--\(option.name) is given twice", command: spec)
-            }
-            named[option.name, default: []].append(value!)
+        let known = (spec.options + CommandSpec.global).map { option in
+            FlagParser.Flag(name: option.name, takesValue: option.value != nil, short: option.short,
+                            repeatable: option.repeatable)
         }
+        let parsed: FlagParser
+        do {
+            // --server and --token may come before the command and after it: the last one counts.
+            parsed = try FlagParser(arguments, known: known, repeats: { ["server", "token"].contains($0.name) })
+        } catch {
+            switch error {
+            case .unknown(let written): throw .usage("unknown option \(written)", command: spec)
+            case .notASwitchWord(let name, let value):
+                throw .usage("--\(name) takes \(Switch.words), not '\(value)'", command: spec)
+            case .needsValue(let name):
+                throw .usage("--\(name) needs a value (\(spec.option(named: name)?.value ?? "VALUE"))", command: spec)
+            case .givenTwice(let name): throw .usage("--\(name) is given twice", command: spec)
+            }
+        }
+        for (name, value) in parsed.flags {
+            let isSwitch = spec.option(named: name)?.value == nil
+            named[name, default: []].append(isSwitch ? (Switch.parse(value)! ? "1" : "0") : value)
+        }
+        positional = parsed.positional
     }
 
     func flag(_ name: String) -> Bool { named[name].map { $0.last != "0" } ?? false }

@@ -111,6 +111,9 @@ struct ServeConfig {
     /// Options that take no value (`--name` alone means on; `--name=0` off, see `Switch`).
     static let switches: Set<String> = ["allow-unauthenticated", "deny-private-networks"]
 
+    /// The flags as the command-line reader takes them.
+    static let known: [FlagParser.Flag] = names.map { FlagParser.Flag(name: $0, takesValue: !switches.contains($0)) }
+
     struct Invalid: Error, CustomStringConvertible {
         let description: String
     }
@@ -121,29 +124,20 @@ struct ServeConfig {
         var values: [String: String] = [:]
         var spelling: [String: String] = [:]
         func variable(_ name: String) -> String { "HAUL_" + name.uppercased().replacing("-", with: "_") }
-        var flags: [(name: String, value: String)] = []
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            guard argument.hasPrefix("--") else { throw Invalid(description: "unexpected argument '\(argument)'") }
-            var name = String(argument.dropFirst(2))
-            var value: String?
-            if let equals = name.firstIndex(of: "=") {
-                value = String(name[name.index(after: equals)...])
-                name = String(name[..<equals])
+        let flags: [(name: String, value: String)]
+        do {
+            // A flag given twice: the last one counts, as a later line of a config file would.
+            let parsed = try FlagParser(arguments, known: known, repeats: { _ in true }, checkSwitches: false)
+            if let stray = parsed.positional.first { throw Invalid(description: "unexpected argument '\(stray)'") }
+            flags = parsed.flags
+        } catch let failure as FlagParser.Failure {
+            switch failure {
+            case .unknown(let written) where written.hasPrefix("--"):
+                throw Invalid(description: "unknown option \(written)")
+            case .unknown(let written): throw Invalid(description: "unexpected argument '\(written)'")
+            case .needsValue(let name): throw Invalid(description: "--\(name) needs a value")
+            case .notASwitchWord, .givenTwice: throw Invalid(description: "\(failure)")
             }
-            guard names.contains(name) else { throw Invalid(description: "unknown option --\(name)") }
-            if ServeConfig.switches.contains(name) {
-                flags.append((name, value ?? "1"))
-            } else {
-                if value == nil {
-                    index += 1
-                    guard index < arguments.count else { throw Invalid(description: "--\(name) needs a value") }
-                    value = arguments[index]
-                }
-                flags.append((name, value!))
-            }
-            index += 1
         }
         let configPath = flags.last(where: { $0.name == "config" })?.value ?? environment["HAUL_CONFIG"]
         if let configPath {

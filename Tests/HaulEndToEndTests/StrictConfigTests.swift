@@ -117,6 +117,36 @@ final class StrictConfigTests: XCTestCase {
                       result.stderr)
     }
 
+    /// The server and the client read command lines with one reader: the same spellings mean the same, and the same
+    /// mistakes are refused by both, each in its own words.
+    func testTheServerAndTheClientReadCommandLinesAlike() throws {
+        for (arguments, message) in [(["--max-active"], "--max-active needs a value"),
+                                     (["--bogus=1"], "unknown option --bogus"),
+                                     (["stray"], "unexpected argument 'stray'"),
+                                     (["-x"], "unexpected argument '-x'"),
+                                     (["--", "--max-active", "3"], "unexpected argument '--max-active'")] {
+            let result = try serve(arguments)
+            XCTAssertEqual(result.status, 2, "\(arguments)")
+            XCTAssertTrue(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        }
+        // `--name=value` and `--name value` alike, the last of a flag given twice winning: the token is too short.
+        let spellings = [["--token=short"], ["--token", "short"], ["--token", "a-long-enough-token-1234", "--token=short"]]
+        for arguments in spellings {
+            let result = try serve(arguments)
+            XCTAssertEqual(result.status, 2, "\(arguments)")
+            XCTAssertTrue(result.stderr.contains("token"), "\(arguments): \(result.stderr)")
+        }
+        let server = "http://127.0.0.1:9"
+        for (arguments, message) in [(["ls", "--json", "--json"], "--json is given twice"),
+                                     (["add", "--connections"], "--connections needs a value (N)"),
+                                     (["ls", "-x"], "unknown option -x"),
+                                     (["ls", "--bogus=1"], "unknown option --bogus")] {
+            let result = try execute(buildDirectory + "/haul", ["--server", server] + arguments)
+            XCTAssertEqual(result.status, 2, "\(arguments): \(result.output)")
+            XCTAssertTrue(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        }
+    }
+
     /// The TOML a config file may hold: CRLF line ends, a byte order mark and `\u` escapes are TOML and are read;
     /// a key given twice (also as `max_active` and `max-active`) is not, and is refused.
     func testTheConfigFileIsReadAsTOMLIsWritten() throws {
