@@ -110,34 +110,16 @@ extension Engine {
     /// and it has one slot until an attempt succeeds.
     func attemptEnded(_ id: TransferID, _ result: TransferResult) {
         guard let handler = outbox.inFlight.removeValue(forKey: id) else { return }
-        var delivery = handler.delivery
-        let now = clock.wallTime
-        delivery.attempts += 1
-        delivery.lastAttemptAt = now
-        delivery.lastStatus = handler.status
-        var slots = outbox.slots[delivery.webhookID] ?? WebhookSlots()
-        slots.inFlight = max(0, slots.inFlight - 1)
-        if let status = handler.status, (200..<300).contains(status), result.failure == nil || result.failure == .cutOff {
-            delivery.state = .delivered
-            delivery.lastError = nil
-            slots.failures = 0
-            slots.restUntil = -.infinity
-        } else {
-            delivery.lastError = handler.status.map { "the receiver answered HTTP \($0)" }
-                ?? (result.message.isEmpty ? "no answer" : result.message)
-            var generator = SystemRandomNumberGenerator()
-            let wait = WebhookDelivery.backoff(attempts: delivery.attempts, base: config.webhookRetryWait,
-                                               random: Double.random(in: 0..<1, using: &generator))
-            if now.timeIntervalSince(delivery.createdAt) + wait > WebhookDelivery.retention {
-                delivery.state = .failed
-                log.warning("webhook delivery given up after a day", ["webhook.id": delivery.webhookID,
-                                                                      "delivery.id": delivery.id])
-            } else {
-                delivery.nextAttemptAt = now.addingTimeInterval(wait)
-            }
-            slots.failures += 1
-            let rest = min(Engine.webhookMaxRest, config.webhookRetryWait * Double(1 << min(slots.failures - 1, 16)))
-            slots.restUntil = clock.now + rest
+        var generator = SystemRandomNumberGenerator()
+        let outcome = WebhookAttemptOutcome.after(
+            handler.delivery, slots: outbox.slots[handler.delivery.webhookID] ?? WebhookSlots(),
+            status: handler.status, failure: result.failure, message: result.message, now: clock.wallTime,
+            uptime: clock.now, baseWait: config.webhookRetryWait, maxRest: Engine.webhookMaxRest,
+            random: Double.random(in: 0..<1, using: &generator))
+        let (delivery, slots) = (outcome.delivery, outcome.slots)
+        if outcome.gaveUp {
+            log.warning("webhook delivery given up after a day", ["webhook.id": delivery.webhookID,
+                                                                  "delivery.id": delivery.id])
         }
         if outbox.hooks.contains(where: { $0.id == delivery.webhookID }) { outbox.slots[delivery.webhookID] = slots }
         record(delivery)

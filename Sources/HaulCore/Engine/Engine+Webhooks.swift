@@ -36,7 +36,7 @@ final class WebhookOutbox {
 
 /// One webhook's share of the sender: each has slots of its own, so a receiver that never answers holds only its
 /// own, and one that fails rests (with one attempt at a time after) instead of being tried at every due delivery.
-struct WebhookSlots {
+struct WebhookSlots: Equatable {
     var inFlight = 0
     var failures = 0
     var restUntil = -Double.infinity

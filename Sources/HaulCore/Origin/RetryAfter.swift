@@ -13,6 +13,9 @@ enum RetryAfter {
 
 /// HTTP dates (RFC 9110 5.6.7): IMF-fixdate, which servers send, and the two obsolete forms recipients must still
 /// read, RFC 850 and asctime. Always GMT.
+///
+/// Written here, not Foundation's: this toolchain's Foundation (Swift 6.3) has no `Date.HTTPFormatStyle`, and
+/// `DateFormatter` would link FoundationInternationalization and its ICU data into a binary that needs neither.
 public enum HTTPDate {
     /// `Sun, 06 Nov 1994 08:49:37 GMT`, `Sunday, 06-Nov-94 08:49:37 GMT` or `Sun Nov  6 08:49:37 1994`.
     public static func parse(_ text: String) -> Date? {
