@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "HaulTestSupport", dependencies: ["HaulLoop"], path: "Tests/Support"),
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "HaulLoop", "HaulTestSupport"]),
         .testTarget(name: "HaulAPITests", dependencies: ["HaulAPI", "HaulCore", "HaulLoop", "HaulTestSupport"]),
-        .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulLoop", "HaulTestSupport"]),
+        .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulCore", "HaulLoop", "HaulTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

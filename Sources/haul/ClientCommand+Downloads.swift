@@ -4,47 +4,55 @@ import HaulCore
 import HaulLoop
 
 extension ClientCommand {
+    /// What `haul add`'s flag of `option` puts in the request, by the option's kind; nil when it is not given.
+    private static func optionValue(_ option: DownloadOption, _ flag: DownloadOption.Flag, _ options: Options)
+        throws(Stop) -> JSONValue? {
+        switch option.kind {
+        case .boolean:
+            return options.flag(flag.name) ? .bool(true) : nil
+        case .integer:
+            guard let text = options.value(flag.name) else { return nil }
+            guard let n = Int64(text) else { throw .usage("--\(flag.name) takes a number, not '\(text)'") }
+            return JSONValue(n)
+        case .bytes:
+            guard let text = options.value(flag.name) else { return nil }
+            guard let bytes = ByteSize.parse(text) else {
+                throw .usage("--\(flag.name) takes bytes (per second) like 500k or 1.5M, not '\(text)'")
+            }
+            return JSONValue(bytes)
+        case .text:
+            return options.value(flag.name).map { .string($0) }
+        case .headers:
+            var headers: [(String, JSONValue)] = []
+            for header in options.values(flag.name) {
+                guard let colon = header.firstIndex(of: ":") else {
+                    throw .usage("--\(flag.name) takes 'Name: value', not '\(header)'")
+                }
+                headers.append((String(header[..<colon]),
+                                .string(header[header.index(after: colon)...].trimmingSpaces())))
+            }
+            return headers.isEmpty ? nil : .object(headers)
+        }
+    }
+
     static func add(_ client: Client, _ options: Options) throws(Stop) {
         var urls = options.positional
         if let input = options.value("input") { urls += try readURLs(input) }
         guard !urls.isEmpty else { throw .usage("give at least one URL (or -i FILE)", command: options.spec) }
         guard urls.count <= 1000 else { throw .usage("at most 1000 URLs at once, not \(urls.count)") }
         var shared: [(String, JSONValue)] = []
-        if let name = options.value("filename") {
-            guard urls.count == 1 else { throw .usage("--filename names one download, not \(urls.count)") }
-            shared.append(("filename", .string(name)))
-        }
         let mirrors = options.values("mirror")
         if !mirrors.isEmpty {
             guard urls.count == 1 else { throw .usage("--mirror is another source of one download, not \(urls.count)") }
             shared.append(("mirrors", .array(mirrors.map { .string($0) })))
         }
-        if let checksum = options.value("checksum") {
-            guard urls.count == 1 else { throw .usage("--checksum is one file's, not \(urls.count)'s") }
-            shared.append(("checksum", .string(checksum)))
-        }
-        if let directory = options.value("directory") { shared.append(("directory", .string(directory))) }
-        if let category = options.value("category") { shared.append(("category", .string(category))) }
-        if let text = options.value("connections") {
-            guard let n = Int64(text) else { throw .usage("--connections takes a number, not '\(text)'") }
-            shared.append(("connections", JSONValue(n)))
-        }
-        if let text = options.value("max-speed") {
-            guard let speed = ByteSize.parse(text) else {
-                throw .usage("--max-speed takes bytes per second like 500k or 1.5M, not '\(text)'")
+        for option in DownloadOptions.all {
+            guard let flag = option.flag, let value = try optionValue(option, flag, options) else { continue }
+            guard !flag.oneURL || urls.count == 1 else {
+                throw .usage("--\(flag.name) is for one URL, not \(urls.count)", command: options.spec)
             }
-            shared.append(("max_speed", JSONValue(speed)))
+            shared.append((option.name, value))
         }
-        if options.flag("paused") { shared.append(("start_paused", .bool(true))) }
-        if options.flag("insecure") { shared.append(("insecure", .bool(true))) }
-        var headers: [(String, JSONValue)] = []
-        for header in options.values("header") {
-            guard let colon = header.firstIndex(of: ":") else {
-                throw .usage("--header takes 'Name: value', not '\(header)'")
-            }
-            headers.append((String(header[..<colon]), .string(header[header.index(after: colon)...].trimmingSpaces())))
-        }
-        if !headers.isEmpty { shared.append(("headers", .object(headers))) }
         let wait = options.flag("wait")
 
         // The sequence before the POST: following from it, no event of the new downloads can be missed.

@@ -30,21 +30,12 @@ enum ClientCommand {
                 .init(name: "input", value: "FILE", help: "also add the URLs in FILE, one a line ('-' for standard "
                       + "input; blank lines and lines starting with # are skipped)", short: "i"),
                 .init(name: "wait", value: nil, help: "follow the downloads until they complete or fail"),
-                .init(name: "filename", value: "NAME", help: "the file's name (one URL only)"),
                 .init(name: "mirror", value: "URL", help: "another source of the same file (one URL only; "
                       + "repeatable)", repeatable: true),
-                .init(name: "directory", value: "DIR", help: "a folder under the download root (or the category's)"),
-                .init(name: "category", value: "NAME", help: "a category made with 'haul category put': its folder "
-                      + "and defaults"),
-                .init(name: "connections", value: "N", help: "connections per download, 1-32"),
-                .init(name: "checksum", value: "ALGO:HEX", help: "sha256:, sha1: or md5: digest to verify (one URL "
-                      + "only)"),
-                .init(name: "max-speed", value: "SIZE", help: "bytes per second, like 500k or 1.5M"),
-                .init(name: "header", value: "'Name: value'", help: "a header sent to the origin (repeatable)",
-                      repeatable: true),
-                .init(name: "paused", value: nil, help: "add them paused"),
-                .init(name: "insecure", value: nil, help: "do not verify the origin's TLS certificate"),
-            ]),
+            ] + DownloadOptions.all.compactMap(\.flag).map { flag in
+                // The download options' flags, from their table.
+                .init(name: flag.name, value: flag.placeholder, help: flag.help, repeatable: flag.repeatable)
+            }),
         CommandSpec(
             name: "ls", arguments: "",
             summary: "Lists downloads: id, state, progress, size, speed and name (every page).",

@@ -14,7 +14,7 @@ extension API {
         let id = c.parameters["id"]!
         guard engine.snapshot(id) != nil else { throw Problem(EngineError.notFound(id)) }
         var body = try RequestBody(c.request)
-        body.rejectUnknown(except: ["state", "priority", "max_speed", "connections"])
+        body.rejectUnknown(except: Set(["state"] + DownloadOptions.patchable))
         var changes = DownloadChanges()
         if let state = body.string("state") {
             if state == DownloadState.paused.rawValue || state == DownloadState.queued.rawValue {
@@ -23,9 +23,9 @@ extension API {
                 body.reject("state", "must be 'paused' or 'queued'")
             }
         }
-        changes.priority = body.integer("priority", in: -1000...1000).map(Int.init)
-        changes.connections = body.integer("connections", in: 1...32).map(Int.init)
-        if let speed = body.nullableInteger("max_speed", in: 0...Int64(1) << 50) {
+        changes.priority = body.integer("priority", in: DownloadOptions.range("priority")).map(Int.init)
+        changes.connections = body.integer("connections", in: DownloadOptions.range("connections")).map(Int.init)
+        if let speed = body.nullableInteger("max_speed", in: DownloadOptions.range("max_speed")) {
             changes.maxSpeed = .some(speed.flatMap { $0 == 0 ? nil : $0 })
         }
         try body.finish()

@@ -39,9 +39,8 @@ extension API {
     /// The fields of one download (a POST body, or one element of a batch's `downloads`), their problems
     /// collected in `body`.
     static func newDownload(_ body: inout RequestBody) -> NewDownload {
-        body.rejectUnknown(except: ["url", "urls", "mirrors", "filename", "directory", "connections", "headers",
-                                    "priority", "max_speed", "start_paused", "checksum", "insecure", "size",
-                                    "category"])
+        // The sources, and the options of the table.
+        body.rejectUnknown(except: Set(["url", "urls", "mirrors"] + DownloadOptions.all.map(\.name)))
         // `urls` names every source, the first one first; or `url` and its `mirrors`.
         let urls = body.array("urls", count: 1...(API.maxMirrors + 1))?.map { $0.stringValue }
         if urls != nil, body.has("url") || body.has("mirrors") {
@@ -72,16 +71,17 @@ extension API {
             if let problem = Validate.directory(directory) { body.reject("directory", problem) }
             request.directory = Validate.sanitizedDirectory(directory)
         }
-        request.connections = body.integer("connections", in: 1...32).map(Int.init)
-        request.priority = body.integer("priority", in: -1000...1000).map(Int.init)
+        request.connections = body.integer("connections", in: DownloadOptions.range("connections")).map(Int.init)
+        request.priority = body.integer("priority", in: DownloadOptions.range("priority")).map(Int.init)
         if let category = body.string("category") {
             if let problem = Validate.categoryName(category) { body.reject("category", problem) }
             request.category = category
         }
-        request.maxSpeed = body.integer("max_speed", in: 0...Int64(1) << 50).flatMap { $0 == 0 ? nil : $0 }
+        request.maxSpeed = body.integer("max_speed", in: DownloadOptions.range("max_speed"))
+            .flatMap { $0 == 0 ? nil : $0 }
         request.startPaused = body.bool("start_paused") ?? false
         request.insecure = body.bool("insecure") ?? false
-        request.expectedBytes = body.integer("size", in: 0...Int64(1) << 50)
+        request.expectedBytes = body.integer("size", in: DownloadOptions.range("size"))
         if let checksum = body.string("checksum") {
             if let parsed = Checksum(checksum) {
                 request.checksum = parsed.description
