@@ -228,17 +228,13 @@ extension Engine {
     private func mirror(_ id: String, _ row: Download?) {
         let before = machines[id]?.machine.download
         guard let row else {
-            guard let before else { return }
-            machines.removeValue(forKey: id)
+            guard before != nil else { return }
+            registry.remove(id)
             unsaved.remove(id)
-            index(nil, was: before)
-            receivedTotal -= before.receivedBytes
             return (onChange?(.removed(id))) ?? ()
         }
         if let before, before == row { return }
-        machines[id] = MachineBox(DownloadMachine(download: row, settings: settings))
-        index(row, was: before)
-        receivedTotal += row.receivedBytes - (before?.receivedBytes ?? 0)
+        registry.replace(with: MachineBox(DownloadMachine(download: row, settings: settings)))
         // Not logged: the node that made the change logged it.
         if let before {
             onChange?(.updated(id, stateChanged: before.state != row.state))

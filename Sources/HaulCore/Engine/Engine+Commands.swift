@@ -57,8 +57,8 @@ extension Engine {
                     + "\(FileName.maxDirectoryBytes)")))
                 continue
             }
-            let destination = Engine.destination(request.url, directory, request.filename)
-            if let existing = destinations[destination] {
+            let destination = DownloadRegistry.destination(request.url, directory, request.filename)
+            if let existing = registry.download(fetching: request.url, into: directory, as: request.filename) {
                 plans.append(.same(existing))
                 continue
             }
@@ -118,8 +118,7 @@ extension Engine {
         }
         nextSequence += Int64(fresh.count)
         for download in fresh {
-            machines[download.id] = MachineBox(DownloadMachine(download: download, settings: settings))
-            index(download, was: nil)
+            registry.insert(MachineBox(DownloadMachine(download: download, settings: settings)))
             log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
             onChange?(.created(download.id))
         }
@@ -295,10 +294,8 @@ extension Engine {
                     try? directory?.remove(name)
                 }
             }
-            machines.removeValue(forKey: id)
+            registry.remove(id)
             unsaved.remove(id)
-            index(nil, was: download)
-            receivedTotal -= download.receivedBytes
             log.info("download removed", ["download.id": id])
             onChange?(.removed(id))
         }
@@ -309,7 +306,9 @@ extension Engine {
 
     /// The ids of the downloads that pass `filter`, in creation order, without building a snapshot of any.
     public func ids(where filter: (Download) -> Bool) -> [String] {
-        order.compactMap { entry in machines[entry.id].flatMap { filter($0.machine.download) ? entry.id : nil } }
+        registry.order.compactMap { entry in
+            machines[entry.id].flatMap { filter($0.machine.download) ? entry.id : nil }
+        }
     }
 
     /// Runs `work` on the loop's next turn (after what is waiting now): how the API works through a bulk change

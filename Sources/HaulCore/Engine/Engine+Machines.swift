@@ -28,12 +28,12 @@ extension Engine {
             let now = clock.now
             if case .wrote = event { box.lastWriteAt = now }
             let actions = box.machine.handle(event, at: now)
-            receivedTotal += box.machine.download.receivedBytes - receivedBefore
+            registry.received(box.machine.download.receivedBytes - receivedBefore)
             return actions
         default:
             let before = box.machine.download
             let actions = box.machine.handle(event, at: clock.now)
-            receivedTotal += box.machine.download.receivedBytes - before.receivedBytes
+            registry.changed(id, from: before)
             changed(id, from: before)
             return actions
         }
@@ -51,7 +51,6 @@ extension Engine {
         }
         machines[id]!.machine.stamp(updatedAt: download.updatedAt, startedAt: download.startedAt,
                             completedAt: download.completedAt)
-        if stateChanged || download.priority != before.priority { index(download, was: before) }
         if stateChanged {
             logStateChange(download, from: before.state)
             let changes = webhookChanges(download, before: before.state)
@@ -161,7 +160,7 @@ extension Engine {
         runners.removeValue(forKey: id)
         // Still queued (its start never reached the machine): back in line, or it would wait for no entry.
         if let download = machines[id]?.machine.download, download.state == .queued {
-            runQueue.push(id, priority: download.priority, sequence: download.sequence)
+            registry.runQueue.push(id, priority: download.priority, sequence: download.sequence)
         }
         schedule()
     }

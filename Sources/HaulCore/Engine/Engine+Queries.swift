@@ -51,10 +51,10 @@ extension Engine {
     public func totals() -> EngineTotals {
         var totals = EngineTotals()
         totals.downloads = machines.count
-        totals.byState = stateCounts.filter { $0.value != 0 }
-        totals.receivedBytes = receivedTotal
+        totals.byState = registry.stateCounts.filter { $0.value != 0 }
+        totals.receivedBytes = registry.receivedTotal
         assert(totals.byState == Dictionary(grouping: machines.values) { $0.machine.download.state }.mapValues(\.count)
-               && receivedTotal == machines.values.reduce(0) { $0 + $1.machine.download.receivedBytes },
+               && registry.receivedTotal == machines.values.reduce(0) { $0 + $1.machine.download.receivedBytes },
                "the running totals drifted from the downloads")
         for id in runners.keys {
             guard let box = machines[id] else { continue }
@@ -65,7 +65,7 @@ extension Engine {
     }
 
     public func list() -> [DownloadSnapshot] {
-        order.compactMap { snapshot($0.id) }
+        registry.order.compactMap { snapshot($0.id) }
     }
 
     /// Up to `limit` downloads that pass `filter` from position `offset` of `order` (ties in creation order),
@@ -114,7 +114,8 @@ extension Engine {
     public func page(after: Int64, limit: Int, where filter: (Download) -> Bool = { _ in true })
         -> (items: [DownloadSnapshot], more: Bool) {
         var items: [DownloadSnapshot] = []
-        var position = firstIndex(after: after)
+        let order = registry.order
+        var position = registry.firstIndex(after: after)
         while position < order.count {
             if let box = machines[order[position].id], filter(box.machine.download) {
                 if items.count == limit { return (items, true) }
@@ -123,16 +124,6 @@ extension Engine {
             position += 1
         }
         return (items, false)
-    }
-
-    /// The position in `order` of the first download with a sequence above `sequence` (binary search).
-    func firstIndex(after sequence: Int64) -> Int {
-        var low = 0, high = order.count
-        while low < high {
-            let middle = (low + high) / 2
-            if order[middle].sequence <= sequence { low = middle + 1 } else { high = middle }
-        }
-        return low
     }
 
     /// Ids of the downloads holding a slot (probing, downloading, verifying).

@@ -1,57 +1,8 @@
 import FoundationEssentials
 import HaulLoop
 
-/// The indexes kept in step with each download, group commit to the store, scheduling, and ids.
+/// Group commit to the store, scheduling over the run queue, and ids.
 extension Engine {
-    /// Keeps the run queue, `order` and `destinations` in step with a download's state and priority (`nil`: added
-    /// or removed).
-    func index(_ now: Download?, was: Download?) {
-        if was == nil, let now {
-            // New downloads take ever larger numbers; at start-up `start` sorts once after loading them all. Another
-            // node's may arrive after a later one of this node's.
-            let position = firstIndex(after: now.sequence - 1)
-            if position < order.count, order[position].id == now.id {
-                // Removed and back (another node's download read again): its entry is still there.
-                departed = max(0, departed - 1)
-            } else if let last = order.last, last.sequence > now.sequence {
-                order.insert((now.sequence, now.id), at: firstIndex(after: now.sequence))
-            } else {
-                order.append((now.sequence, now.id))
-            }
-        } else if now == nil, let was {
-            let position = firstIndex(after: was.sequence - 1)
-            if position < order.count, order[position].id == was.id {
-                departed += 1
-                if departed > 256, departed * 2 > order.count {
-                    order.removeAll { machines[$0.id] == nil }
-                    departed = 0
-                }
-            }
-        }
-        if let was {
-            stateCounts[was.state, default: 0] -= 1
-            if !was.state.isFinished {
-                let key = Engine.destination(was.url, was.directory, was.requestedFilename)
-                if destinations[key] == was.id { destinations.removeValue(forKey: key) }
-            }
-        }
-        if let now {
-            stateCounts[now.state, default: 0] += 1
-            // Leaving the queue needs nothing here: the entry no longer stands when it comes up.
-            if now.state == .queued, was?.state != .queued || was?.priority != now.priority {
-                runQueue.push(now.id, priority: now.priority, sequence: now.sequence)
-            }
-            if !now.state.isFinished {
-                let key = Engine.destination(now.url, now.directory, now.requestedFilename)
-                if destinations[key] == nil { destinations[key] = now.id }
-            }
-        }
-    }
-
-    static func destination(_ url: String, _ directory: String, _ name: String?) -> String {
-        url + "\u{0}" + directory + "\u{0}" + (name ?? "")
-    }
-
     /// How long changes the engine made itself wait to be stored together. Sixteen small downloads at once
     /// changed state in as many loop turns, one commit each (4.9 commits per download); within 10 ms they share one.
     /// A client's change is stored before it is answered (`saveUnsaved`), a journal that shrank at once (`persist`),
@@ -133,10 +84,10 @@ extension Engine {
     /// Starts queued downloads, highest priority first, then oldest, while slots are free: each start takes the
     /// run queue's first entry, whatever the queue's length.
     func schedule() {
-        runQueue.compact(live: stateCounts[.queued] ?? 0, where: waiting)
+        registry.runQueue.compact(live: registry.stateCounts[.queued] ?? 0, where: waiting)
         if cluster != nil { return claimWork() }
         // Checked for each: starting one may finish it at once (found complete) and start others meanwhile.
-        while runners.count < config.maxActive, let next = runQueue.popFirst(where: waiting) {
+        while runners.count < config.maxActive, let next = registry.runQueue.popFirst(where: waiting) {
             guard let download = machines[next.id]?.machine.download else { continue }
             let runner = DownloadRunner(engine: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed)
             runners[download.id] = runner

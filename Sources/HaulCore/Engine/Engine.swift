@@ -27,31 +27,18 @@ public final class Engine {
     /// The curl multi handle when the engine made its own fetcher; closed at shutdown.
     let multi: CurlMulti?
     let settings: MachineSettings
-    /// Every download's machine, boxed: reading one (a snapshot, a field) borrows it instead of copying the whole
-    /// machine, and a step changes it in place.
-    var machines: [String: MachineBox] = [:]
+    /// Every download's machine, with the indexes and totals kept in step.
+    let registry = DownloadRegistry()
+    /// The machines, for reading (a change goes through `registry`).
+    var machines: [String: MachineBox] { registry.machines }
     var runners: [String: DownloadRunner] = [:]
     var nextSequence: Int64 = 1
     var tick: ClockTimer?
     /// Open connections per host, over all downloads.
     var hostConnections: [String: Int] = [:]
     var refill: ClockTimer?
-    /// Queued downloads, so scheduling never scans them all.
-    var runQueue = RunQueue()
-    /// Downloads per state and bytes received over all of them, kept as they change: `/stats` reads these instead
-    /// of visiting every download (137 ms with 100,000 stored).
-    var stateCounts: [DownloadState: Int] = [:]
-    var receivedTotal: Int64 = 0
     /// Body bytes written to part files since this process started (a counter for metrics; never decreases).
     public internal(set) var bytesReceived: Int64 = 0
-    /// Every download's (sequence, id) in creation order, so a page of a long list costs its own length, not a sort
-    /// of every download.
-    var order: [(sequence: Int64, id: String)] = []
-    /// Entries of `order` whose download is gone: left in place (readers pass over ids no machine has) and swept
-    /// out once they are half of it, so removing thousands costs no memmove of the whole list each.
-    var departed = 0
-    /// Unfinished downloads by destination (URL, directory, requested name), for answering a repeated POST.
-    var destinations: [String: String] = [:]
     /// Downloads changed since the last store write.
     var unsaved: Set<String> = []
     var flush: ClockTimer?
@@ -112,29 +99,22 @@ public final class Engine {
         try loadSettings(throwing: true)
         try loadCategories()
         let count = try store.count()
-        machines.reserveCapacity(count)
-        order.reserveCapacity(count)
+        registry.reserve(count)
         var interrupted: [Download] = []
         // Sharing the store, a running download is another node's (or, its lease run out, whoever claims it).
         let shared = store.isShared
         try store.forEach { download in
             let box = MachineBox(DownloadMachine(download: download, settings: settings))
-            machines[download.id] = box
             if download.state.isActive && !shared {
                 _ = box.machine.handle(.interrupted, at: clock.now)
                 interrupted.append(box.machine.download)
-                index(box.machine.download, was: nil)
-                receivedTotal += box.machine.download.receivedBytes
-            } else {
-                // As loaded: indexed without copying the machine's download out of its box.
-                index(download, was: nil)
-                receivedTotal += download.receivedBytes
             }
+            registry.insert(box)
             nextSequence = max(nextSequence, download.sequence + 1)
         }
         // Written once the rows are read: no update while the table is being stepped through.
         for download in interrupted { try store.save(download) }
-        order.sort { $0.sequence < $1.sequence }
+        registry.sortOrder()
         for box in machines.values where box.machine.download.state == .failed {
             releaseUnwritten(box.machine.download)
         }

@@ -1,0 +1,47 @@
+import Foundation
+import HaulLoop
+import XCTest
+@testable import HaulCore
+
+/// The registry is the one place a download is inserted, replaced or removed: its order, counts, bytes,
+/// destinations and run queue follow every change without a caller writing the bookkeeping out.
+final class DownloadRegistryTests: XCTestCase {
+    private func box(_ id: String, _ sequence: Int64, _ state: DownloadState, priority: Int = 0,
+                     received: Int64 = 0) -> MachineBox {
+        var download = Download(id: id, sequence: sequence, url: "http://origin.test/\(id)", headers: [],
+                                requestedFilename: nil, directory: "", state: state, connections: 1,
+                                priority: priority, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 0))
+        if received > 0 { download.segments = [Segment(start: 0, end: nil, received: received)] }
+        return MachineBox(DownloadMachine(download: download, settings: MachineSettings()))
+    }
+
+    func testEveryIndexFollowsInsertReplaceAndRemove() {
+        let registry = DownloadRegistry()
+        // Loaded in any order, sorted once.
+        for (id, sequence, state, received) in [("c", Int64(3), DownloadState.queued, Int64(0)),
+                                                ("a", 1, .completed, 100), ("b", 2, .paused, 40)] {
+            registry.insert(box(id, sequence, state, received: received))
+        }
+        registry.sortOrder()
+        XCTAssertEqual(registry.order.map(\.id), ["a", "b", "c"])
+        XCTAssertEqual(registry.stateCounts, [.queued: 1, .completed: 1, .paused: 1])
+        XCTAssertEqual(registry.receivedTotal, 140)
+        XCTAssertEqual(registry.download(fetching: "http://origin.test/b", into: "", as: nil), "b")
+        XCTAssertNil(registry.download(fetching: "http://origin.test/a", into: "", as: nil), "a finished one")
+
+        // Another node resumed b and fetched more of it.
+        registry.replace(with: box("b", 2, .queued, priority: 5, received: 60))
+        XCTAssertEqual(registry.stateCounts, [.queued: 2, .completed: 1, .paused: 0])
+        XCTAssertEqual(registry.receivedTotal, 160)
+        XCTAssertEqual(registry.runQueue.popFirst { _ in true }?.id, "b", "queued at priority 5: first")
+
+        XCTAssertEqual(registry.remove("a")?.id, "a")
+        XCTAssertNil(registry.remove("a"))
+        XCTAssertEqual(registry.receivedTotal, 60)
+        XCTAssertEqual(registry.count, 2)
+        XCTAssertEqual(registry.stateCounts[.completed], 0)
+        // A removed one stays in the order until enough are gone to sweep them; readers pass over it.
+        XCTAssertEqual(registry.order.filter { registry[$0.id] != nil }.map(\.id), ["b", "c"])
+        XCTAssertEqual(registry.firstIndex(after: 2), registry.order.firstIndex { $0.id == "c" })
+    }
+}
