@@ -11,10 +11,8 @@ public final class ClusterState {
     var listener: (any SQLListener)?
     var watch: ReadWatch?
     var timer: ClockTimer?
-    /// The clock's time when the last renewal that went through was sent: the leases hold until at least
-    /// `lease` after it, by the database's clock.
-    var renewedAt: Double
-    var renewSentAt: Double
+    /// When the leases were renewed and are next due, and how long they hold by this node's clock.
+    var leases: LeaseSchedule
     var stopping = false
     /// A random token this node leaves in its download directory (`.haul-nodes/NAME`) and in the store: a node
     /// that finds another's token in its own directory shares that node's files.
@@ -26,10 +24,9 @@ public final class ClusterState {
     /// A runner found the lease lapsed by this node's clock: a renewal is asked for on the next turn.
     var renewalAsked = false
 
-    init(node: String, now: Double) {
+    init(node: String, now: Double, lease: Double) {
         self.node = node
-        renewedAt = now
-        renewSentAt = now
+        leases = LeaseSchedule(lease: lease, now: now)
         var generator = SystemRandomNumberGenerator()
         mark = String(generator.next() as UInt64, radix: 16) + String(generator.next() as UInt64, radix: 16)
     }
@@ -62,7 +59,7 @@ extension Engine {
     public var node: String? { cluster?.node }
 
     func joinCluster() throws {
-        let state = ClusterState(node: config.node, now: clock.now)
+        let state = ClusterState(node: config.node, now: clock.now, lease: config.lease)
         cluster = state
         // What this node ran before it stopped or died is claimable at once: no other process has its name.
         try store.releaseClaims(node: config.node)
@@ -247,7 +244,7 @@ extension Engine {
     /// (renewals go out every third of a lease). A node stopped (SIGSTOP) or cut off past it first renews.
     func leaseHolds(_ id: String) -> Bool {
         guard let cluster, cluster.owned.contains(id) else { return true }
-        return clock.now < cluster.renewedAt + config.lease * 0.8
+        return cluster.leases.holds(at: clock.now)
     }
 
     /// Renews the leases on the next turn (once however many runners ask).
@@ -264,12 +261,12 @@ extension Engine {
     /// another node took meanwhile stop at once.
     private func renewLeases(now: Double) {
         guard let cluster else { return }
-        cluster.renewSentAt = now
+        cluster.leases.sent(at: now)
         let running = runners.keys.filter { cluster.owned.contains($0) }
         let claims = running.compactMap { id in machines[id].map { Claim(id: id, fence: $0.machine.download.fence) } }
         do {
             let held = try store.renew(node: cluster.node, claims, lease: config.lease)
-            cluster.renewedAt = now
+            cluster.leases.renewed(sentAt: now)
             for claim in claims where !held.contains(claim.id) { lost(claim.id) }
             for id in held { runners[id]?.leaseRenewed() }
         } catch {
@@ -323,12 +320,12 @@ extension Engine {
         let now = clock.now
         if cluster.listener == nil { connectListener(resync: true) }
         let running = runners.keys.filter { cluster.owned.contains($0) }
-        if now - cluster.renewSentAt >= config.lease / 3 {
+        if cluster.leases.renewalDue(at: now) {
             renewLeases(now: now)
             heartbeat()
         }
         // Cut off from the store for most of a lease: another node may hold these downloads by now.
-        if now - cluster.renewedAt > config.lease * 0.8 {
+        if cluster.leases.lapsed(at: now) {
             for id in running where cluster.owned.contains(id) { lost(id) }
         }
         claimWork()
