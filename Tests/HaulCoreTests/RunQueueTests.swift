@@ -72,17 +72,7 @@ final class RunQueueTests: XCTestCase {
 /// change and downloads are paused, resumed and removed.
 final class SchedulingTests: XCTestCase {
     func testAFreeSlotGoesToTheFirstQueuedDownloadAsTheQueueChanges() throws {
-        let directory = NSTemporaryDirectory() + "haul-scheduling-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory + "/downloads", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let loop = try EventLoop()
-        var config = EngineConfig(downloadRoot: directory + "/downloads")
-        config.space = SpacePolicy(minFreeSpace: 0)
-        config.maxActive = 1
-        let engine = try Engine(loop: loop, store: try DownloadStore(path: directory + "/haul.sqlite"),
-                                config: config, log: Logger(minimum: .error), fetcher: SilentFetcher(),
-                                clock: ManualClock())
-        try engine.start()
+        let engine = try makeEngine(fetcher: SilentFetcher(), clock: ManualClock()) { $0.maxActive = 1 }
         var ids: [String: String] = [:]
         for name in ["a", "b", "c", "d", "e"] {
             ids[name] = try engine.add(NewDownload(url: "http://origin.test/\(name)")).snapshot.download.id
@@ -107,6 +97,5 @@ final class SchedulingTests: XCTestCase {
         XCTAssertEqual(running(), "e")
         try engine.remove(ids["e"]!, deleteFile: false)
         XCTAssertNil(running())
-        withExtendedLifetime(loop) {}
     }
 }

@@ -7,25 +7,8 @@ import XCTest
 /// What the engine does by the time of day reads the clock's wall time, so a test sets the hour and moves it on
 /// the manual clock, without sleeping and whatever the hour the suite runs at.
 final class WallClockTests: XCTestCase {
-    private var directory: String!
-
-    override func setUpWithError() throws {
-        directory = NSTemporaryDirectory() + "haul-wall-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory + "/downloads", withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
-    private func engine(_ clock: ManualClock) throws -> (Engine, EventLoop) {
-        let loop = try EventLoop()
-        var config = EngineConfig(downloadRoot: directory + "/downloads")
-        config.space = SpacePolicy(minFreeSpace: 0)
-        let engine = try Engine(loop: loop, store: try DownloadStore(path: directory + "/haul.sqlite"),
-                                config: config, log: Logger(minimum: .error), fetcher: SilentFetcher(), clock: clock)
-        try engine.start()
-        return (engine, loop)
+    private func engine(_ clock: ManualClock) throws -> Engine {
+        try makeEngine(fetcher: SilentFetcher(), clock: clock)
     }
 
     func testTheSpeedScheduleFollowsTheClocksHour() throws {
@@ -34,7 +17,7 @@ final class WallClockTests: XCTestCase {
         clock.wallStart = Date(timeIntervalSince1970: 1_796_716_770)
         let start = WeekTime(clock.wallTime)
         try XCTSkipIf(start.minute + 3 > 1440, "too close to midnight in this time zone")
-        let (engine, loop) = try engine(clock)
+        let engine = try engine(clock)
         var change = SettingsChange()
         change.speedSchedule = [SpeedWindow(days: [start.day], from: start.minute + 1, to: start.minute + 2,
                                             maxSpeed: 100_000)]
@@ -44,19 +27,17 @@ final class WallClockTests: XCTestCase {
         XCTAssertEqual(engine.currentSpeedLimit, 100_000, "within 30 s of the window's start")
         clock.advance(60)
         XCTAssertNil(engine.currentSpeedLimit, "the window is over")
-        withExtendedLifetime(loop) {}
     }
 
     func testADownloadsTimesAreTheClocksWallTime() throws {
         let clock = ManualClock()
         clock.wallStart = Date(timeIntervalSince1970: 1_700_000_000)
-        let (engine, loop) = try engine(clock)
+        let engine = try engine(clock)
         clock.advance(42)
         let added = try engine.add(NewDownload(url: "http://origin.test/f")).snapshot.download
         XCTAssertEqual(added.createdAt.timeIntervalSince1970, 1_700_000_042, accuracy: 0.001)
         clock.advance(8)
         let paused = try engine.update(added.id, DownloadChanges(state: .paused)).download
         XCTAssertEqual(paused.updatedAt.timeIntervalSince1970, 1_700_000_050, accuracy: 0.001)
-        withExtendedLifetime(loop) {}
     }
 }
