@@ -345,6 +345,26 @@ final class ClientTests: HaulTestCase {
         }
     }
 
+    func testEveryOptionOfTheTableHasItsFlag() throws {
+        let digest = "md5:" + String(repeating: "0", count: 32)
+        let result = try haulCommand(["add", originURL("opts.bin"), "--paused", "--priority", "7", "--connections",
+                                      "3", "--insecure", "--header", "X-Token: abc", "--checksum", digest])
+        XCTAssertEqual(result.status, 0, result.output)
+        let shown = try download(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        XCTAssertEqual(int(shown["priority"]), 7)
+        XCTAssertEqual(int(shown["connections"]), 3)
+        XCTAssertEqual(shown["insecure"] as? Bool, true)
+        XCTAssertEqual(shown["state"] as? String, "paused")
+        XCTAssertEqual(shown["checksum"] as? String, digest)
+        XCTAssertNil(shown["headers"], "headers are never shown back")
+        let two = try haulCommand(["add", originURL("a.bin"), originURL("b.bin"), "--checksum", "md5:00"])
+        XCTAssertEqual(two.status, 2)
+        XCTAssertTrue(two.stderr.contains("--checksum is for one URL, not 2"), two.stderr)
+        let bad = try haulCommand(["add", originURL("a.bin"), "--priority", "high"])
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertTrue(bad.stderr.contains("--priority takes a number, not 'high'"), bad.stderr)
+    }
+
     func testSeveralURLsGoAsOneBatchEachAnsweredOnItsOwn() throws {
         let hashes = try (0..<3).map { try sandbox.makeRandomFile("www/b\($0).bin", size: 100_000 + $0) }
         let result = try haulCommand(["add", originURL("b0.bin"), "ftp://nope/x", originURL("b1.bin"), "--wait"])
