@@ -140,9 +140,10 @@ enum Validate {
     /// (a name, an IPv4 address or a bracketed IPv6 one, nothing percent-encoded) and a port from 1 to 65535.
     /// Downloads, mirrors and webhooks (HTTP only) alike.
     static func url(_ text: String, schemes: [String] = Origins.schemes) -> String? {
-        let kinds = schemes.joined(separator: " or ")
+        // Only a refusal names them.
+        func kinds() -> String { schemes.joined(separator: " or ") }
         guard text.utf8.count <= 8192, !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
-            return "must be an absolute \(kinds) URL without spaces or control characters"
+            return "must be an absolute \(kinds()) URL without spaces or control characters"
         }
         let ascii = !text.utf8.contains(where: { $0 >= 0x80 })
         if !ascii, text.unicodeScalars.contains(where: { (0x80...0x9F).contains($0.value) || FileName.isInvisible($0) }) {
@@ -151,14 +152,14 @@ enum Validate {
         // The scheme as written: letters, digits, '+', '-', '.', then ':'.
         guard let colon = text.firstIndex(of: ":"), colon > text.startIndex,
               text[..<colon].utf8.allSatisfy({ ASCII.isLetterOrDigit($0) || "+-.".utf8.contains($0) }) else {
-            return "must be an absolute \(kinds) URL"
+            return "must be an absolute \(kinds()) URL"
         }
         let scheme = text[..<colon].lowercased()
-        guard schemes.contains(scheme) else { return "scheme must be \(kinds), not \(scheme)" }
+        guard schemes.contains(scheme) else { return "scheme must be \(kinds()), not \(scheme)" }
         // A plain URL (ASCII, nothing percent-encoded: nearly all of them) is read here; others by URLComponents
         // too, which a batch of a thousand would otherwise pay for a thousand times.
         if !ascii || text.utf8.contains(UInt8(ascii: "%")), URLComponents(string: text)?.host == nil {
-            return "must be an absolute \(kinds) URL"
+            return "must be an absolute \(kinds()) URL"
         }
         guard let authority = Validate.authority(text), !authority.host.isEmpty else {
             return "must name a host"

@@ -20,7 +20,8 @@ final class DownloadRegistryTests: XCTestCase {
         // Loaded in any order, sorted once.
         for (id, sequence, state, received) in [("c", Int64(3), DownloadState.queued, Int64(0)),
                                                 ("a", 1, .completed, 100), ("b", 2, .paused, 40)] {
-            registry.insert(box(id, sequence, state, received: received))
+            let made = box(id, sequence, state, received: received)
+            registry.insert(made, holding: made.machine.download)
         }
         registry.sortOrder()
         XCTAssertEqual(registry.order.map(\.id), ["a", "b", "c"])

@@ -10,11 +10,14 @@ extension API {
         return try conditional(c.request, API.json(200, DownloadResource.json(snapshot)))
     }
 
+    /// What PATCH /downloads/{id} may change: the state, and the options the table lets it.
+    static let patchMembers: Set<String> = DownloadOptions.patchable.union(["state"])
+
     func patchDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let id = c.parameters["id"]!
         guard engine.snapshot(id) != nil else { throw Problem(EngineError.notFound(id)) }
         var body = try RequestBody(c.request)
-        body.rejectUnknown(except: Set(["state"] + DownloadOptions.patchable))
+        body.rejectUnknown(except: API.patchMembers)
         var changes = DownloadChanges()
         if let state = body.string("state") {
             if state == DownloadState.paused.rawValue || state == DownloadState.queued.rawValue {

@@ -40,7 +40,7 @@ extension API {
     /// collected in `body`.
     static func newDownload(_ body: inout RequestBody) -> NewDownload {
         // The sources, and the options of the table.
-        body.rejectUnknown(except: Set(["url", "urls", "mirrors"] + DownloadOptions.all.map(\.name)))
+        body.rejectUnknown(except: newDownloadMembers)
         // `urls` names every source, the first one first; or `url` and its `mirrors`.
         let urls = body.array("urls", count: 1...(API.maxMirrors + 1))?.map { $0.stringValue }
         if urls != nil, body.has("url") || body.has("mirrors") {
@@ -96,6 +96,9 @@ extension API {
         }
         return request
     }
+
+    /// What a new download's JSON may hold: its sources, and the options of the table.
+    static let newDownloadMembers: Set<String> = DownloadOptions.names.union(["url", "urls", "mirrors"])
 
     /// The most mirrors one download may have.
     static let maxMirrors = 16

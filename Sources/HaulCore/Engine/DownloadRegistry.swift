@@ -33,9 +33,9 @@ final class DownloadRegistry {
         order.reserveCapacity(count)
     }
 
-    /// Adds `box`. At start-up downloads come in any order: `sortOrder` once after loading them all.
-    func insert(_ box: MachineBox) {
-        let download = box.machine.download
+    /// Adds `box`, whose machine holds `download` (the caller's copy: reading it out of the box again would copy
+    /// every field once more). At start-up downloads come in any order: `sortOrder` once after loading them all.
+    func insert(_ box: MachineBox, holding download: Download) {
         machines[download.id] = box
         index(download, was: nil)
         receivedTotal += download.receivedBytes

@@ -118,7 +118,7 @@ extension Engine {
         }
         nextSequence += Int64(fresh.count)
         for download in fresh {
-            registry.insert(MachineBox(DownloadMachine(download: download, settings: settings)))
+            registry.insert(MachineBox(DownloadMachine(download: download, settings: settings)), holding: download)
             log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
             onChange?(.created(download.id))
         }

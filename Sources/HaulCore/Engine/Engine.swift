@@ -108,8 +108,11 @@ public final class Engine {
             if download.state.isActive && !shared {
                 _ = box.machine.handle(.interrupted, at: clock.now)
                 interrupted.append(box.machine.download)
+                registry.insert(box, holding: box.machine.download)
+            } else {
+                // As loaded: indexed without copying the machine's download out of its box.
+                registry.insert(box, holding: download)
             }
-            registry.insert(box)
             nextSequence = max(nextSequence, download.sequence + 1)
         }
         // Written once the rows are read: no update while the table is being stepped through.

@@ -99,12 +99,19 @@ public enum DownloadOptions {
 
     public static func named(_ name: String) -> DownloadOption? { all.first { $0.name == name } }
 
-    /// The integer range of option `name` (a row of this table: a misspelt name is a programming error).
-    public static func range(_ name: String) -> ClosedRange<Int64> {
-        guard let range = named(name)?.range else { preconditionFailure("no integer option \(name)") }
-        return range
-    }
+    /// Every option's JSON name.
+    public static let names: Set<String> = Set(all.map(\.name))
 
     /// What PATCH may change besides the state.
-    public static var patchable: [String] { all.filter(\.patchable).map(\.name) }
+    public static let patchable: Set<String> = Set(all.filter(\.patchable).map(\.name))
+
+    /// The integer ranges, read once: every request checks them.
+    private static let ranges: [String: ClosedRange<Int64>] = Dictionary(
+        uniqueKeysWithValues: all.compactMap { option in option.range.map { (option.name, $0) } })
+
+    /// The integer range of option `name` (a row of this table: a misspelt name is a programming error).
+    public static func range(_ name: String) -> ClosedRange<Int64> {
+        guard let range = ranges[name] else { preconditionFailure("no integer option \(name)") }
+        return range
+    }
 }
