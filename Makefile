@@ -4,7 +4,8 @@ LISTEN ?= 127.0.0.1:8080
 DOWNLOAD_DIR ?= ./downloads
 DATA_DIR ?= ./data
 
-.PHONY: deps deps-run deps-docker build run test check sanitize bench bench-quick fuzz schemathesis embed docker \
+.PHONY: deps deps-run deps-docker build run test check sanitize bench bench-quick bench-instructions fuzz \
+	schemathesis embed docker \
 	docker-check docker-test screenshots clean
 
 # Debian packages by need: building and running (make run), the suite and benchmarks, the container test.
@@ -56,6 +57,17 @@ check: test sanitize docker-test
 bench: deps
 	$(SWIFT) build $(RELEASE)
 	python3 bench/bench.py --haul .build/release/haul
+
+# Instructions (callgrind) the server spends on fixed workloads: the same for the same binary on a busy machine,
+# so two builds compare without wall time's noise. `make bench-instructions BASE=REV` builds REV beside it too.
+bench-instructions: deps
+	$(SWIFT) build $(RELEASE)
+	@if [ -n "$(BASE)" ]; then \
+		rm -rf .build/base && git worktree add --force --detach .build/base $(BASE) >/dev/null && \
+		(cd .build/base && $(SWIFT) build $(RELEASE)) && \
+		bench/instructions.sh .build/base/.build/release/haul .build/release/haul; \
+		git worktree remove --force .build/base; \
+	else bench/instructions.sh .build/release/haul; fi
 
 # The benchmark harness on tiny inputs: checks it still works (and every file's sha256), not speed.
 bench-quick: deps
