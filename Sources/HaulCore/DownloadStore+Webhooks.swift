@@ -67,8 +67,9 @@ extension DownloadStore {
             for row in rows.prefix(take) {
                 guard let id = row["id"].string, let download = row["download_id"].string,
                       let kinds = row["kinds"].string, let created = row["created_at"].double else { continue }
-                let createdAt = Date(timeIntervalSince1970: created)
-                for hook in hooks where hook.createdAt <= createdAt {
+                // Compared as stored (seconds since 1970): a Date rebuilt from them may differ from the webhook's
+                // own in the last bit, and a webhook made in the same instant as a change would then miss it.
+                for hook in hooks where hook.createdAt.timeIntervalSince1970 <= created {
                     for kind in kinds.split(separator: ",").compactMap({ WebhookEvent(rawValue: String($0)) })
                     where hook.wants(kind, category: row["category"].string) {
                         try db.run("INSERT INTO webhook_deliveries (id, webhook_id, event, download_id, body, "
