@@ -25,7 +25,6 @@ struct RunQueue {
     /// Entries compared so far: the work of every push and pop, which tests read to see it stays logarithmic.
     private(set) var comparisons = 0
 
-    var isEmpty: Bool { heap.isEmpty }
     var count: Int { heap.count }
 
     mutating func push(_ id: String, priority: Int, sequence: Int64) {
@@ -38,16 +37,6 @@ struct RunQueue {
         while let top = heap.first {
             removeTop()
             if stands(top) { return top }
-            dropped += 1
-        }
-        return nil
-    }
-
-    /// The first entry that stands, left in place (stale ones above it are dropped).
-    mutating func first(where stands: (Entry) -> Bool) -> Entry? {
-        while let top = heap.first {
-            if stands(top) { return top }
-            removeTop()
             dropped += 1
         }
         return nil

@@ -97,8 +97,6 @@ public enum DownloadOptions {
                        column: "expected_bytes", shown: false),
     ]
 
-    public static func named(_ name: String) -> DownloadOption? { all.first { $0.name == name } }
-
     /// Every option's JSON name.
     public static let names: Set<String> = Set(all.map(\.name))
 
