@@ -199,7 +199,7 @@ extension Engine {
     /// The download `id` is another node's now: its transfers stop at once and nothing of it is written here again.
     func lost(_ id: String) {
         guard let cluster, cluster.owned.remove(id) != nil else { return }
-        unsaved.remove(id)
+        persister.forget(id)
         if let runner = runners.removeValue(forKey: id) {
             runner.abandon()
             log.warning("the download was taken over, changed or removed through another node; stopped here",
@@ -227,7 +227,7 @@ extension Engine {
         guard let row else {
             guard before != nil else { return }
             registry.remove(id)
-            unsaved.remove(id)
+            persister.forget(id)
             return (onChange?(.removed(id))) ?? ()
         }
         if let before, before == row { return }

@@ -195,7 +195,7 @@ extension Engine {
         try requireStore()
         try apply(changes, to: id)
         // What a client was told is stored before it hears it.
-        saveUnsaved()
+        persister.flush()
         schedule()
         return snapshot(id)!
     }
@@ -217,7 +217,7 @@ extension Engine {
                 failures[id] = error
             }
         }
-        saveUnsaved()
+        persister.flush()
         schedule()
         return ids.map { id in
             if let failure = failures[id] { return (id, .failure(failure)) }
@@ -295,7 +295,7 @@ extension Engine {
                 }
             }
             registry.remove(id)
-            unsaved.remove(id)
+            persister.forget(id)
             log.info("download removed", ["download.id": id])
             onChange?(.removed(id))
         }

@@ -56,13 +56,12 @@ extension Engine {
             let changes = webhookChanges(download, before: before.state)
             if !changes.isEmpty { outbox.waiting[id, default: []] += changes }
         }
-        if download.journal != before.journal, !journalOnlyGrew(from: before.journal, to: download.journal) {
+        if download.journal != before.journal, !Persister.onlyGrew(from: before.journal, to: download.journal) {
             // Cutting the file back is on disk before a byte of other data can land where the journal used to vouch
             // for.
-            persist(download)
-            unsaved.remove(id)
+            persister.save(download)
         } else {
-            persistSoon(id)
+            persister.saveSoon(id)
         }
         onChange?(.updated(id, stateChanged: stateChanged))
     }
@@ -93,23 +92,8 @@ extension Engine {
 
     func countReceived(_ bytes: Int64) { bytesReceived += bytes }
 
-    /// Stores the journal of `id` (what a sync vouched for): the cheap write made while a transfer runs.
-    func saveJournal(_ id: String, _ journal: [Segment]) {
-        // A journal vouches for bytes of the file the probe described, under the name chosen for it: while that
-        // answer still waits for the group commit, the whole download is stored with the journal. Otherwise a crash
-        // just after a small download finished kept its bytes without its size, validators and name, and the
-        // restart fetched it again under a second name.
-        if unsaved.contains(id), var download = machines[id]?.machine.download {
-            download.journal = journal
-            unsaved.remove(id)
-            return persist(download)
-        }
-        do {
-            if try !store.saveJournal(id: id, journal, updatedAt: clock.wallTime, claim: writeClaim(id)) { lost(id) }
-        } catch {
-            log.error("cannot save a checkpoint", ["download.id": id, "error": "\(error)"])
-        }
-    }
+    /// Stores the journal of `id` (what a sync vouched for).
+    func saveJournal(_ id: String, _ journal: [Segment]) { persister.saveJournal(id, journal) }
 
     /// Takes a connection to `host` if the per-host cap allows.
     func acquireConnection(to host: String) -> Bool {

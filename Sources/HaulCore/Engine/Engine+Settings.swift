@@ -86,9 +86,7 @@ extension Engine {
         deferred.removeAll()
         refill?.cancel()
         refill = nil
-        saveUnsaved()
-        saveRetry?.cancel()
-        saveRetry = nil
+        persister.stop()
         stopWebhooks()
         leaveCluster()
         multi?.close()

@@ -1,86 +1,8 @@
 import FoundationEssentials
 import HaulLoop
 
-/// Group commit to the store, scheduling over the run queue, and ids.
+/// Scheduling over the run queue, and ids.
 extension Engine {
-    /// How long changes the engine made itself wait to be stored together. Sixteen small downloads at once
-    /// changed state in as many loop turns, one commit each (4.9 commits per download); within 10 ms they share one.
-    /// A client's change is stored before it is answered (`saveUnsaved`), a journal that shrank at once (`persist`),
-    /// and a checkpoint as soon as its sync is done: what waits is only what a crash may lose without harm (a state
-    /// change the restart works out again from the journal and the files).
-    static let groupCommitDelay = 0.01
-
-    /// Changes (a probe answer, a state change) wait `groupCommitDelay` and are stored in one transaction.
-    func persistSoon(_ id: String) {
-        unsaved.insert(id)
-        guard flush == nil else { return }
-        flush = clock.after(Engine.groupCommitDelay) { [unowned self] in
-            self.flush = nil
-            self.saveUnsaved()
-        }
-    }
-
-    func saveUnsaved() {
-        let ids = unsaved
-        unsaved.removeAll()
-        var refused: [String] = []
-        var saved: [String] = []
-        do {
-            try store.transaction {
-                for id in ids {
-                    guard let download = machines[id]?.machine.download else { continue }
-                    if try store.save(download, claim: writeClaim(id)) {
-                        try storeWaitingChanges(id)
-                        saved.append(id)
-                    } else {
-                        refused.append(id)
-                    }
-                }
-            }
-            storedWaitingChanges(saved)
-        } catch {
-            // Kept, not dropped: a download that changes no more (one just completed) must still reach the store
-            // once it answers again.
-            unsaved.formUnion(ids)
-            log.error("cannot save downloads; trying again in a second", ["error": "\(error)"])
-            if saveRetry == nil {
-                saveRetry = clock.after(1) { [unowned self] in
-                    self.saveRetry = nil
-                    self.saveUnsaved()
-                }
-            }
-            return
-        }
-        for id in refused {
-            // Another node holds it now: what this node saw of it is not the story, the holder tells its own.
-            outbox.waiting.removeValue(forKey: id)
-            lost(id)
-        }
-    }
-
-    func journalOnlyGrew(from old: [Segment], to new: [Segment]) -> Bool {
-        old.count <= new.count && zip(old, new).allSatisfy { $0.start == $1.start && $0.received <= $1.received }
-            && new.dropFirst(old.count).allSatisfy { $0.received == 0 }
-    }
-
-    func persist(_ download: Download) {
-        do {
-            var landed = false
-            try store.transaction {
-                landed = try store.save(download, claim: writeClaim(download.id))
-                if landed { try storeWaitingChanges(download.id) }
-            }
-            if landed {
-                storedWaitingChanges([download.id])
-            } else {
-                outbox.waiting.removeValue(forKey: download.id)
-                lost(download.id)
-            }
-        } catch {
-            log.error("cannot save download", ["download.id": download.id, "error": "\(error)"])
-        }
-    }
-
     /// Starts queued downloads, highest priority first, then oldest, while slots are free: each start takes the
     /// run queue's first entry, whatever the queue's length.
     func schedule() {
@@ -133,5 +55,16 @@ extension Engine {
             random >>= 5
         }
         return String(decoding: id, as: UTF8.self)
+    }
+}
+
+/// The persister writes what the machines hold.
+extension Engine: PersisterHost {
+    func current(_ id: String) -> Download? { machines[id]?.machine.download }
+
+    func refusedWrite(_ id: String) {
+        // Another node holds it now: what this node saw of it is not the story, the holder tells its own.
+        outbox.waiting.removeValue(forKey: id)
+        lost(id)
     }
 }

@@ -134,7 +134,7 @@ extension Engine {
     }
 
     private func armOutcomeFlush() {
-        outbox.outcomeFlush = clock.after(Engine.groupCommitDelay) { [unowned self] in
+        outbox.outcomeFlush = clock.after(Persister.groupCommitDelay) { [unowned self] in
             self.outbox.outcomeFlush = nil
             self.flushOutcomes(limit: Engine.pruneSlice)
         }

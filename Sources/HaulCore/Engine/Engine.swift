@@ -7,8 +7,10 @@ import HaulLoop
 ///
 /// Its parts, a file each in this folder: start and recovery here; `+Settings` (settings, the speed schedule,
 /// shutdown), `+Queries` (snapshots, totals, pages), `+Commands` (add, batch, idempotency, change, remove, files),
-/// `+Machines` (stepping machines, fanning out their changes, what runners use), `+Store` (indexes, group commit,
-/// scheduling over `RunQueue`), `+Cluster` (claims and leases on a shared store) and `+Webhooks` (the outbox).
+/// `+Machines` (stepping machines, fanning out their changes, what runners use), `+Store` (scheduling over
+/// `RunQueue`, ids), `+Cluster` (claims and leases on a shared store) and `+Webhooks` (the outbox). Beside them,
+/// as types of their own: `DownloadRegistry` (machines, indexes, totals), `Persister` (group commit, journals, the
+/// webhook changes stored with their downloads), `RunQueue` and `LeaseSchedule`.
 public final class Engine {
     let loop: EventLoop
     let fetcher: Fetcher
@@ -39,9 +41,8 @@ public final class Engine {
     var refill: ClockTimer?
     /// Body bytes written to part files since this process started (a counter for metrics; never decreases).
     public internal(set) var bytesReceived: Int64 = 0
-    /// Downloads changed since the last store write.
-    var unsaved: Set<String> = []
-    var flush: ClockTimer?
+    /// Group commit, writes that may not wait, journals, and the webhook changes stored with their downloads.
+    let persister: Persister
     /// The speed limit over all downloads.
     var globalBucket: TokenBucket?
     /// Fetcher calls that runners made from inside a transfer's callback, run on the loop's next turn in order.
@@ -59,8 +60,6 @@ public final class Engine {
     public var webhookResource: ((DownloadSnapshot) -> JSONValue)?
     /// When the store was last asked whether it answers, and why not (nil: it did).
     var readiness: (at: Double, problem: String?)?
-    /// Brings back the changes a failed store write kept for later.
-    var saveRetry: ClockTimer?
 
     /// An engine fetching with libcurl on `loop` and timing with its timers, unless a test gives other seams.
     public init(loop: EventLoop, store: DownloadStore, config: EngineConfig, log: Logger, fetcher: Fetcher? = nil,
@@ -92,6 +91,8 @@ public final class Engine {
                                          defaultConnections: config.defaultConnections,
                                          maxConnectionsPerHost: config.maxConnectionsPerHost)
         globalBucket = config.maxSpeed.map { TokenBucket(rate: Double($0)) }
+        persister = Persister(store: store, clock: self.clock, log: log)
+        persister.host = self
     }
 
     /// Loads the stored downloads, puts the ones that were running back in the queue and starts the queue.
