@@ -95,6 +95,8 @@ final class CategoryTests: HaulTestCase {
     func testEventStreamsFollowOneCategory() throws {
         XCTAssertEqual(try put("films", [:]).status, 201)
         let events = try SSEClient(port: haul.port, path: "/events?category=films")
+        // Subscribed once its answer began: what is added from now on is on the stream.
+        XCTAssertTrue(events.read(timeout: 10) { $0.status != 0 })
         let outside = try add(["url": "http://127.0.0.1:9/a.bin", "start_paused": true])
         let inside = try add(["url": "http://127.0.0.1:9/b.bin", "start_paused": true, "category": "films"])
         XCTAssertEqual(try api.request("DELETE", "/downloads/\(inside)").status, 204)
