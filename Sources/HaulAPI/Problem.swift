@@ -100,6 +100,10 @@ extension Problem {
             self = Problem(status: 410, slug: "gone", title: "Gone", detail: message)
         case .invalid(let field, let message):
             self = .invalid([(field, message)])
+        case .missing(let message): self = .notFound(message)
+        case .full(let kind, let limit):
+            self = Problem(status: 409, slug: "too-many-\(kind)", title: "Too many \(kind)",
+                           detail: "this server keeps at most \(limit) \(kind); remove one first")
         case .notAdded:
             self = Problem(status: 424, slug: "batch-refused", title: "Not added",
                            detail: "this download was valid, but the batch is all-or-nothing and another was refused")

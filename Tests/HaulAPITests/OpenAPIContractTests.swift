@@ -44,7 +44,7 @@ final class OpenAPIContractTests: XCTestCase {
         let store = try DownloadStore(path: dir + "/haul.sqlite")
         let engine = try Engine(loop: loop, store: store, config: EngineConfig(downloadRoot: dir), log: Logger())
         let api = API(engine: engine, loop: loop)
-        let served = Set(api.operations.map { "\($0.method) \($0.path)" })
+        let served = Set(api.routes.map { "\($0.method) \($0.path)" })
         let documented = specOperations(try specText())
         XCTAssertFalse(documented.isEmpty)
         XCTAssertEqual(served.subtracting(documented), [], "served but not in openapi.yaml")

@@ -10,16 +10,14 @@ extension API {
         let request = API.newDownload(&body)
         API.checkIdempotencyKey(c.request, &body)
         try body.finish()
-        let key = c.request.header("Idempotency-Key")
-        if engine.count >= limits.maxDownloads {
-            throw tooManyDownloads
+        let idempotency = c.request.header("Idempotency-Key").map {
+            Idempotency(key: $0, requestHash: API.requestHash(c.request.body))
         }
         let (snapshot, created): (DownloadSnapshot, Bool)
-        if let key {
-            (snapshot, created) = try attempt(engine.add(request, idempotencyKey: key,
-                                                         requestHash: API.requestHash(c.request.body)))
-        } else {
-            (snapshot, created) = try attempt(engine.add(request))
+        do throws(EngineError) {
+            (snapshot, created) = try operations.add(request, idempotency: idempotency)
+        } catch {
+            throw error == .tooMany ? tooManyDownloads : Problem(error)
         }
         let location = "/downloads/\(snapshot.download.id)"
         return API.json(created ? 201 : 200, DownloadResource.json(snapshot), headers: [("Location", location)])
@@ -35,14 +33,14 @@ extension API {
     /// A repeated Idempotency-Key answers what the first request did, each download as it is now.
     private func addDownloads(_ c: RequestContext, _ body: inout RequestBody) throws(Problem) -> HTTPResponse {
         let (items, atomic) = try API.newDownloads(from: c.request, &body)
-        let key = c.request.header("Idempotency-Key")
-        let hash = API.requestHash(c.request.body)
-        if let key, let first = try attempt(engine.batchAnswer(key: key, requestHash: hash)) {
+        let idempotency = c.request.header("Idempotency-Key").map {
+            Idempotency(key: $0, requestHash: API.requestHash(c.request.body))
+        }
+        if let idempotency, let first = try attempt(operations.batchAnswer(idempotency)) {
             return try replay(first, atomic: atomic)
         }
         let requests = items.compactMap { try? $0.get() }
-        let outcomes = try attempt(engine.add(batch: requests, atomic: atomic,
-                                              capacity: max(0, limits.maxDownloads - engine.count)))
+        let outcomes = try attempt(operations.add(batch: requests, atomic: atomic))
         var results: [(status: Int, json: JSONValue, id: String?)] = []
         var next = outcomes.makeIterator()
         for item in items {
@@ -69,12 +67,12 @@ extension API {
             problem.extra = [("results", .array(results.map { API.batchResult($0.status, $0.json) }))]
             throw problem
         }
-        if let key {
+        if let idempotency {
             let answer = JSONValue.array(results.map { result in
                 result.id.map { .object([("status", JSONValue(result.status)), ("id", .string($0))]) }
                     ?? .object([("status", JSONValue(result.status)), ("problem", result.json)])
             })
-            try attempt(engine.rememberBatchAnswer(key: key, requestHash: hash, answer: answer.serialized()))
+            try attempt(operations.rememberBatchAnswer(idempotency, answer: answer.serialized()))
         }
         return API.batchResponse(results.map { ($0.status, $0.json) }, atomic: atomic)
     }

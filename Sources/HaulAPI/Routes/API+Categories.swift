@@ -9,7 +9,7 @@ extension API {
         [
             Route(pattern: "/categories", handlers: [
                 "GET": .read(.listCategories) { [unowned self] _ in
-                    .response(API.json(200, .object([("categories", .array(self.engine.allCategories.map(API.categoryJSON)))])))
+                    .response(API.json(200, .object([("categories", .array(self.operations.categories.map(API.categoryJSON)))])))
                 },
             ]),
             Route(pattern: "/categories/{name}", handlers: [
@@ -18,8 +18,7 @@ extension API {
                 },
                 "PUT": .write(.putCategory) { [unowned self] c throws(Problem) in .response(try self.putCategory(c)) },
                 "DELETE": .write(.removeCategory) { [unowned self] c throws(Problem) in
-                    let category = try self.category(c)
-                    try self.attempt(self.engine.removeCategory(category.name))
+                    try self.attempt(self.operations.removeCategory(c.parameters["name"]!))
                     return .response(HTTPResponse(status: 204))
                 },
             ]),
@@ -27,13 +26,8 @@ extension API {
     }
 
     private func category(_ c: RequestContext) throws(Problem) -> HaulCore.Category {
-        let name = c.parameters["name"]!
-        guard let category = engine.category(name) else { throw Problem.notFound("no category '\(name)'") }
-        return category
+        try attempt(operations.category(c.parameters["name"]!))
     }
-
-    /// The most categories a server keeps.
-    static let maxCategories = 1000
 
     private func putCategory(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let name = c.parameters["name"]!
@@ -53,11 +47,7 @@ extension API {
             .flatMap { $0 == 0 ? nil : $0 }
         category.priority = body.nullableInteger("priority", in: -1000...1000).flatMap { $0 }.map(Int.init)
         try body.finish()
-        if engine.category(name) == nil, engine.allCategories.count >= API.maxCategories {
-            throw Problem(status: 409, slug: "too-many-categories", title: "Too many categories",
-                          detail: "this server keeps at most \(API.maxCategories) categories; remove one first")
-        }
-        let created = try attempt(engine.putCategory(category))
+        let created = try attempt(operations.putCategory(category))
         return API.json(created ? 201 : 200, API.categoryJSON(category),
                         headers: created ? [("Location", "/categories/\(name)")] : [])
     }
@@ -88,15 +78,11 @@ extension API {
             errors.append(("state", "is required: the states of the downloads to remove (e.g. completed,failed)"))
         }
         if !errors.isEmpty { throw Problem.invalid(errors) }
-        let doomed = engine.ids { (category == nil || $0.category == category) && (states?.contains($0.state) ?? true) }
+        let doomed = operations.ids(matching: DownloadFilter(states: states, category: category))
         let removed = Box<[String]>([])
         // Those removed meanwhile (through another node, or by another request between two slices) are passed over.
-        return inSlices(doomed, { [engine] ids throws(Problem) in
-            do throws(EngineError) {
-                removed.value += try engine.remove(batch: Array(ids), deleteFile: deleteFile)
-            } catch {
-                throw Problem(error)
-            }
+        return inSlices(doomed, { [operations] ids throws(Problem) in
+            removed.value += try self.attempt(operations.remove(batch: ids, deleteFile: deleteFile))
         }, finish: { API.json(200, .object([("removed", .array(removed.value.map { .string($0) }))])) })
     }
 }

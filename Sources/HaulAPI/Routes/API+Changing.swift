@@ -5,8 +5,7 @@ import HaulLoop
 /// One download read, changed, acted on in bulk, or removed.
 extension API {
     func getDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
-        let id = c.parameters["id"]!
-        guard let snapshot = engine.snapshot(id) else { throw Problem(EngineError.notFound(id)) }
+        let snapshot = try attempt(operations.get(c.parameters["id"]!))
         return try conditional(c.request, API.json(200, DownloadResource.json(snapshot)))
     }
 
@@ -15,7 +14,7 @@ extension API {
 
     func patchDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let id = c.parameters["id"]!
-        guard engine.snapshot(id) != nil else { throw Problem(EngineError.notFound(id)) }
+        _ = try attempt(operations.get(id))
         var body = try RequestBody(c.request)
         body.rejectUnknown(except: API.patchMembers)
         var changes = DownloadChanges()
@@ -32,7 +31,7 @@ extension API {
             changes.maxSpeed = .some(speed.flatMap { $0 == 0 ? nil : $0 })
         }
         try body.finish()
-        return API.json(200, DownloadResource.json(try attempt(engine.update(id, changes))))
+        return API.json(200, DownloadResource.json(try attempt(operations.change(id, changes))))
     }
 
     /// The most downloads one action names.
@@ -61,41 +60,29 @@ extension API {
         }
         if body.has("ids") == body.has("state") { body.reject("ids", "give ids or state, one of them") }
         try body.finish()
-        if let states {
-            ids = engine.ids { states.contains($0.state) }
+        if let states { ids = operations.ids(matching: DownloadFilter(states: states)) }
+        let bulk: BulkAction = switch action {
+        case "pause": .pause
+        case "resume": .resume
+        default: .remove(deleteFile: deleteFile)
         }
         let results = Box<[JSONValue]>([])
         let failed = Box(0)
-        func failure(_ id: String, _ error: EngineError) -> JSONValue {
-            failed.value += 1
-            let problem = Problem(error)
-            return .object([("id", .string(id)), ("status", JSONValue(problem.status)),
-                            ("problem", problem.json(instance: "/downloads/" + id))])
-        }
         let total = ids.count
-        return inSlices(ids, { [engine] slice throws(Problem) in
-            switch action {
-            case "remove":
-                do throws(EngineError) {
-                    let removed = Set(try engine.remove(batch: Array(slice), deleteFile: deleteFile))
-                    for id in slice {
-                        results.value.append(removed.contains(id)
-                            ? .object([("id", .string(id)), ("status", JSONValue(204))])
-                            : failure(id, .notFound(id)))
-                    }
-                } catch {
-                    for id in slice { results.value.append(failure(id, error)) }
-                }
-            default:
-                let target: DownloadState = action == "pause" ? .paused : .queued
-                for (id, result) in engine.update(batch: Array(slice), DownloadChanges(state: target)) {
-                    switch result {
-                    case .success(let snapshot):
-                        results.value.append(.object([("id", .string(id)), ("status", JSONValue(200)),
-                                                      ("download", DownloadResource.json(snapshot))]))
-                    case .failure(let error):
-                        results.value.append(failure(id, error))
-                    }
+        return inSlices(ids, { [operations] slice throws(Problem) in
+            for result in operations.act(bulk, on: slice) {
+                let id = JSONValue.string(result.id)
+                switch result.outcome {
+                case .changed(let snapshot):
+                    results.value.append(.object([("id", id), ("status", JSONValue(200)),
+                                                  ("download", DownloadResource.json(snapshot))]))
+                case .removed:
+                    results.value.append(.object([("id", id), ("status", JSONValue(204))]))
+                case .refused(let error):
+                    failed.value += 1
+                    let problem = Problem(error)
+                    results.value.append(.object([("id", id), ("status", JSONValue(problem.status)),
+                                                  ("problem", problem.json(instance: "/downloads/" + result.id))]))
                 }
             }
         }, finish: {
@@ -113,7 +100,7 @@ extension API {
             }
             deleteFile = flag == "true"
         }
-        try attempt(engine.remove(id, deleteFile: deleteFile))
+        try attempt(operations.remove(id, deleteFile: deleteFile))
         return HTTPResponse(status: 204)
     }
 }

@@ -7,46 +7,42 @@ extension API {
     func listDownloads(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         var errors: [(field: String, message: String)] = []
         let states = API.states(c.query["state"], &errors)
-        var limit = 100
+        var query = DownloadQuery()
+        query.filter.states = states
         if let text = c.query["limit"] {
-            if let value = Int(text), (1...1000).contains(value) { limit = value }
+            if let value = Int(text), DownloadQuery.limits.contains(value) { query.limit = value }
             else { errors.append(("limit", "must be an integer from 1 to 1000")) }
         }
-        var order = DownloadOrder.created
-        var descending = false
         if var text = c.query["sort"] {
-            descending = text.hasPrefix("-")
-            if descending { text.removeFirst() }
+            query.descending = text.hasPrefix("-")
+            if query.descending { text.removeFirst() }
             if let value = DownloadOrder(rawValue: text) {
-                order = value
+                query.order = value
             } else {
                 errors.append(("sort", "must be created, name, size, progress or speed, with - before it for "
                                + "descending"))
             }
         }
-        // Creation order pages by sequence number (stable while downloads come and go); another order by position.
-        var after: Int64 = 0
-        var offset = 0
-        var byPosition = order != .created || descending
         if let cursor = c.query["cursor"] {
             // A position ("o200", or a bare number in an order other than creation), or a sequence number.
+            let byPosition = query.order != .created || query.descending
             let position = cursor.hasPrefix("o") ? Int(cursor.dropFirst()) : byPosition ? Int(cursor) : nil
             if let position, position >= 0 {
-                offset = position
-                byPosition = true
+                query.cursor = .position(position)
             } else if let value = Int64(cursor), value >= 0 {
-                after = value
+                query.cursor = .sequence(value)
             } else {
                 errors.append(("cursor", "is not the next_cursor of an earlier page"))
             }
         }
-        var search: String?
         if let text = c.query["q"] {
-            if (1...200).contains(text.count) { search = text.lowercased() }
+            if (1...200).contains(text.count) { query.filter.search = text.lowercased() }
             else { errors.append(("q", "must be 1 to 200 characters")) }
         }
-        let category = c.query["category"]
-        if let category, let problem = Validate.categoryName(category) { errors.append(("category", problem)) }
+        query.filter.category = c.query["category"]
+        if let category = query.filter.category, let problem = Validate.categoryName(category) {
+            errors.append(("category", problem))
+        }
         var changes: (changed: Set<String>, removed: [String])??
         if let text = c.query["changed_since"] {
             if let since = Int64(text), since >= 0 { changes = .some(events.changes(since: since)) }
@@ -55,24 +51,15 @@ extension API {
         if !errors.isEmpty { throw Problem.invalid(errors) }
         // Read before listing: a change made after this number shows up in the next delta, never lost.
         let sequence = events.sequence
-        let changed = changes??.changed
-        let wanted = { (download: Download) in
-            (states?.contains(download.state) ?? true) && (search.map(download.matches(search:)) ?? true)
-                && (category == nil || download.category == category)
+        query.filter.ids = changes??.changed
+        let page = operations.page(query)
+        let next: JSONValue = switch page.next {
+        case nil: .null
+        case .position(let position)?: .string("o\(position)")
+        case .sequence(let number)?: .string(String(number))
         }
-        let (page, more) = if byPosition {
-            engine.page(by: order, descending: descending, offset: offset, limit: limit) { download in
-                (changed?.contains(download.id) ?? true) && wanted(download)
-            }
-        } else if let changed {
-            engine.page(of: changed, after: after, limit: limit, where: wanted)
-        } else {
-            engine.page(after: after, limit: limit, where: wanted)
-        }
-        let next: JSONValue = !more ? .null
-            : byPosition ? .string("o\(offset + page.count)") : .string(String(page.last!.download.sequence))
         var members: [(String, JSONValue)] = [
-            ("downloads", .array(page.map(DownloadResource.json))),
+            ("downloads", .array(page.downloads.map(DownloadResource.json))),
             ("next_cursor", next),
             ("sequence", JSONValue(sequence)),
         ]

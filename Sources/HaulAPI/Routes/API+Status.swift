@@ -6,7 +6,7 @@ import HaulLoop
 extension API {
     /// The settings in force, the speed limit of this moment (the schedule's), and the defaults the flags gave.
     func settings() -> HTTPResponse {
-        guard case .object(var members) = engine.currentSettings.json else { return API.json(200, .null) }
+        guard case .object(var members) = operations.settings.json else { return API.json(200, .null) }
         members.append(("current_max_speed", JSONValue(engine.currentSpeedLimit ?? 0)))
         members.append(("defaults", engine.defaultSettings.json))
         return API.json(200, .object(members))
@@ -20,7 +20,7 @@ extension API {
             for error in errors { invalid.reject(error.field, error.message) }
             try invalid.finish()
         }
-        _ = try attempt(engine.changeSettings(change))
+        _ = try attempt(operations.changeSettings(change))
         return settings()
     }
 

@@ -8,7 +8,7 @@ extension API {
         [
             Route(pattern: "/webhooks", handlers: [
                 "GET": .read(.listWebhooks) { [unowned self] _ in
-                    .response(API.json(200, .object([("webhooks", .array(self.engine.webhooks.map {
+                    .response(API.json(200, .object([("webhooks", .array(self.operations.webhooks.map {
                         API.webhookJSON($0, withSecret: false)
                     }))])))
                 },
@@ -19,8 +19,7 @@ extension API {
                     .response(API.json(200, API.webhookJSON(try self.webhook(c), withSecret: false)))
                 },
                 "DELETE": .write(.removeWebhook) { [unowned self] c throws(Problem) in
-                    let hook = try self.webhook(c)
-                    try self.attempt(self.engine.removeWebhook(hook.id))
+                    try self.attempt(self.operations.removeWebhook(c.parameters["id"]!))
                     return .response(HTTPResponse(status: 204))
                 },
             ]),
@@ -33,13 +32,8 @@ extension API {
     }
 
     private func webhook(_ c: RequestContext) throws(Problem) -> Webhook {
-        let id = c.parameters["id"]!
-        guard let hook = engine.webhook(id) else { throw Problem.notFound("no webhook with id '\(id)'") }
-        return hook
+        try attempt(operations.webhook(c.parameters["id"]!))
     }
-
-    /// The most webhooks a server keeps: each change is written once per webhook.
-    static let maxWebhooks = 100
 
     private func addWebhook(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         var body = try RequestBody(c.request)
@@ -63,16 +57,7 @@ extension API {
         let category = body.string("category")
         if let category, let problem = Validate.categoryName(category) { body.reject("category", problem) }
         try body.finish()
-        // As for downloads (and qBittorrent): a category is made first, so a typo never makes a webhook that no
-        // download will ever wake.
-        if let category, engine.category(category) == nil {
-            throw Problem.conflict("no category '\(category)'; make it first with PUT /categories/\(category)")
-        }
-        guard engine.webhooks.count < API.maxWebhooks else {
-            throw Problem(status: 409, slug: "too-many-webhooks", title: "Too many webhooks",
-                          detail: "this server keeps at most \(API.maxWebhooks) webhooks; remove one first")
-        }
-        let hook = try attempt(engine.addWebhook(url: url!, events: events, category: category))
+        let hook = try attempt(operations.addWebhook(url: url!, events: events, category: category))
         return API.json(201, API.webhookJSON(hook, withSecret: true), headers: [("Location", "/webhooks/\(hook.id)")])
     }
 
@@ -98,7 +83,7 @@ extension API {
             }
             limit = value
         }
-        let list = try attempt(engine.deliveries(of: hook.id, limit: limit))
+        let list = try attempt(operations.deliveries(of: hook.id, limit: limit))
         return API.json(200, .object([("deliveries", .array(list.map { d in
             .object([
                 ("id", .string(d.id)),

@@ -6,6 +6,8 @@ import HaulLoop
 /// response; the HTTP server only carries bytes.
 public final class API {
     let engine: Engine
+    /// What the handlers decode requests into and encode answers from.
+    let operations: Operations
     public let events: EventHub
     var router: Router!
     let gate: AccessGate
@@ -18,6 +20,7 @@ public final class API {
     public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
                 access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(), log: Logger? = nil) {
         self.engine = engine
+        operations = Operations(engine: engine, maxDownloads: limits.maxDownloads)
         self.limits = limits
         self.log = log
         gate = AccessGate(policy: access)
@@ -202,7 +205,7 @@ public final class API {
     }
 
     /// Every `(path, method)` the API serves, for the contract test.
-    public var operations: [(path: String, method: String)] { router.operations }
+    public var routes: [(path: String, method: String)] { router.operations }
 
     /// Every route and method with the operation it serves, for the operation table's test (and the access rules
     /// of scoped tokens).

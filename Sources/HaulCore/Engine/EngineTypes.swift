@@ -105,6 +105,10 @@ public enum EngineError: Error, Equatable {
     case gone(String)
     /// A field that is fine alone but not with what the server holds (a directory too deep under its category's).
     case invalid(field: String, message: String)
+    /// No such thing (a category, a webhook): the message names it.
+    case missing(String)
+    /// The server keeps at most `limit` of `kind` ("categories", "webhooks").
+    case full(kind: String, limit: Int)
 }
 
 /// Keeping secrets out of logs and API answers.

@@ -1,0 +1,66 @@
+/// The operations on what surrounds the downloads: categories, webhooks, settings and totals.
+extension Operations {
+    /// The most categories a server keeps.
+    public static let maxCategories = 1000
+    /// The most webhooks a server keeps: each change is written once per webhook.
+    public static let maxWebhooks = 100
+
+    // MARK: categories
+
+    public var categories: [Category] { engine.allCategories }
+
+    public func category(_ name: String) throws(EngineError) -> Category {
+        guard let category = engine.category(name) else { throw .missing("no category '\(name)'") }
+        return category
+    }
+
+    /// Makes or replaces a category; true when it is new.
+    public func putCategory(_ category: Category) throws(EngineError) -> Bool {
+        if engine.category(category.name) == nil, engine.allCategories.count >= Operations.maxCategories {
+            throw .full(kind: "categories", limit: Operations.maxCategories)
+        }
+        return try engine.putCategory(category)
+    }
+
+    public func removeCategory(_ name: String) throws(EngineError) {
+        try engine.removeCategory(try category(name).name)
+    }
+
+    // MARK: webhooks
+
+    public var webhooks: [Webhook] { engine.webhooks }
+
+    public func webhook(_ id: String) throws(EngineError) -> Webhook {
+        guard let hook = engine.webhook(id) else { throw .missing("no webhook with id '\(id)'") }
+        return hook
+    }
+
+    /// A new webhook. As for downloads (and qBittorrent), a category is made first, so a typo never makes a
+    /// webhook that no download will ever wake.
+    public func addWebhook(url: String, events: [WebhookEvent], category: String?) throws(EngineError) -> Webhook {
+        if let category, engine.category(category) == nil {
+            throw .conflict("no category '\(category)'; make it first with PUT /categories/\(category)")
+        }
+        guard engine.webhooks.count < Operations.maxWebhooks else {
+            throw .full(kind: "webhooks", limit: Operations.maxWebhooks)
+        }
+        return try engine.addWebhook(url: url, events: events, category: category)
+    }
+
+    public func removeWebhook(_ id: String) throws(EngineError) {
+        try engine.removeWebhook(try webhook(id).id)
+    }
+
+    /// At most `limit` deliveries of a webhook, as the store lists them.
+    public func deliveries(of id: String, limit: Int) throws(EngineError) -> [WebhookDelivery] {
+        try engine.deliveries(of: try webhook(id).id, limit: limit)
+    }
+
+    // MARK: settings
+
+    public var settings: ServerSettings { engine.currentSettings }
+
+    public func changeSettings(_ change: SettingsChange) throws(EngineError) -> ServerSettings {
+        try engine.changeSettings(change)
+    }
+}

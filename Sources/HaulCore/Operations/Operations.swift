@@ -1,0 +1,204 @@
+import FoundationEssentials
+
+/// Which downloads a query or a bulk action means: each given part must match.
+public struct DownloadFilter: Sendable {
+    public var states: Set<DownloadState>?
+    /// Lowercased; matched against the name and the URL.
+    public var search: String?
+    public var category: String?
+    /// Only these ids (the downloads changed since a sequence number).
+    public var ids: Set<String>?
+
+    public init(states: Set<DownloadState>? = nil, search: String? = nil, category: String? = nil,
+                ids: Set<String>? = nil) {
+        self.states = states
+        self.search = search
+        self.category = category
+        self.ids = ids
+    }
+
+    public func matches(_ download: Download) -> Bool {
+        (states?.contains(download.state) ?? true) && (category == nil || download.category == category)
+            && (ids?.contains(download.id) ?? true) && (search.map(download.matches(search:)) ?? true)
+    }
+}
+
+/// A page of downloads: what `GET /downloads` asks, and aria2's `tellActive`, `tellWaiting` and `tellStopped`.
+public struct DownloadQuery: Sendable {
+    /// Where a page starts: after a sequence number (creation order, stable while downloads come and go), or at a
+    /// position in another order.
+    public enum Cursor: Sendable, Equatable {
+        case sequence(Int64)
+        case position(Int)
+    }
+
+    public static let limits = 1...1000
+
+    public var filter = DownloadFilter()
+    public var order = DownloadOrder.created
+    public var descending = false
+    public var cursor: Cursor?
+    public var limit = 100
+
+    public init() {}
+}
+
+/// One page, and where the next one starts (nil: this was the last).
+public struct DownloadPage {
+    public var downloads: [DownloadSnapshot]
+    public var next: DownloadQuery.Cursor?
+}
+
+/// What a bulk action does to each download it names.
+public enum BulkAction: Sendable, Equatable {
+    case pause
+    case resume
+    case remove(deleteFile: Bool)
+}
+
+/// What became of one download a bulk action named: changed (its snapshot), removed, or why not.
+public struct BulkResult {
+    public enum Outcome {
+        case changed(DownloadSnapshot)
+        case removed
+        case refused(EngineError)
+    }
+
+    public var id: String
+    public var outcome: Outcome
+}
+
+/// An Idempotency-Key and the hash of the request that came with it.
+public struct Idempotency: Sendable {
+    public var key: String
+    public var requestHash: String
+
+    public init(key: String, requestHash: String) {
+        self.key = key
+        self.requestHash = requestHash
+    }
+}
+
+/// What Haul does for a caller, as typed commands and queries free of any wire format: REST's handlers decode a
+/// request into one of these and encode what it answers, and the aria2 JSON-RPC front maps its methods to the same
+/// calls, so both share one set of rules (the limit on downloads, which downloads a filter means, what a bulk
+/// action does to each). `Operation` names them with their scope; this does them.
+public final class Operations {
+    public let engine: Engine
+    /// The most downloads the server holds.
+    public let maxDownloads: Int
+
+    public init(engine: Engine, maxDownloads: Int) {
+        self.engine = engine
+        self.maxDownloads = maxDownloads
+    }
+
+    // MARK: adding
+
+    /// Adds one download (`created` false: the unfinished one with the same URL and destination). With
+    /// `idempotency`, a repeated request gets the first one's answer.
+    public func add(_ request: NewDownload, idempotency: Idempotency? = nil)
+        throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool) {
+        guard engine.count < maxDownloads else { throw .tooMany }
+        if let idempotency {
+            return try engine.add(request, idempotencyKey: idempotency.key, requestHash: idempotency.requestHash)
+        }
+        return try engine.add(request)
+    }
+
+    /// Adds a batch with one commit, each answered in order; past `maxDownloads` the rest are refused `tooMany`.
+    public func add(batch requests: [NewDownload], atomic: Bool) throws(EngineError) -> [Engine.AddOutcome] {
+        try engine.add(batch: requests, atomic: atomic, capacity: max(0, maxDownloads - engine.count))
+    }
+
+    /// The stored answer of the first batch with this key, nil for a new key.
+    public func batchAnswer(_ idempotency: Idempotency) throws(EngineError) -> String? {
+        try engine.batchAnswer(key: idempotency.key, requestHash: idempotency.requestHash)
+    }
+
+    public func rememberBatchAnswer(_ idempotency: Idempotency, answer: String) throws(EngineError) {
+        try engine.rememberBatchAnswer(key: idempotency.key, requestHash: idempotency.requestHash, answer: answer)
+    }
+
+    // MARK: reading
+
+    public func get(_ id: String) throws(EngineError) -> DownloadSnapshot {
+        guard let snapshot = engine.snapshot(id) else { throw .notFound(id) }
+        return snapshot
+    }
+
+    /// A page of the downloads the query's filter matches, in its order. Creation order pages by sequence number;
+    /// another order by position (a sequence cursor is then read as a position).
+    public func page(_ query: DownloadQuery) -> DownloadPage {
+        let filter = query.filter
+        let byPosition = query.order != .created || query.descending
+        var position: Int?
+        switch query.cursor {
+        case .position(let offset): position = offset
+        case .sequence(let number): if byPosition { position = Int(clamping: number) }
+        case nil: if byPosition { position = 0 }
+        }
+        if let position {
+            let (items, more) = engine.page(by: query.order, descending: query.descending, offset: position,
+                                            limit: query.limit, where: filter.matches)
+            return DownloadPage(downloads: items, next: more ? .position(position + items.count) : nil)
+        }
+        var after: Int64 = 0
+        if case .sequence(let number) = query.cursor { after = number }
+        let result: (items: [DownloadSnapshot], more: Bool)
+        if let ids = filter.ids {
+            // Only the changed ones: found by id, not by walking every download.
+            var rest = filter
+            rest.ids = nil
+            result = engine.page(of: ids, after: after, limit: query.limit, where: rest.matches)
+        } else {
+            result = engine.page(after: after, limit: query.limit, where: filter.matches)
+        }
+        return DownloadPage(downloads: result.items, next: result.more ? .sequence(result.items.last!.download.sequence) : nil)
+    }
+
+    /// The ids of the downloads `filter` matches, in creation order.
+    public func ids(matching filter: DownloadFilter) -> [String] { engine.ids(where: filter.matches) }
+
+    public func totals() -> EngineTotals { engine.totals() }
+
+    // MARK: changing
+
+    public func change(_ id: String, _ changes: DownloadChanges) throws(EngineError) -> DownloadSnapshot {
+        try engine.update(id, changes)
+    }
+
+    public func remove(_ id: String, deleteFile: Bool) throws(EngineError) {
+        try engine.remove(id, deleteFile: deleteFile)
+    }
+
+    /// Does `action` to each of `ids` (a slice of a bulk action: callers cut long lists so the loop answers others
+    /// between slices), each answered on its own. A store that fails refuses every one of the slice.
+    public func act(_ action: BulkAction, on ids: ArraySlice<String>) -> [BulkResult] {
+        switch action {
+        case .remove(let deleteFile):
+            do throws(EngineError) {
+                let removed = Set(try engine.remove(batch: Array(ids), deleteFile: deleteFile))
+                return ids.map { id in
+                    BulkResult(id: id, outcome: removed.contains(id) ? .removed : .refused(.notFound(id)))
+                }
+            } catch {
+                return ids.map { BulkResult(id: $0, outcome: .refused(error)) }
+            }
+        case .pause, .resume:
+            let changes = DownloadChanges(state: action == .pause ? .paused : .queued)
+            return engine.update(batch: Array(ids), changes).map { id, result in
+                switch result {
+                case .success(let snapshot): BulkResult(id: id, outcome: .changed(snapshot))
+                case .failure(let error): BulkResult(id: id, outcome: .refused(error))
+                }
+            }
+        }
+    }
+
+    /// Removes those of `ids` still here (another node or request may have removed some meanwhile), returning the
+    /// ones removed; a store that fails throws.
+    public func remove(batch ids: ArraySlice<String>, deleteFile: Bool) throws(EngineError) -> [String] {
+        try engine.remove(batch: Array(ids), deleteFile: deleteFile)
+    }
+}
