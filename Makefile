@@ -5,7 +5,7 @@ DOWNLOAD_DIR ?= ./downloads
 DATA_DIR ?= ./data
 
 .PHONY: deps deps-run deps-docker build run test check sanitize bench bench-quick bench-instructions fuzz \
-	schemathesis embed docker \
+	schemathesis docker \
 	docker-check docker-test screenshots clean
 
 # Debian packages by need: building and running (make run), the suite and benchmarks, the container test.
@@ -109,9 +109,6 @@ screenshots: deps
 	$(SWIFT) build
 	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/dashboard_test.py .build/debug dashboard/screenshots
 
-# Regenerates the copies of openapi.yaml and dashboard/ compiled into the server (a test fails when they differ).
-embed:
-	./scripts/embed.sh
 
 clean:
 	rm -rf .build

@@ -20,7 +20,12 @@ let package = Package(
         .target(name: "HaulLoop",
                 dependencies: ["CEvent", "CEventRequest", "CCurl", "CSQLite", "CPostgres", "CCrypto", "CSystem"]),
         .target(name: "HaulCore", dependencies: ["HaulLoop"]),
-        .target(name: "HaulAPI", dependencies: ["HaulCore", "HaulLoop"]),
+        // What the server serves from its binary: openapi.yaml and the dashboard, compiled in as byte arrays.
+        .target(name: "HaulAssets", resources: [
+            .embedInCode("openapi.yaml"), .embedInCode("dashboard/index.html"), .embedInCode("dashboard/app.js"),
+            .embedInCode("dashboard/app.css"),
+        ]),
+        .target(name: "HaulAPI", dependencies: ["HaulAssets", "HaulCore", "HaulLoop"]),
         .executableTarget(name: "haul", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"]),
         .executableTarget(name: "TestOrigin", dependencies: ["HaulLoop"], path: "Tests/TestOrigin"),
         // libFuzzer target with `make fuzz`; otherwise a replayer of its corpus.
@@ -29,7 +34,7 @@ let package = Package(
         // Seams for tests: a manual clock and a fetcher that never answers.
         .target(name: "HaulTestSupport", dependencies: ["HaulLoop"], path: "Tests/Support"),
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "HaulLoop", "HaulTestSupport"]),
-        .testTarget(name: "HaulAPITests", dependencies: ["HaulAPI", "HaulCore", "HaulLoop", "HaulTestSupport"]),
+        .testTarget(name: "HaulAPITests", dependencies: ["HaulAPI", "HaulAssets", "HaulCore", "HaulLoop", "HaulTestSupport"]),
         .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulCore", "HaulLoop", "HaulTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,6 @@
 import HaulLoop
 
-/// The web dashboard: `dashboard/` compiled in (DashboardAssets), served at `/` and `/ui/*` without a token (their
+/// The web dashboard: `dashboard/` compiled in (`Assets`), served at `/` and `/ui/*` without a token (their
 /// routes are open: the page holds no data, asks for the token and sends it with each API call).
 enum Dashboard {
     /// The page only loads its own script and style and talks only to this server; no other site may frame it.
@@ -12,9 +12,8 @@ enum Dashboard {
         ("Referrer-Policy", "no-referrer"),
     ]
 
-    /// `text` as a `type` response, revalidated by ETag so a reload after an upgrade never runs a stale script.
-    static func asset(_ text: String, type: String, for request: HTTPRequest) -> HTTPResponse {
-        let body = Array(text.utf8)
+    /// `body` as a `type` response, revalidated by ETag so a reload after an upgrade never runs a stale script.
+    static func asset(_ body: [UInt8], type: String, for request: HTTPRequest) -> HTTPResponse {
         let tag = ETag.of(body)
         let headers = [("ETag", tag), ("Cache-Control", "no-cache")] + securityHeaders
         if let header = request.header("If-None-Match"), ETag.matches(header, tag) {

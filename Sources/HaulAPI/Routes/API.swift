@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HaulAssets
 import HaulCore
 import HaulLoop
 
@@ -73,17 +74,17 @@ public final class API {
             ]),
             Route(pattern: "/", access: .open, handlers: [
                 "GET": .read(.dashboard, query: nil) { c in
-                    .response(Dashboard.asset(DashboardAssets.indexHTML, type: "text/html", for: c.request))
+                    .response(Dashboard.asset(Assets.dashboardPage, type: "text/html", for: c.request))
                 },
             ]),
             Route(pattern: "/ui/app.js", access: .open, handlers: [
                 "GET": .read(.dashboard, query: nil) { c in
-                    .response(Dashboard.asset(DashboardAssets.appJS, type: "text/javascript", for: c.request))
+                    .response(Dashboard.asset(Assets.dashboardScript, type: "text/javascript", for: c.request))
                 },
             ]),
             Route(pattern: "/ui/app.css", access: .open, handlers: [
                 "GET": .read(.dashboard, query: nil) { c in
-                    .response(Dashboard.asset(DashboardAssets.appCSS, type: "text/css", for: c.request))
+                    .response(Dashboard.asset(Assets.dashboardStyle, type: "text/css", for: c.request))
                 },
             ]),
             Route(pattern: "/metrics", handlers: [
@@ -114,7 +115,7 @@ public final class API {
             Route(pattern: "/openapi.yaml", handlers: [
                 "GET": .read(.describeAPI) { _ in
                     .response(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")],
-                                           body: Array(OpenAPIDocument.yaml.utf8)))
+                                           body: Assets.openAPI))
                 },
             ]),
         ] + webhookRoutes + categoryRoutes)
