@@ -1,7 +1,7 @@
 import HaulCore
 
-/// The download resource of the API contract, built from an engine snapshot. Request headers are never included
-/// and credentials in URLs are redacted.
+/// The download resource of the API contract, built from an engine snapshot, with the options the option table
+/// shows. Request headers are never included and credentials in URLs are redacted.
 enum DownloadResource {
     static func json(_ snapshot: DownloadSnapshot) -> JSONValue {
         let d = snapshot.download
@@ -15,9 +15,6 @@ enum DownloadResource {
             ("id", .string(d.id)),
             ("url", .string(Redact.url(d.url))),
             ("final_url", JSONValue(d.finalURL.map(Redact.url))),
-            // The name a client gave is shown from the first answer on; the server's is known once probed (a
-            // taken name gets " (1)" then).
-            ("filename", JSONValue(d.filename ?? d.requestedFilename)),
             ("path", JSONValue(d.relativePath ?? requestedPath(d))),
             ("state", .string(d.state.rawValue)),
             ("total_bytes", JSONValue(d.totalBytes)),
@@ -25,14 +22,9 @@ enum DownloadResource {
             ("progress", progress),
             ("speed", .number(snapshot.speed.rounded())),
             ("eta_seconds", snapshot.etaSeconds.map { .number($0.rounded(.up)) } ?? .null),
-            ("connections", JSONValue(d.connections)),
             ("active_connections", JSONValue(snapshot.activeConnections)),
             ("resumable", .bool(d.resumable)),
             ("segments", .array(segments(d))),
-            ("checksum", JSONValue(d.checksum)),
-            ("insecure", .bool(d.insecure)),
-            ("priority", JSONValue(d.priority)),
-            ("category", JSONValue(d.category)),
             ("mirrors", .array(d.mirrors.enumerated().map { index, m in
                 .object([
                     ("url", .string(Redact.url(m.url))),
@@ -44,7 +36,6 @@ enum DownloadResource {
                     ("errors", JSONValue(Int64(m.errors))),
                 ])
             })),
-            ("max_speed", JSONValue(d.maxSpeed)),
             ("error", error(d.error)),
             ("last_error", error(snapshot.lastError)),
             ("next_attempt_at", JSONValue(snapshot.nextAttemptAt.map(Timestamp.rfc3339))),
@@ -54,7 +45,7 @@ enum DownloadResource {
             ("started_at", JSONValue(d.startedAt.map(Timestamp.rfc3339))),
             ("completed_at", JSONValue(d.completedAt.map(Timestamp.rfc3339))),
             ("node", JSONValue(d.node)),
-        ])
+        ] + DownloadOptions.shown(d))
     }
 
     private static func requestedPath(_ d: Download) -> String? {

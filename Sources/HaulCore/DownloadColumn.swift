@@ -2,8 +2,9 @@ import FoundationEssentials
 import HaulLoop
 
 /// One column of the `downloads` table: its name, and how a download is written to it and read back from it. The
-/// list below is the only place a field meets its column, for writing and for reading alike, so a column cannot be
-/// written at one position and read from another.
+/// list below (and, for the per-download options, their rows in `DownloadOptions`) is the only place a field meets
+/// its column, for writing and for reading alike, so a column cannot be written at one position and read from
+/// another.
 struct DownloadColumn: Sendable {
     let name: String
     /// A row without a value here is malformed.
@@ -15,7 +16,10 @@ struct DownloadColumn: Sendable {
     /// The columns a save writes.
     static let written = all.filter { $0.write != nil }
 
-    static let all: [DownloadColumn] = [
+    /// Every column: the download's own, then the options' (`id` first: reading it makes the download).
+    static let all: [DownloadColumn] = base + DownloadOptions.all.compactMap(\.storage)
+
+    private static let base: [DownloadColumn] = [
         DownloadColumn(name: "id", required: true, write: { .text($0.id) }) { d, v in
             d = Download(id: v.string ?? "", sequence: d.sequence, url: d.url, headers: d.headers,
                          requestedFilename: d.requestedFilename, directory: d.directory, state: d.state,
@@ -26,13 +30,6 @@ struct DownloadColumn: Sendable {
             d.sequence = v.int ?? 0
         },
         DownloadColumn(name: "url", required: true, write: { .text($0.url) }) { d, v in d.url = v.string ?? "" },
-        DownloadColumn(name: "headers", write: { .text(DownloadStore.encode($0.headers)) }) { d, v in
-            d.headers = DownloadStore.decodeHeaders(v.string ?? "[]")
-        },
-        DownloadColumn(name: "requested_filename", write: { text($0.requestedFilename) }) { d, v in
-            d.requestedFilename = v.string
-        },
-        DownloadColumn(name: "directory", write: { .text($0.directory) }) { d, v in d.directory = v.string ?? "" },
         DownloadColumn(name: "filename", write: { text($0.filename) }) { d, v in d.filename = v.string },
         DownloadColumn(name: "state", required: true, write: { .text($0.state.rawValue) }) { d, v in
             d.state = v.string.flatMap(DownloadState.init(rawValue:)) ?? .failed
@@ -47,13 +44,6 @@ struct DownloadColumn: Sendable {
         DownloadColumn(name: "etag", write: { text($0.etag) }) { d, v in d.etag = v.string },
         DownloadColumn(name: "last_modified", write: { text($0.lastModified) }) { d, v in d.lastModified = v.string },
         DownloadColumn(name: "content_type", write: { text($0.contentType) }) { d, v in d.contentType = v.string },
-        DownloadColumn(name: "connections", write: { .integer(Int64($0.connections)) }) { d, v in
-            d.connections = Int(v.int ?? 1)
-        },
-        DownloadColumn(name: "priority", write: { .integer(Int64($0.priority)) }) { d, v in
-            d.priority = Int(v.int ?? 0)
-        },
-        DownloadColumn(name: "max_speed", write: { integer($0.maxSpeed) }) { d, v in d.maxSpeed = v.int },
         DownloadColumn(name: "error_code", write: { text($0.error?.code.rawValue) }) { d, v in
             d.error = v.string.map { DownloadError(ErrorCode(rawValue: $0), d.error?.message ?? "") }
         },
@@ -72,14 +62,6 @@ struct DownloadColumn: Sendable {
         },
         DownloadColumn(name: "started_at", write: { real($0.startedAt) }) { d, v in d.startedAt = date(v) },
         DownloadColumn(name: "completed_at", write: { real($0.completedAt) }) { d, v in d.completedAt = date(v) },
-        DownloadColumn(name: "checksum", write: { text($0.checksum) }) { d, v in d.checksum = v.string },
-        DownloadColumn(name: "insecure", write: { .integer($0.insecure ? 1 : 0) }) { d, v in
-            d.insecure = (v.int ?? 0) != 0
-        },
-        DownloadColumn(name: "expected_bytes", write: { integer($0.expectedBytes) }) { d, v in
-            d.expectedBytes = v.int
-        },
-        DownloadColumn(name: "category", write: { text($0.category) }) { d, v in d.category = v.string },
         DownloadColumn(name: "mirrors", write: { $0.mirrors.isEmpty ? .null : .text(Mirror.encode($0.mirrors)) }) {
             d, v in
             d.mirrors = Mirror.decode(v.string)

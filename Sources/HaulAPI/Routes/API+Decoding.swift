@@ -60,40 +60,7 @@ extension API {
             // A source named twice is one source.
             else if mirror != url && !request.mirrors.contains(mirror) { request.mirrors.append(mirror) }
         }
-        if let filename = body.string("filename") {
-            if let problem = Validate.filename(filename) {
-                body.reject("filename", problem)
-            } else {
-                request.filename = FileName.sanitize(filename)
-            }
-        }
-        if let directory = body.string("directory") {
-            if let problem = Validate.directory(directory) { body.reject("directory", problem) }
-            request.directory = Validate.sanitizedDirectory(directory)
-        }
-        request.connections = body.integer("connections", in: DownloadOptions.range("connections")).map(Int.init)
-        request.priority = body.integer("priority", in: DownloadOptions.range("priority")).map(Int.init)
-        if let category = body.string("category") {
-            if let problem = Validate.categoryName(category) { body.reject("category", problem) }
-            request.category = category
-        }
-        request.maxSpeed = body.integer("max_speed", in: DownloadOptions.range("max_speed"))
-            .flatMap { $0 == 0 ? nil : $0 }
-        request.startPaused = body.bool("start_paused") ?? false
-        request.insecure = body.bool("insecure") ?? false
-        request.expectedBytes = body.integer("size", in: DownloadOptions.range("size"))
-        if let checksum = body.string("checksum") {
-            if let parsed = Checksum(checksum) {
-                request.checksum = parsed.description
-            } else {
-                body.reject("checksum", "must be sha256:, sha1: or md5: followed by the digest in hex")
-            }
-        }
-        if let headers = body.object("headers") {
-            let checked = Validate.headers(headers)
-            for (field, message) in checked.errors { body.reject(field, message) }
-            request.headers = checked.headers
-        }
+        for (field, message) in DownloadOptions.apply(body.allMembers, to: &request) { body.reject(field, message) }
         return request
     }
 

@@ -83,11 +83,8 @@ extension Engine {
                 state: request.startPaused ? .paused : .queued,
                 connections: request.connections ?? category?.connections ?? config.defaultConnections,
                 priority: request.priority ?? category?.priority ?? 0, maxSpeed: request.maxSpeed, createdAt: now)
-            download.category = request.category
             download.mirrors = request.mirrors.map(Mirror.init)
-            download.checksum = request.checksum
-            download.insecure = request.insecure
-            download.expectedBytes = request.expectedBytes
+            for option in DownloadOptions.carried { option.carry!(request, &download) }
             claimed[destination] = fresh.count
             plans.append(.new(fresh.count))
             fresh.append(download)

@@ -1,7 +1,15 @@
-/// One per-download option, declared once: its JSON name and type, where its value comes from when a request
-/// gives none, whether PATCH may change it, its store column, whether the resource shows it back, its flag on
-/// `haul add`, and the names aria2's clients send it under. Request validation, the PATCH allow-list, the CLI's
-/// flags and help read this table; a test checks every row against openapi.yaml, `haul add --help` and the store.
+import FoundationEssentials
+import HaulLoop
+
+/// A problem with one field of a request: its name (`headers.Cookie`) and what is wrong.
+public typealias FieldProblem = (field: String, message: String)
+
+/// One per-download option, declared once: its JSON name and type, how a value given for it is checked and set on a
+/// new download, where its value comes from when a request gives none, what the download takes from the request,
+/// whether PATCH may change it, its store column (written and read here), how the resource shows it back, its flag
+/// on `haul add`, and the names aria2's clients send it under. Request validation, the PATCH allow-list, the
+/// resource, the store, the CLI's flags and help read this table; a test checks every row against openapi.yaml,
+/// `haul add --help` and the store, and another walks each row from a request to the resource.
 public struct DownloadOption: Sendable {
     public enum Kind: Sendable, Equatable {
         /// A JSON integer in the range.
@@ -34,11 +42,24 @@ public struct DownloadOption: Sendable {
     public var patchable = false
     /// The `downloads` column it is stored in.
     public let column: String
-    /// The resource shows it back under `name`; a secret one (headers: cookies, tokens) never is.
-    public var shown = true
+    /// Checks a value a request gives for it and sets it on the new download; what is wrong goes to `problems`.
+    public let apply: @Sendable (_ option: DownloadOption, _ value: JSONValue, _ request: inout NewDownload,
+                                 _ problems: inout [FieldProblem]) -> Void
+    /// What the new download takes from its request as given; nil where the engine works the value out (from the
+    /// category and the settings) or the download is made with it.
+    public var carry: (@Sendable (NewDownload, inout Download) -> Void)?
+    /// How the resource shows it back under `name`; nil for a secret (headers: cookies, tokens) or a choice made
+    /// once (a folder, starting paused).
+    public var show: (@Sendable (Download) -> JSONValue)?
+    /// Its column, written with the download and read back; nil when another column holds it (`start_paused` is
+    /// the state).
+    var storage: DownloadColumn?
     public var flag: Flag?
     /// aria2's option names for it (`max-download-limit`, `split`, `out`), for the aria2-compatible front.
     public var aria2: [String] = []
+
+    /// Whether the resource shows it back.
+    public var shown: Bool { show != nil }
 
     /// The integer range of an integer or bytes option.
     public var range: ClosedRange<Int64>? {
@@ -56,45 +77,138 @@ public enum DownloadOptions {
     public static let all: [DownloadOption] = [
         DownloadOption(name: "filename", kind: .text, otherwise: "from the server's answer",
                        column: "requested_filename",
+                       apply: { option, value, request, problems in
+                           guard let text = checkedString(value, option, &problems) else { return }
+                           if let problem = Validate.filename(text) { return problems.append((option.name, problem)) }
+                           request.filename = FileName.sanitize(text)
+                       },
+                       // The name a client gave is shown from the first answer on; the server's is known once
+                       // probed (a taken name gets " (1)" then).
+                       show: { JSONValue($0.filename ?? $0.requestedFilename) },
+                       storage: DownloadColumn(name: "requested_filename", write: { text($0.requestedFilename) }) {
+                           d, v in d.requestedFilename = v.string
+                       },
                        flag: .init(name: "filename", placeholder: "NAME", help: "the file's name (one URL only)",
                                    oneURL: true),
                        aria2: ["out"]),
         DownloadOption(name: "directory", kind: .text, otherwise: "the category's folder, else the download root",
-                       column: "directory", shown: false,
+                       column: "directory",
+                       apply: { option, value, request, problems in
+                           guard let text = checkedString(value, option, &problems) else { return }
+                           if let problem = Validate.directory(text) { problems.append((option.name, problem)) }
+                           request.directory = Validate.sanitizedDirectory(text)
+                       },
+                       storage: DownloadColumn(name: "directory", write: { .text($0.directory) }) { d, v in
+                           d.directory = v.string ?? ""
+                       },
                        flag: .init(name: "directory", placeholder: "DIR",
                                    help: "a folder under the download root (or the category's)"),
                        aria2: ["dir"]),
         DownloadOption(name: "category", kind: .text, otherwise: "none", column: "category",
+                       apply: { option, value, request, problems in
+                           guard let text = checkedString(value, option, &problems) else { return }
+                           if let problem = Validate.categoryName(text) { problems.append((option.name, problem)) }
+                           request.category = text
+                       },
+                       carry: { request, download in download.category = request.category },
+                       show: { JSONValue($0.category) },
+                       storage: DownloadColumn(name: "category", write: { text($0.category) }) { d, v in
+                           d.category = v.string
+                       },
                        flag: .init(name: "category", placeholder: "NAME",
                                    help: "a category made with 'haul category put': its folder and defaults apply")),
         DownloadOption(name: "connections", kind: .integer(1...32), otherwise: "the category's, else --connections",
                        patchable: true, column: "connections",
+                       apply: { option, value, request, problems in
+                           request.connections = checkedInteger(value, option, &problems).map(Int.init)
+                       },
+                       show: { JSONValue($0.connections) },
+                       storage: DownloadColumn(name: "connections", write: { .integer(Int64($0.connections)) }) {
+                           d, v in d.connections = Int(v.int ?? 1)
+                       },
                        flag: .init(name: "connections", placeholder: "N", help: "connections per download, 1-32"),
                        aria2: ["split", "max-connection-per-server"]),
         DownloadOption(name: "priority", kind: .integer(-1000...1000), otherwise: "the category's, else 0",
                        patchable: true, column: "priority",
+                       apply: { option, value, request, problems in
+                           request.priority = checkedInteger(value, option, &problems).map(Int.init)
+                       },
+                       show: { JSONValue($0.priority) },
+                       storage: DownloadColumn(name: "priority", write: { .integer(Int64($0.priority)) }) { d, v in
+                           d.priority = Int(v.int ?? 0)
+                       },
                        flag: .init(name: "priority", placeholder: "N",
                                    help: "higher starts first, -1000 to 1000 (default the category's, else 0)")),
         DownloadOption(name: "max_speed", kind: .bytes(0...maxBytes), otherwise: "none (0 is none)",
                        patchable: true, column: "max_speed",
+                       apply: { option, value, request, problems in
+                           request.maxSpeed = checkedInteger(value, option, &problems)
+                               .flatMap { $0 == 0 ? nil : $0 }
+                       },
+                       show: { JSONValue($0.maxSpeed) },
+                       storage: DownloadColumn(name: "max_speed", write: { integer($0.maxSpeed) }) { d, v in
+                           d.maxSpeed = v.int
+                       },
                        flag: .init(name: "max-speed", placeholder: "SIZE", help: "bytes per second, like 500k or 1.5M"),
                        aria2: ["max-download-limit"]),
         DownloadOption(name: "checksum", kind: .text, otherwise: "none", column: "checksum",
+                       apply: { option, value, request, problems in
+                           guard let text = checkedString(value, option, &problems) else { return }
+                           guard let checksum = Checksum(text) else {
+                               return problems.append((option.name, "must be sha256:, sha1: or md5: followed by the "
+                                                       + "digest in hex"))
+                           }
+                           request.checksum = checksum.description
+                       },
+                       carry: { request, download in download.checksum = request.checksum },
+                       show: { JSONValue($0.checksum) },
+                       storage: DownloadColumn(name: "checksum", write: { text($0.checksum) }) { d, v in
+                           d.checksum = v.string
+                       },
                        flag: .init(name: "checksum", placeholder: "ALGO:HEX",
                                    help: "sha256:, sha1: or md5: digest to verify (one URL only)", oneURL: true),
                        aria2: ["checksum"]),
-        DownloadOption(name: "headers", kind: .headers, otherwise: "none", column: "headers", shown: false,
+        DownloadOption(name: "headers", kind: .headers, otherwise: "none", column: "headers",
+                       apply: { option, value, request, problems in
+                           guard case .object(let members) = value else {
+                               return problems.append((option.name, "must be an object"))
+                           }
+                           let checked = Validate.headers(members)
+                           problems += checked.errors
+                           request.headers = checked.headers
+                       },
+                       storage: DownloadColumn(name: "headers", write: { .text(DownloadStore.encode($0.headers)) }) {
+                           d, v in d.headers = DownloadStore.decodeHeaders(v.string ?? "[]")
+                       },
                        flag: .init(name: "header", placeholder: "'Name: value'",
                                    help: "a header sent to the origin (repeatable)", repeatable: true),
                        aria2: ["header"]),
-        DownloadOption(name: "start_paused", kind: .boolean, otherwise: "false", column: "state", shown: false,
+        DownloadOption(name: "start_paused", kind: .boolean, otherwise: "false", column: "state",
+                       apply: { option, value, request, problems in
+                           request.startPaused = checkedBool(value, option, &problems) ?? false
+                       },
                        flag: .init(name: "paused", placeholder: nil, help: "add them paused"),
                        aria2: ["pause"]),
         DownloadOption(name: "insecure", kind: .boolean, otherwise: "false", column: "insecure",
+                       apply: { option, value, request, problems in
+                           request.insecure = checkedBool(value, option, &problems) ?? false
+                       },
+                       carry: { request, download in download.insecure = request.insecure },
+                       show: { .bool($0.insecure) },
+                       storage: DownloadColumn(name: "insecure", write: { .integer($0.insecure ? 1 : 0) }) { d, v in
+                           d.insecure = (v.int ?? 0) != 0
+                       },
                        flag: .init(name: "insecure", placeholder: nil,
                                    help: "do not verify the origin's TLS certificate")),
         DownloadOption(name: "size", kind: .bytes(0...maxBytes), otherwise: "unknown until the probe",
-                       column: "expected_bytes", shown: false),
+                       column: "expected_bytes",
+                       apply: { option, value, request, problems in
+                           request.expectedBytes = checkedInteger(value, option, &problems)
+                       },
+                       carry: { request, download in download.expectedBytes = request.expectedBytes },
+                       storage: DownloadColumn(name: "expected_bytes", write: { integer($0.expectedBytes) }) { d, v in
+                           d.expectedBytes = v.int
+                       }),
     ]
 
     /// Every option's JSON name.
@@ -102,6 +216,11 @@ public enum DownloadOptions {
 
     /// What PATCH may change besides the state.
     public static let patchable: Set<String> = Set(all.filter(\.patchable).map(\.name))
+
+    /// The options the resource shows, and those a new download takes as given: read once, used for every
+    /// download.
+    public static let shown = all.filter(\.shown)
+    static let carried = all.filter { $0.carry != nil }
 
     /// The integer ranges, read once: every request checks them.
     private static let ranges: [String: ClosedRange<Int64>] = Dictionary(
@@ -111,5 +230,51 @@ public enum DownloadOptions {
     public static func range(_ name: String) -> ClosedRange<Int64> {
         guard let range = ranges[name] else { preconditionFailure("no integer option \(name)") }
         return range
+    }
+
+    /// Sets the options `members` give on `request`: each checked by its row, what is wrong returned with its
+    /// field. Members that are not options are left to the caller (the sources: `url`, `urls`, `mirrors`).
+    public static func apply(_ members: [(String, JSONValue)], to request: inout NewDownload) -> [FieldProblem] {
+        var problems: [FieldProblem] = []
+        for option in all {
+            guard let value = members.last(where: { $0.0 == option.name })?.1 else { continue }
+            option.apply(option, value, &request, &problems)
+        }
+        return problems
+    }
+
+    /// The download's options as the resource shows them.
+    public static func shown(_ download: Download) -> [(String, JSONValue)] {
+        shown.map { ($0.name, $0.show!(download)) }
+    }
+
+    // A null where a value is expected is an error, not "absent": only fields documented as nullable take it.
+
+    private static func checkedString(_ value: JSONValue, _ option: DownloadOption, _ problems: inout [FieldProblem])
+        -> String? {
+        guard let text = value.stringValue else {
+            problems.append((option.name, "must be a string"))
+            return nil
+        }
+        return text
+    }
+
+    /// An integer in the option's range.
+    private static func checkedInteger(_ value: JSONValue, _ option: DownloadOption, _ problems: inout [FieldProblem])
+        -> Int64? {
+        let range = option.range!
+        guard let number = value.integerValue, range.contains(number) else {
+            problems.append((option.name, "must be an integer from \(range.lowerBound) to \(range.upperBound)"))
+            return nil
+        }
+        return number
+    }
+
+    private static func checkedBool(_ value: JSONValue, _ option: DownloadOption, _ problems: inout [FieldProblem]) -> Bool? {
+        guard let bool = value.boolValue else {
+            problems.append((option.name, "must be true or false"))
+            return nil
+        }
+        return bool
     }
 }
