@@ -132,6 +132,9 @@ final class OperationsTests: XCTestCase {
     func testOneDownloadIsReadChangedAndRemoved() throws {
         let id = try add(["a"])[0]
         XCTAssertEqual(try operations.get(id).download.state, .paused)
+        guard case .conflict? = refusal({ _ = try operations.file(id) }) else {
+            return XCTFail("an unfinished download has no file")
+        }
         let changed = try operations.change(id, DownloadChanges(priority: 7))
         XCTAssertEqual(changed.download.priority, 7)
         try operations.remove(id, deleteFile: false)

@@ -25,7 +25,7 @@ extension API {
     }
 
     func stats() -> HTTPResponse {
-        let totals = engine.totals()
+        let totals = operations.totals()
         return API.json(200, .object([
             ("downloads", JSONValue(totals.downloads)),
             ("active", JSONValue(totals.active)),

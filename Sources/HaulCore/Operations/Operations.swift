@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HaulLoop
 
 /// Which downloads a query or a bulk action means: each given part must match.
 public struct DownloadFilter: Sendable {
@@ -161,6 +162,11 @@ public final class Operations {
     public func ids(matching filter: DownloadFilter) -> [String] { engine.ids(where: filter.matches) }
 
     public func totals() -> EngineTotals { engine.totals() }
+
+    /// The finished file of `id`, opened: only the file recorded at completion (device, inode, size), else `gone`.
+    public func file(_ id: String) throws(EngineError) -> (file: OpenFile, download: Download) {
+        try engine.finishedFile(id)
+    }
 
     // MARK: changing
 
