@@ -314,6 +314,28 @@ final class DownloadMachineTests: XCTestCase {
         XCTAssertEqual(harness.fetches, [.probe, .range(start: 8_192, end: nil, ifRange: "\"v1\"")])
     }
 
+    func testAFileChangedWhilePausedIsFetchedAgainOnAllItsConnections() throws {
+        let harness = MachineHarness(size: 256 * 1024, connections: 4)
+        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(256 * 1024),
+                                  body: Array(harness.content.prefix(8_192)), ending: .stall)
+        harness.start()
+        harness.send(.pause)
+        harness.send(.resume)
+        harness.etag = "\"v2\""
+        harness.content = harness.content.reversed()
+        harness.runToEnd()
+        completed(harness)
+        XCTAssertEqual(harness.download.etag, "\"v2\"")
+        XCTAssertTrue(harness.download.acceptsRanges, "the server does serve ranges: only the file changed")
+        // The new version is split again: ranges of it, asked for with its own validator, beside the first body
+        // (before the fix the rest ran on that one connection); no range of the old one is asked for after it.
+        let validators = harness.rangeFetches.map(\.ifRange)
+        let firstNew = try XCTUnwrap(validators.firstIndex(of: "\"v2\""), "\(harness.fetches)")
+        XCTAssertGreaterThanOrEqual(validators[firstNew...].count, 3, "\(harness.fetches)")
+        XCTAssertTrue(validators[firstNew...].allSatisfy { $0 == "\"v2\"" }, "\(harness.fetches)")
+        XCTAssertGreaterThan(harness.download.segments.count, 1)
+    }
+
     func testAServerThatIgnoresRangeGetsOneConnectionFromZero() {
         let harness = MachineHarness(size: 64 * 1024, connections: 4)
         // Advertises ranges, answers every ranged GET with the whole file.

@@ -184,8 +184,9 @@ extension DownloadMachine {
         emit(.abort(id))
     }
 
-    /// This connection's 200 carries the whole file: it alone writes from now on, from byte 0. When the file is
-    /// unchanged the server ignores Range, and the download stays on one connection.
+    /// This connection's 200 carries the whole file: it writes from byte 0. When the file is unchanged the server
+    /// ignores Range, and the download stays on one connection; when the file changed (If-Range did not match), the
+    /// new version is split again over the download's connections, each range asked for with its validator.
     mutating func takeWholeBody(_ index: Int, _ response: TransferResponse) {
         let requested = connections[index].requested
         let length = response.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
@@ -199,7 +200,6 @@ extension DownloadMachine {
         // Every other connection goes: this body is the file.
         var kept = connections[index]
         for (other, connection) in connections.enumerated() where other != index { drop(connection) }
-        if requested != nil { plannedConnections = 1 }
         generation += 1
         kept.segment = 0
         kept.requested = nil
@@ -212,8 +212,11 @@ extension DownloadMachine {
         download.etag = etag
         download.lastModified = lastModified
         if ignoresRange { download.acceptsRanges = false }
+        plannedConnections = download.resumable ? download.connections : 1
         emit(.truncate(to: 0))
         if length != nil { emit(.measureFreeSpace) }
+        // The others take halves of what this body has yet to bring (work stealing), once the file is cut back.
+        if plannedConnections > 1 { fill() }
     }
 
     /// Ends a connection that is not the one calling back: its transfer is cancelled, its timer too.
