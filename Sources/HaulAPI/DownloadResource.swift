@@ -11,7 +11,7 @@ enum DownloadResource {
         } else {
             progress = .null
         }
-        return .object([
+        var members: [(String, JSONValue)] = [
             ("id", .string(d.id)),
             ("url", .string(Redact.url(d.url))),
             ("final_url", JSONValue(d.finalURL.map(Redact.url))),
@@ -45,7 +45,9 @@ enum DownloadResource {
             ("started_at", JSONValue(d.startedAt.map(Timestamp.rfc3339))),
             ("completed_at", JSONValue(d.completedAt.map(Timestamp.rfc3339))),
             ("node", JSONValue(d.node)),
-        ] + DownloadOptions.shown(d))
+        ]
+        DownloadOptions.show(d, into: &members)
+        return .object(members)
     }
 
     private static func requestedPath(_ d: Download) -> String? {

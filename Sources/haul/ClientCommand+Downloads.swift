@@ -35,11 +35,19 @@ extension ClientCommand {
         }
     }
 
+    /// The most downloads one POST adds (the server's batch limit).
+    static let batchSize = 1000
+    /// The most URLs one `haul add` takes, and the largest list file it reads.
+    static let maxURLs = 100_000
+    static let maxListBytes = 64 << 20
+
     static func add(_ client: Client, _ options: Options) throws(Stop) {
         var urls = options.positional
         if let input = options.value("input") { urls += try readURLs(input) }
         guard !urls.isEmpty else { throw .usage("give at least one URL (or -i FILE)", command: options.spec) }
-        guard urls.count <= 1000 else { throw .usage("at most 1000 URLs at once, not \(urls.count)") }
+        guard urls.count <= ClientCommand.maxURLs else {
+            throw .usage("at most \(ClientCommand.maxURLs) URLs at once, not \(urls.count)")
+        }
         var shared: [(String, JSONValue)] = []
         let mirrors = options.values("mirror")
         if !mirrors.isEmpty {
@@ -64,21 +72,25 @@ extension ClientCommand {
             if wait { try follow(client, download, after: sequence) }
             return
         }
-        let body = JSONValue.object([("downloads", .array(urls.map { .object([("url", .string($0))] + shared) }))])
-        let answer = try client.call("POST", "/downloads", body: body)
-        guard case .array(let results)? = answer["results"], results.count == urls.count else {
-            throw Stop(status: .failed, message: "the server's answer to the batch lists no results")
-        }
+        // A long list goes as batches of the most one request may add, each answered before the next is sent.
         var added: [DownloadView] = []
         var refused = 0
-        for (url, result) in zip(urls, results) {
-            if let download = result["download"] {
-                let view = DownloadView(download)
-                printOutput(view.id)
-                added.append(view)
-            } else {
-                refused += 1
-                printError("haul: \(url): \(Client.message(of: result["problem"] ?? .null))")
+        for start in stride(from: 0, to: urls.count, by: ClientCommand.batchSize) {
+            let batch = urls[start..<min(start + ClientCommand.batchSize, urls.count)]
+            let body = JSONValue.object([("downloads", .array(batch.map { .object([("url", .string($0))] + shared) }))])
+            let answer = try client.call("POST", "/downloads", body: body)
+            guard case .array(let results)? = answer["results"], results.count == batch.count else {
+                throw Stop(status: .failed, message: "the server's answer to the batch lists no results")
+            }
+            for (url, result) in zip(batch, results) {
+                if let download = result["download"] {
+                    let view = DownloadView(download)
+                    printOutput(view.id)
+                    added.append(view)
+                } else {
+                    refused += 1
+                    printError("haul: \(url): \(Client.message(of: result["problem"] ?? .null))")
+                }
             }
         }
         if wait, !added.isEmpty { try followAll(client, added, after: sequence) }
@@ -103,7 +115,9 @@ extension ClientCommand {
             }
             if n == 0 { break }
             bytes += buffer[0..<n]
-            guard bytes.count <= 1 << 20 else { throw Stop(status: .failed, message: "\(path) is over 1 MiB") }
+            guard bytes.count <= ClientCommand.maxListBytes else {
+                throw Stop(status: .failed, message: "\(path) is over \(ClientCommand.maxListBytes >> 20) MiB")
+            }
         }
         return String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
             .map { $0.trimming(while: \.isWhitespace) }

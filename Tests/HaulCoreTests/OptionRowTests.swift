@@ -35,11 +35,11 @@ final class OptionRowTests: XCTestCase {
         for option in DownloadOptions.all {
             var request = NewDownload(url: "http://origin.test/x")
             var problems: [FieldProblem] = []
-            option.apply(option, sample(option), &request, &problems)
+            option.apply(option.key, sample(option), &request, &problems)
             XCTAssertTrue(problems.isEmpty, "\(option.name): \(problems)")
             // A value of another JSON type: a string for everything but text, a number for text.
             let wrong: JSONValue = option.kind == .text ? JSONValue(Int64(1)) : .string("x")
-            option.apply(option, wrong, &request, &problems)
+            option.apply(option.key, wrong, &request, &problems)
             XCTAssertEqual(problems.map(\.field), [option.name], "\(option.name) refuses \(wrong)")
             members.append((option.name, sample(option)))
         }
@@ -56,7 +56,9 @@ final class OptionRowTests: XCTestCase {
         comparable.createdAt = added.createdAt
         comparable.updatedAt = added.updatedAt
         XCTAssertEqual(comparable, added)
-        let shown = Dictionary(uniqueKeysWithValues: DownloadOptions.shown(stored))
+        var resource: [(String, JSONValue)] = []
+        DownloadOptions.show(stored, into: &resource)
+        let shown = Dictionary(uniqueKeysWithValues: resource)
         for option in DownloadOptions.all {
             XCTAssertEqual(shown[option.name] != nil, option.shown, option.name)
             guard let value = shown[option.name] else { continue }

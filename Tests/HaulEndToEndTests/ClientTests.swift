@@ -365,7 +365,7 @@ final class ClientTests: HaulTestCase {
         XCTAssertTrue(bad.stderr.contains("--priority takes a number, not 'high'"), bad.stderr)
     }
 
-    func testSeveralURLsGoAsOneBatchEachAnsweredOnItsOwn() throws {
+    func testSeveralURLsGoAsBatchesEachAnsweredOnItsOwn() throws {
         let hashes = try (0..<3).map { try sandbox.makeRandomFile("www/b\($0).bin", size: 100_000 + $0) }
         let result = try haulCommand(["add", originURL("b0.bin"), "ftp://nope/x", originURL("b1.bin"), "--wait"])
         XCTAssertEqual(result.status, 1, result.output)
@@ -387,6 +387,20 @@ final class ClientTests: HaulTestCase {
         XCTAssertEqual(piped.stdout.split(separator: "\n").count, 2, piped.stdout)
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 4)
         _ = hashes
+
+        // A list longer than one batch goes as several: every URL added once, its id printed in order.
+        let long = (0..<2_500).map { originURL("many/\($0).bin") }.joined(separator: "\n")
+        let many = try execute(haulPath, ["add", "-i", "-", "--paused"], input: Data(long.utf8),
+                               environment: ProcessInfo.processInfo.environment.merging(["HAUL_SERVER": haul.baseURL])
+                                   { _, new in new })
+        XCTAssertEqual(many.status, 0, String(many.stderr.prefix(500)))
+        let manyIDs = many.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(manyIDs.count, 2_500)
+        XCTAssertEqual(Set(manyIDs).count, 2_500)
+        XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 2_504)
+        let last = try api.get("/downloads/\(manyIDs[2_499])").json
+        XCTAssertEqual(last["url"] as? String, originURL("many/2499.bin"))
+        XCTAssertEqual(last["state"] as? String, "paused")
     }
 
     func testTheBarFitsTheTerminalAndKeepsTheETA() throws {

@@ -84,7 +84,7 @@ extension Engine {
                 connections: request.connections ?? category?.connections ?? config.defaultConnections,
                 priority: request.priority ?? category?.priority ?? 0, maxSpeed: request.maxSpeed, createdAt: now)
             download.mirrors = request.mirrors.map(Mirror.init)
-            for option in DownloadOptions.carried { option.carry!(request, &download) }
+            for carry in DownloadOptions.carrying { carry(request, &download) }
             claimed[destination] = fresh.count
             plans.append(.new(fresh.count))
             fresh.append(download)

@@ -43,7 +43,7 @@ public struct DownloadOption: Sendable {
     /// The `downloads` column it is stored in.
     public let column: String
     /// Checks a value a request gives for it and sets it on the new download; what is wrong goes to `problems`.
-    public let apply: @Sendable (_ option: DownloadOption, _ value: JSONValue, _ request: inout NewDownload,
+    public let apply: @Sendable (_ option: Key, _ value: JSONValue, _ request: inout NewDownload,
                                  _ problems: inout [FieldProblem]) -> Void
     /// What the new download takes from its request as given; nil where the engine works the value out (from the
     /// category and the settings) or the download is made with it.
@@ -60,6 +60,15 @@ public struct DownloadOption: Sendable {
 
     /// Whether the resource shows it back.
     public var shown: Bool { show != nil }
+
+    /// What `apply` needs of its row: its name and range, cheap to hand over (a row is many strings and closures,
+    /// each retained when the row is copied, and every request applies every row).
+    public struct Key: Sendable {
+        public let name: String
+        public let range: ClosedRange<Int64>?
+    }
+
+    public var key: Key { Key(name: name, range: range) }
 
     /// The integer range of an integer or bytes option.
     public var range: ClosedRange<Int64>? {
@@ -217,10 +226,11 @@ public enum DownloadOptions {
     /// What PATCH may change besides the state.
     public static let patchable: Set<String> = Set(all.filter(\.patchable).map(\.name))
 
-    /// The options the resource shows, and those a new download takes as given: read once, used for every
-    /// download.
+    /// What each request and resource uses of the rows, read once: the rows themselves are costly to copy.
     public static let shown = all.filter(\.shown)
-    static let carried = all.filter { $0.carry != nil }
+    private static let showing = shown.map { (name: $0.name, show: $0.show!) }
+    private static let applying = all.map { (key: $0.key, apply: $0.apply) }
+    static let carrying = all.compactMap(\.carry)
 
     /// The integer ranges, read once: every request checks them.
     private static let ranges: [String: ClosedRange<Int64>] = Dictionary(
@@ -236,22 +246,23 @@ public enum DownloadOptions {
     /// field. Members that are not options are left to the caller (the sources: `url`, `urls`, `mirrors`).
     public static func apply(_ members: [(String, JSONValue)], to request: inout NewDownload) -> [FieldProblem] {
         var problems: [FieldProblem] = []
-        for option in all {
-            guard let value = members.last(where: { $0.0 == option.name })?.1 else { continue }
-            option.apply(option, value, &request, &problems)
+        for (key, apply) in applying {
+            guard let value = members.last(where: { $0.0 == key.name })?.1 else { continue }
+            apply(key, value, &request, &problems)
         }
         return problems
     }
 
-    /// The download's options as the resource shows them.
-    public static func shown(_ download: Download) -> [(String, JSONValue)] {
-        shown.map { ($0.name, $0.show!(download)) }
+    /// Appends the download's options as the resource shows them.
+    public static func show(_ download: Download, into members: inout [(String, JSONValue)]) {
+        members.reserveCapacity(members.count + showing.count)
+        for (name, show) in showing { members.append((name, show(download))) }
     }
 
     // A null where a value is expected is an error, not "absent": only fields documented as nullable take it.
 
-    private static func checkedString(_ value: JSONValue, _ option: DownloadOption, _ problems: inout [FieldProblem])
-        -> String? {
+    private static func checkedString(_ value: JSONValue, _ option: DownloadOption.Key,
+                                      _ problems: inout [FieldProblem]) -> String? {
         guard let text = value.stringValue else {
             problems.append((option.name, "must be a string"))
             return nil
@@ -260,8 +271,8 @@ public enum DownloadOptions {
     }
 
     /// An integer in the option's range.
-    private static func checkedInteger(_ value: JSONValue, _ option: DownloadOption, _ problems: inout [FieldProblem])
-        -> Int64? {
+    private static func checkedInteger(_ value: JSONValue, _ option: DownloadOption.Key,
+                                       _ problems: inout [FieldProblem]) -> Int64? {
         let range = option.range!
         guard let number = value.integerValue, range.contains(number) else {
             problems.append((option.name, "must be an integer from \(range.lowerBound) to \(range.upperBound)"))
@@ -270,7 +281,8 @@ public enum DownloadOptions {
         return number
     }
 
-    private static func checkedBool(_ value: JSONValue, _ option: DownloadOption, _ problems: inout [FieldProblem]) -> Bool? {
+    private static func checkedBool(_ value: JSONValue, _ option: DownloadOption.Key,
+                                    _ problems: inout [FieldProblem]) -> Bool? {
         guard let bool = value.boolValue else {
             problems.append((option.name, "must be true or false"))
             return nil
