@@ -155,7 +155,8 @@ public final class Operations {
         } else {
             result = engine.page(after: after, limit: query.limit, where: filter.matches)
         }
-        return DownloadPage(downloads: result.items, next: result.more ? .sequence(result.items.last!.download.sequence) : nil)
+        let next = result.more ? result.items.last.map { DownloadQuery.Cursor.sequence($0.download.sequence) } : nil
+        return DownloadPage(downloads: result.items, next: next)
     }
 
     /// The ids of the downloads `filter` matches, in creation order.

@@ -261,32 +261,28 @@ public enum DownloadOptions {
 
     // A null where a value is expected is an error, not "absent": only fields documented as nullable take it.
 
+    /// `read`'s value, or nil with `message` added to `problems` under the option's name.
+    private static func checked<T>(_ read: T?, _ option: DownloadOption.Key, _ message: @autoclosure () -> String,
+                                   _ problems: inout [FieldProblem]) -> T? {
+        if read == nil { problems.append((option.name, message())) }
+        return read
+    }
+
     private static func checkedString(_ value: JSONValue, _ option: DownloadOption.Key,
                                       _ problems: inout [FieldProblem]) -> String? {
-        guard let text = value.stringValue else {
-            problems.append((option.name, "must be a string"))
-            return nil
-        }
-        return text
+        checked(value.stringValue, option, "must be a string", &problems)
     }
 
     /// An integer in the option's range.
     private static func checkedInteger(_ value: JSONValue, _ option: DownloadOption.Key,
                                        _ problems: inout [FieldProblem]) -> Int64? {
         let range = option.range!
-        guard let number = value.integerValue, range.contains(number) else {
-            problems.append((option.name, "must be an integer from \(range.lowerBound) to \(range.upperBound)"))
-            return nil
-        }
-        return number
+        return checked(value.integerValue.flatMap { range.contains($0) ? $0 : nil }, option,
+                       "must be an integer from \(range.lowerBound) to \(range.upperBound)", &problems)
     }
 
     private static func checkedBool(_ value: JSONValue, _ option: DownloadOption.Key,
                                     _ problems: inout [FieldProblem]) -> Bool? {
-        guard let bool = value.boolValue else {
-            problems.append((option.name, "must be true or false"))
-            return nil
-        }
-        return bool
+        checked(value.boolValue, option, "must be true or false", &problems)
     }
 }
