@@ -41,8 +41,9 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     /// The one place SQLite result codes become Swift errors.
-    private func check(_ rc: Int32, _ okCodes: Set<Int32> = [SQLITE_OK]) throws {
-        guard okCodes.contains(rc) else {
+    /// Throws unless `rc` is `ok`. One code, not a set: a set literal here was built for every bound value and row.
+    private func check(_ rc: Int32, _ ok: Int32 = SQLITE_OK) throws {
+        guard rc == ok else {
             throw SQLiteError(code: rc, message: db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed")
         }
     }
@@ -80,7 +81,7 @@ public final class SQLiteDatabase: SQLDatabase {
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { break }
-            try check(rc, [SQLITE_ROW])
+            try check(rc, SQLITE_ROW)
             row.removeAll(keepingCapacity: true)
             for column in 0..<count {
                 switch sqlite3_column_type(statement, column) {
