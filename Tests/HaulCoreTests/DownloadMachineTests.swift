@@ -568,13 +568,25 @@ final class DownloadMachineTests: XCTestCase {
     }
 
     func testAFullDiskFailsTheDownloadAndGivesBackTheReservation() {
-        let harness = MachineHarness()
+        let harness = MachineHarness(size: 2 << 20)
         harness.diskFullOnReserve = true
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
         XCTAssertEqual(harness.errorCode, "disk_full")
         let released = harness.actions.compactMap { if case .release(let ranges) = $0 { return ranges } else { return nil } }
-        XCTAssertEqual(released.joined().reduce(0) { $0 + $1.last - $1.first + 1 }, 64 * 1024, "all of it")
+        XCTAssertEqual(released.joined().reduce(0) { $0 + $1.last - $1.first + 1 }, 2 << 20, "all of it")
+    }
+
+    func testASmallFileIsWrittenWithoutReservingItsBlocks() {
+        let small = MachineHarness(size: 64 * 1024)
+        small.diskFullOnReserve = true
+        small.runToEnd()
+        completed(small)
+        XCTAssertFalse(small.actions.contains { if case .reserve = $0 { return true } else { return false } })
+        let large = MachineHarness(size: 1 << 20)
+        large.runToEnd()
+        completed(large)
+        XCTAssertTrue(large.actions.contains { if case .reserve(1 << 20) = $0 { return true } else { return false } })
     }
 
     func testAFileThatCannotFitIsRefusedBeforeReserving() {

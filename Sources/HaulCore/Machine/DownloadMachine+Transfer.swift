@@ -27,9 +27,16 @@ extension DownloadMachine {
         if let refusal = settings.space.refusal(total: total, needed: total - allocated, free: free) {
             return fail(refusal)
         }
+        // A small file's blocks are not reserved: on a list of 64 KiB files fallocate cost 7.5% of the server's CPU,
+        // as much as writing them, and the check above has kept the reserve free; its writes are checked as they
+        // land, as an unknown size's are.
+        guard total >= Self.smallestReserved else { return startTransferring() }
         phase = .reserving
         emit(.reserve(total))
     }
+
+    /// Files this size or larger get their blocks reserved before the first byte is written.
+    static let smallestReserved: Int64 = 1 << 20
 
     mutating func reservedSpace(_ ok: Bool) {
         guard phase == .reserving else { return }
