@@ -31,14 +31,8 @@ final class ObservabilityTests: HaulTestCase {
         XCTAssertGreaterThan(try XCTUnwrap(metric(text, "process_resident_memory_bytes")), 1_000_000)
     }
 
-    func testJSONLogHasALinePerRequestAndPerStateChange() throws {
-        _ = try sandbox.makeRandomFile("www/l.bin", size: 10_000)
-        let id = try add(["url": originURL("l.bin")])
-        try waitForState(id, "completed")
-        XCTAssertEqual(try patch(id, ["state": "paused"]).status, 409)
-        let missing = try add(["url": originURL("absent.bin")])
-        try waitForState(missing, "failed")
-
+    /// The log's lines as JSON objects, each checked for its time and level.
+    private func logLines() throws -> [[String: Any]] {
         let log = try String(contentsOfFile: sandbox.file("haul.log"), encoding: .utf8)
         var lines: [[String: Any]] = []
         for line in log.split(separator: "\n") {
@@ -47,6 +41,39 @@ final class ObservabilityTests: HaulTestCase {
             XCTAssertNotNil(object?["time"] as? String)
             XCTAssertNotNil(object?["level"] as? String)
         }
+        return lines
+    }
+
+    func testAtInfoADownloadSaysItWasAddedAndHowItEndedAndAtDebugEveryStep() throws {
+        _ = try sandbox.makeRandomFile("www/i.bin", size: 10_000)
+        let id = try add(["url": originURL("i.bin")])
+        try waitForState(id, "completed")
+        let mine = try logLines().filter { $0["download.id"] as? String == id }
+        XCTAssertEqual(mine.map { $0["msg"] as? String }, ["download added", "download completed"], "\(mine)")
+        XCTAssertEqual(mine.last?["file.size"] as? String, "10000")
+        XCTAssertEqual(mine.last?["level"] as? String, "info")
+
+        haul.stop()
+        try startHaul(extra: ["--log-level", "debug"])
+        let again = try add(["url": originURL("i.bin"), "filename": "again.bin"])
+        try waitForState(again, "completed")
+        let steps = try logLines().filter { $0["download.id"] as? String == again && $0["state.to"] != nil }
+        XCTAssertEqual(steps.map { $0["state.to"] as? String }, ["probing", "downloading", "verifying", "completed"])
+        XCTAssertEqual(steps.dropLast().map { $0["level"] as? String }, ["debug", "debug", "debug"])
+    }
+
+    func testJSONLogHasALinePerRequestAndPerStateChange() throws {
+        _ = try sandbox.makeRandomFile("www/l.bin", size: 10_000)
+        let id = try add(["url": originURL("l.bin")])
+        try waitForState(id, "completed")
+        XCTAssertEqual(try patch(id, ["state": "paused"]).status, 409)
+        let missing = try add(["url": originURL("absent.bin")])
+        try waitForState(missing, "failed")
+        let paused = try add(["url": originURL("l.bin"), "filename": "paused.bin", "start_paused": true])
+        XCTAssertEqual(try patch(paused, ["state": "queued"]).status, 200)
+        try waitForState(paused, "completed")
+
+        let lines = try logLines()
         let requests = lines.filter { $0["msg"] as? String == "request" }
         XCTAssertTrue(requests.contains {
             $0["http.method"] as? String == "POST" && $0["http.path"] as? String == "/downloads"
@@ -57,9 +84,10 @@ final class ObservabilityTests: HaulTestCase {
         }, "\(requests)")
         let states = lines.filter { $0["download.id"] as? String == id && $0["state.to"] != nil }
             .map { $0["state.to"] as! String }
-        XCTAssertEqual(states.first, "probing")
-        XCTAssertEqual(states.last, "completed")
-        XCTAssertEqual(Set(states).count, states.count, "one line per change: \(states)")
+        XCTAssertEqual(states, ["completed"])
+        // A client's change is an info line of its own.
+        let resumed = lines.filter { $0["download.id"] as? String == paused && $0["state.to"] != nil }
+        XCTAssertEqual(resumed.map { $0["state.from"] as? String }, ["paused", "verifying"], "\(resumed)")
         let failure = try XCTUnwrap(lines.first { $0["download.id"] as? String == missing && $0["state.to"] as? String == "failed" })
         XCTAssertEqual(failure["error.code"] as? String, "http_404")
         XCTAssertEqual(failure["level"] as? String, "warning")

@@ -66,8 +66,13 @@ extension Engine {
         onChange?(.updated(id, stateChanged: stateChanged))
     }
 
-    /// One line per state change: what a log reader follows a download by.
+    /// One line per state change: what a log reader follows a download by. At info a download that runs through
+    /// says it was added and that it completed (or failed, a warning); the steps between (probing, downloading,
+    /// verifying, and back to queued for a retry) are debug lines. A small file wrote five lines, as many as the
+    /// rest of its work cost in formatting.
     private func logStateChange(_ download: Download, from before: DownloadState) {
+        let step = download.state.isActive || (download.state == .queued && before.isActive)
+        guard !step || log.minimum <= .debug else { return }
         var meta = ["download.id": download.id, "state.from": before.rawValue, "state.to": download.state.rawValue]
         if download.state == .completed, let name = download.filename {
             meta["file.name"] = name
@@ -78,7 +83,8 @@ extension Engine {
             meta["error.message"] = error.message
             return log.warning("download failed", meta)
         }
-        log.info("state changed", meta)
+        if download.state == .completed { return log.info("download completed", meta) }
+        log.log(step ? .debug : .info, "state changed", meta)
     }
 
     // MARK: what runners use
