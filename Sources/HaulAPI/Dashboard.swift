@@ -4,12 +4,12 @@ import HaulLoop
 /// routes are open: the page holds no data, asks for the token and sends it with each API call).
 enum Dashboard {
     /// The page only loads its own script and style and talks only to this server; no other site may frame it.
+    /// (`Referrer-Policy` comes with every answer of the API's.)
     static let securityHeaders: [(name: String, value: String)] = [
         ("Content-Security-Policy",
          "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
             + "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
         ("X-Content-Type-Options", "nosniff"),
-        ("Referrer-Policy", "no-referrer"),
     ]
 
     /// `body` as a `type` response, revalidated by ETag so a reload after an upgrade never runs a stale script.

@@ -66,9 +66,11 @@ public final class EventHub {
             // The state event comes first, so no progress event shows a state before it was announced; it
             // carries the bytes too (the last ones before completion among them), which a progress event repeats
             // for clients that follow progress alone.
-            let moved = dirty.contains(id) || engine.receivedBytes(id) != announcedBytes[id]
-            publish(.state, about: id)
-            if moved || engine.snapshot(id)?.download.state == .completed { publish(.progress, about: id) }
+            // One snapshot for both: they describe the same moment (three were built, one to read the state).
+            guard let snapshot = engine.snapshot(id) else { return }
+            let moved = dirty.contains(id) || snapshot.download.receivedBytes != announcedBytes[id]
+            publish(.state, snapshot)
+            if moved || snapshot.download.state == .completed { publish(.progress, snapshot) }
         case .removed(let id):
             sequence += 1
             let event = StreamEvent(sequence: sequence, kind: .removed, downloadID: id,
@@ -99,6 +101,11 @@ public final class EventHub {
 
     private func publish(_ kind: StreamEvent.Kind, about id: String) {
         guard let snapshot = engine.snapshot(id) else { return }
+        publish(kind, snapshot)
+    }
+
+    private func publish(_ kind: StreamEvent.Kind, _ snapshot: DownloadSnapshot) {
+        let id = snapshot.download.id
         sequence += 1
         let category = snapshot.download.category
         // Kept for the `removed` event, which comes when the download is gone.

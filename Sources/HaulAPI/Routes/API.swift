@@ -187,7 +187,7 @@ public final class API {
         case .response(let response):
             return .response(response.adding(cors))
         case .eventStream(var stream):
-            stream.headers += cors + API.everyAnswer
+            stream.headers += cors
             return .eventStream(stream)
         case .pending(let pending):
             pending.headers += cors
