@@ -1,19 +1,23 @@
 """make bench: Haul against curl and aria2 on the same files, in one run, on loopback.
 
-Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K; --quick shrinks every input so `make test` can run the harness):
+Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,W; --quick shrinks every input so `make test` can run the harness):
   A  one large file, unthrottled: Haul with 1 and 8 connections, curl -o, aria2c -x1 and -x8; the ceilings
      curl -o /dev/null and dd (with and without conv=fdatasync).
   B  one file from an nginx limiting each connection to 8 MiB/s: Haul with 1, 4, 8 and 16 connections, curl,
      aria2c -x8 and -x16.
   C  1,000 files of 64 KiB, 16 at a time: Haul, aria2c -i -j16, curl -Z --parallel-max 16; on tmpfs and disk.
-  D  API latency with wrk (-t2 -c32) on one download's status, idle and while 4 throttled downloads run:
-     Haul's GET /downloads/{id} against aria2's RPC aria2.tellStatus.
+  D  API latency with wrk (-t2 -c32) on one download's status and on a list of 100, idle and while 4 throttled
+     downloads run: Haul's GET /downloads/{id} and GET /downloads?limit=100 against aria2's RPC aria2.tellStatus
+     and aria2.tellWaiting; an event-stream client follows the busy downloads meanwhile (events, longest gap).
   E  10,000 queued downloads added one request at a time: Haul's RSS and time, against aria2's RPC.
   F  10,000 event-stream clients following one download: Haul's RSS and CPU.
   G  "uneven": one file from an nginx limiting one connection in five to 1 MiB/s and the rest to 8 MiB/s: Haul
      with 8 and 16 connections against aria2c -x8/-x16 and axel -n8/-n16.
   H  100,000 stored downloads (nine in ten completed): start-up time, list pages, changed_since, /stats and RSS.
-  K  webhook fan-out: 100 webhooks to an nginx answering 204, 1,000 downloads added as one batch, then removed
+  K  lists: 1,000, 10,000 and 100,000 URLs of 4 KiB and of 64 KiB added by batch, on tmpfs and on disk: Haul
+     against aria2c -i -j16 and curl -Z -K on the same list; wall, CPU per file, peak RSS, and Haul's CPU per file
+     at each length over that at the shortest.
+  W  webhook fan-out: 100 webhooks to an nginx answering 204, 1,000 downloads added as one batch, then removed
      with one DELETE: /healthz latency from another process all the while, the time to drain the outbox, the
      store's size and the server's RSS (no anchor: neither aria2 nor curl has webhooks).
   J  scenario B over TLS: one file from nginx limiting each request to 8 MiB/s, offered over HTTP/2 and over
@@ -276,10 +280,10 @@ def fmt(values, unit="s"):
     return f"{med:.3f} {unit} ({min(values):.3f}-{max(values):.3f})"
 
 
-def rounds(contenders, n, run):
+def rounds(contenders, n, run, warm_up=True):
     """Runs every contender once to warm up, then n rounds in rotating order; returns {name: [results]}."""
     results = {name: [] for name in contenders}
-    for name in contenders:
+    for name in contenders if warm_up else []:
         run(name)
     for r in range(n):
         order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
@@ -488,6 +492,100 @@ def scenario_j(args, report, work, disk):
     os.remove(src)
 
 
+def scenario_k(args, report, work, disk):
+    """Lists: N URLs of one size added by batch, against aria2c -i and curl -Z on the same list."""
+    counts = [int(c) for c in args.list_counts.split(",")] if args.list_counts else \
+        ([20] if args.quick else [1000, 10000, 100000])
+    places = [("tmpfs", work), ("disk", disk)]
+    rows, per_file = [], {}
+    for label, base in places:
+        for size in (4096, 65536):
+            www = f"{base}/www-k"
+            os.makedirs(www)
+            os.chmod(www, 0o755)
+            digest = make_file(f"{www}/one.bin", size)
+            # One file under every name: 100,000 sources would cost the page cache what the results do.
+            nginx, origin = start_nginx(www, f"{base}/nginx-k", "location /l/ { try_files /one.bin =404; }")
+            for count in counts:
+                names = [f"f{i:06d}.bin" for i in range(count)]
+                urls = [f"{origin}/l/{name}" for name in names]
+                with open(f"{base}/k-list.txt", "w") as f:
+                    f.write("\n".join(urls) + "\n")
+                with open(f"{base}/k-curl.cfg", "w") as f:
+                    f.write("".join(f'url = "{url}"\n' for url in urls))
+
+                def check(directory):
+                    for name in names:
+                        if sha256(f"{directory}/{name}") != digest:
+                            raise RuntimeError(f"wrong file {name}")
+                    shutil.rmtree(directory)
+
+                def run(name):
+                    out = f"{base}/out-k"
+                    os.makedirs(out)
+                    if name == "haul":
+                        haul = Haul(args.haul, f"{base}/haul-k", "--max-active", "16", "--connections", "1",
+                                    "--max-downloads", str(count))
+                        cpu0 = proc_stat(haul.proc.pid)[0]
+                        start = time.monotonic()
+                        for i in range(0, count, 1000):
+                            added = haul.call("POST", "/downloads",
+                                              {"downloads": [{"url": url} for url in urls[i:i + 1000]]})
+                            if added["created"] != len(urls[i:i + 1000]):
+                                raise RuntimeError(f"haul added {added['created']} of a batch")
+                        haul.wait_all(count, poll=0.02)
+                        wall = time.monotonic() - start
+                        cpu, rss = proc_stat(haul.proc.pid)
+                        haul.stop()
+                        os.rmdir(out)
+                        check(f"{base}/haul-k/dl")
+                        shutil.rmtree(f"{base}/haul-k")
+                        return wall, cpu - cpu0, rss
+                    if name == "aria2c -i -j16":
+                        result = timed(["aria2c", "-q", "-i", f"{base}/k-list.txt", "-j16", "--file-allocation=none",
+                                        "-d", out])
+                    else:
+                        result = timed(["curl", "-s", "-Z", "--parallel-max", "16", "--remote-name-all", "-K",
+                                        f"{base}/k-curl.cfg"], cwd=out)
+                    check(out)
+                    return result
+
+                contenders = ["haul", "aria2c -i -j16", "curl -Z"]
+                results = rounds(contenders, 1 if args.quick or count > 1000 else 3, run, warm_up=count <= 1000)
+                walls = {name: statistics.median(r[0] for r in values) for name, values in results.items()}
+                for name, values in results.items():
+                    cpu = statistics.median(r[1] for r in values) / count
+                    rss = max(r[2] for r in values)
+                    rows.append([label, f"{size // 1024} KiB", f"{count:,}", name, fmt([r[0] for r in values]),
+                                 f"{cpu * 1000:.3f} ms", f"{rss / 1024:.1f} MiB",
+                                 f"{walls[name] / walls['aria2c -i -j16']:.2f}",
+                                 f"{walls[name] / walls['curl -Z']:.2f}"])
+                    if name == "haul":
+                        per_file[(label, size, count)] = cpu
+                if count == 1000 and size == 65536:
+                    report.ratios.append((f"K 1,000 x 64 KiB {label} vs aria2", walls["haul"] / walls["aria2c -i -j16"]))
+                    report.ratios.append((f"K 1,000 x 64 KiB {label} vs curl -Z", walls["haul"] / walls["curl -Z"]))
+            nginx.terminate()
+            shutil.rmtree(www)
+    growth = []
+    for (label, size, count), cpu in per_file.items():
+        first = per_file.get((label, size, counts[0]))
+        if count != counts[0] and first:
+            growth.append([label, f"{size // 1024} KiB", f"{count:,} / {counts[0]:,}", f"{cpu / first:.2f}"])
+            if count == counts[-1] and size == 65536 and label == "tmpfs":
+                report.ratios.append((f"K CPU per file {count:,} vs {counts[0]:,}", cpu / first))
+    report.section("K: lists of URLs added by batch, 16 at a time",
+                   "Haul: POST /downloads in batches of 1,000 (one connection each, 16 running), then until the "
+                   "last completes; CPU is the server's from /proc, per file. aria2c -i list -j16 and curl -Z "
+                   "--parallel-max 16 -K list: the whole process. One nginx serves one file under every name; "
+                   "every result's sha256 is checked. Peak RSS is the process's (the server's for Haul).")
+    report.table(["where", "size", "files", "contender", "wall", "CPU per file", "peak RSS", "x aria2", "x curl"],
+                 rows)
+    if growth:
+        report.lines += ["", "Haul's server CPU per file against the shortest list:", ""]
+        report.table(["where", "size", "files", "CPU per file ratio"], growth)
+
+
 PROBER = """
 import http.client, sys, time
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
@@ -505,10 +603,10 @@ print(len(times), times[-1], times[int(len(times) * 0.99)], sum(1 for t in times
 """
 
 
-def scenario_k(args, report, work, disk):
+def scenario_w(args, report, work, disk):
     hooks, count = (10, 50) if args.quick else (100, 1000)
-    nginx, receiver = start_nginx(work + "/www", work + "/nginx-k", "location / { return 204; }")
-    haul = Haul(args.haul, f"{disk}/haul-k", "--max-downloads", str(10 * count))
+    nginx, receiver = start_nginx(work + "/www", work + "/nginx-w", "location / { return 204; }")
+    haul = Haul(args.haul, f"{disk}/haul-w", "--max-downloads", str(10 * count))
     for i in range(hooks):
         haul.call("POST", "/webhooks", {"url": f"{receiver}/hook{i}", "events": ["created", "removed", "state"]})
     prober = spawn([sys.executable, "-c", PROBER, str(haul.port), "4" if args.quick else "15"],
@@ -542,12 +640,12 @@ def scenario_k(args, report, work, disk):
             raise RuntimeError("the webhook outbox did not drain in 10 minutes")
         time.sleep(0.5)
     drain = time.monotonic() - start
-    store = sum(os.path.getsize(f"{disk}/haul-k/data/{name}") for name in os.listdir(f"{disk}/haul-k/data"))
+    store = sum(os.path.getsize(f"{disk}/haul-w/data/{name}") for name in os.listdir(f"{disk}/haul-w/data"))
     rss = haul.peak_rss()
     haul.stop()
     nginx.terminate()
-    shutil.rmtree(f"{disk}/haul-k")
-    report.section(f"K: {hooks} webhooks, {count} downloads added as one batch and removed with one DELETE",
+    shutil.rmtree(f"{disk}/haul-w")
+    report.section(f"W: {hooks} webhooks, {count} downloads added as one batch and removed with one DELETE",
                    f"{expected:,} deliveries (created and removed for each webhook) to an nginx answering 204; "
                    "/healthz asked every 2 ms by another process throughout.")
     report.table(["measure", "value"], [
@@ -722,9 +820,44 @@ def wrk(url, seconds, script=None, clients=32):
     return rps, percentile("50%"), percentile("99%")
 
 
+class EventWatch:
+    """One event-stream client in a thread of its own: the arrival time of each progress event about `download`."""
+    def __init__(self, port, download):
+        import threading
+        self.times, self.download = [], download
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.sendall(b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        self.thread = threading.Thread(target=self.read, daemon=True)
+        self.thread.start()
+
+    def read(self):
+        buffer, kind = b"", None
+        while True:
+            try:
+                data = self.sock.recv(1 << 16)
+            except OSError:
+                return
+            if not data:
+                return
+            buffer += data
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                if line.startswith(b"event: "):
+                    kind = line[7:].strip()
+                elif line.startswith(b"data: ") and kind == b"progress" and self.download.encode() in line[:40]:
+                    self.times.append(time.monotonic())
+
+    def stop(self):
+        self.sock.close()
+        self.thread.join(timeout=5)
+        gaps = [b - a for a, b in zip(self.times, self.times[1:])]
+        return len(self.times), max(gaps) if gaps else float("nan")
+
+
 def scenario_d(args, report, work, disk):
     seconds = 1 if args.quick else 10
     size = (4 if args.quick else 64) * MIB
+    listed = 10 if args.quick else 100
     for i in range(4):
         make_file(f"{work}/www/d{i}.bin", size)
     nginx, origin = start_nginx(work + "/www", work + "/nginx-d", "limit_rate 1m;")
@@ -732,12 +865,22 @@ def scenario_d(args, report, work, disk):
     haul = Haul(args.haul, work + "/haul-d")
     target = haul.call("POST", "/downloads", {"url": origin + "/d0.bin", "filename": "idle.bin",
                                               "start_paused": True})["id"]
-    url = f"http://127.0.0.1:{haul.port}/downloads/{target}"
-    rows.append(["haul", "idle", *fmt_wrk(wrk(url, seconds))])
-    for i in range(4):
-        haul.call("POST", "/downloads", {"url": f"{origin}/d{i}.bin", "filename": f"busy{i}.bin"})
+    haul.call("POST", "/downloads", {"downloads": [{"url": f"{origin}/d0.bin", "filename": f"p{i}.bin",
+                                                    "start_paused": True} for i in range(listed - 1)]})
+    base = f"http://127.0.0.1:{haul.port}"
+    status, listing = f"{base}/downloads/{target}", f"{base}/downloads?limit={listed}"
+    rows.append(["haul", "status", "idle", *fmt_wrk(wrk(status, seconds))])
+    rows.append(["haul", f"list of {listed}", "idle", *fmt_wrk(wrk(listing, seconds))])
+    # One connection each, as aria2's default (--max-connection-per-server=1): busy for the whole minute.
+    busy = [haul.call("POST", "/downloads", {"url": f"{origin}/d{i}.bin", "filename": f"busy{i}.bin",
+                                             "connections": 1})["id"] for i in range(4)]
     time.sleep(0.5)
-    rows.append(["haul", "4 downloads", *fmt_wrk(wrk(url, seconds))])
+    watch = EventWatch(haul.port, busy[0])
+    watched = time.monotonic()
+    rows.append(["haul", "status", "4 downloads", *fmt_wrk(wrk(status, seconds))])
+    rows.append(["haul", f"list of {listed}", "4 downloads", *fmt_wrk(wrk(listing, seconds))])
+    events, gap = watch.stop()
+    watched = time.monotonic() - watched
     haul.stop()
     aria, port = start_aria2_rpc(work + "/aria-d", "--file-allocation=none", "--allow-overwrite=true")
 
@@ -748,24 +891,41 @@ def scenario_d(args, report, work, disk):
                      headers={"Content-Type": "application/json"})
         return json.loads(conn.getresponse().read())["result"]
     gid = rpc("aria2.addUri", [[origin + "/d0.bin"], {"pause": "true", "out": "idle.bin"}])
-    script = work + "/tellstatus.lua"
-    with open(script, "w") as f:
-        f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
-                f'wrk.body = \'{{"jsonrpc":"2.0","id":"1","method":"aria2.tellStatus","params":["{gid}"]}}\'\n')
+    for i in range(listed - 1):
+        rpc("aria2.addUri", [[origin + "/d0.bin"], {"pause": "true", "out": f"p{i}.bin"}])
+
+    def script(name, method, params):
+        path = f"{work}/{name}.lua"
+        with open(path, "w") as f:
+            f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+                    f"wrk.body = '{json.dumps({'jsonrpc': '2.0', 'id': '1', 'method': method, 'params': params})}'\n")
+        return path
+    tell, waiting = script("tellstatus", "aria2.tellStatus", [gid]), script("tellwaiting", "aria2.tellWaiting",
+                                                                             [0, listed])
     rpc_url = f"http://127.0.0.1:{port}/jsonrpc"
-    rows.append(["aria2 RPC", "idle", *fmt_wrk(wrk(rpc_url, seconds, script))])
+    rows.append(["aria2 RPC", "tellStatus", "idle", *fmt_wrk(wrk(rpc_url, seconds, tell))])
+    rows.append(["aria2 RPC", f"tellWaiting 0 {listed}", "idle", *fmt_wrk(wrk(rpc_url, seconds, waiting))])
     for i in range(4):
         rpc("aria2.addUri", [[f"{origin}/d{i}.bin"], {"out": f"busy{i}.bin"}])
     time.sleep(0.5)
-    rows.append(["aria2 RPC", "4 downloads", *fmt_wrk(wrk(rpc_url, seconds, script))])
+    rows.append(["aria2 RPC", "tellStatus", "4 downloads", *fmt_wrk(wrk(rpc_url, seconds, tell))])
+    rows.append(["aria2 RPC", f"tellWaiting 0 {listed}", "4 downloads", *fmt_wrk(wrk(rpc_url, seconds, waiting))])
     # Time per request, so lower is better like every other ratio.
-    report.ratios.append(("D API busy vs aria2", float(rows[3][2].replace(",", "")) / float(rows[1][2].replace(",", ""))))
+
+    def rate(row):
+        return float(row[3].replace(",", ""))
+    report.ratios.append(("D API busy vs aria2", rate(rows[6]) / rate(rows[2])))
+    report.ratios.append(("D list busy vs aria2", rate(rows[7]) / rate(rows[3])))
     aria.terminate()
     aria.wait()
     nginx.terminate()
-    report.section("D: API latency, wrk -t2 -c32 on one download's status",
-                   "Haul: GET /downloads/{id}. aria2: POST aria2.tellStatus. Downloads throttled to 1 MiB/s.")
-    report.table(["server", "while", "requests/s", "p50", "p99"], rows)
+    report.section("D: API latency, wrk -t2 -c32 on one download's status and on a list",
+                   f"Haul: GET /downloads/{{id}} and GET /downloads?limit={listed} ({listed} downloads stored). "
+                   f"aria2: POST aria2.tellStatus and aria2.tellWaiting(0, {listed}) (as many stored). Downloads "
+                   f"throttled to 1 MiB/s, one connection each. Meanwhile an event-stream client following Haul's busy downloads got "
+                   f"{events} progress events for one of them in {watched:.1f} s, the longest gap {gap * 1000:.0f} ms "
+                   "(without the load: one a second, the engine's tick).")
+    report.table(["server", "request", "while", "requests/s", "p50", "p99"], rows)
 
 
 def fmt_wrk(result):
@@ -953,7 +1113,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K")
+    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K,W")
+    ap.add_argument("--list-counts", default=None, help="scenario K's list lengths (default 1000,10000,100000)")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
     args = ap.parse_args()
@@ -975,7 +1136,7 @@ def main():
                     + (" --quick" if args.quick else "") + "`"]
     scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "D": scenario_d, "E": scenario_e,
                  "F": scenario_f, "G": scenario_g, "H": scenario_h, "I": scenario_i, "J": scenario_j,
-                 "K": scenario_k}
+                 "K": scenario_k, "W": scenario_w}
     try:
         for key in args.scenarios.split(","):
             scenarios[key.strip()](args, report, work, disk)

@@ -4,7 +4,7 @@ import HaulLoop
 import XCTest
 @testable import HaulAPI
 
-/// Fifty webhooks and four hundred downloads (the bench's scenario K runs a hundred and a thousand): no loop turn
+/// Fifty webhooks and four hundred downloads (the bench's scenario W runs a hundred and a thousand): no loop turn
 /// does more than a slice of the work. The change is
 /// stored once per download (not once per webhook), its deliveries are made a slice per turn, and a bulk removal
 /// is answered after as many turns as its slices, each one short. Turns are the manual clock's, so what is checked
