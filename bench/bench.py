@@ -27,7 +27,7 @@ Each contender runs in rotating order after one discarded warm-up; medians with 
 result's sha256 is checked. "wall + sync" adds a `sync` of the written file (Haul fdatasyncs before it reports
 completion, curl does not). Results go to bench/results/latest.md.
 """
-import argparse, datetime, glob, hashlib, json, os, resource, selectors, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, glob, hashlib, json, os, resource, selectors, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 import http.client
 
 MIB = 1 << 20
@@ -823,7 +823,6 @@ def wrk(url, seconds, script=None, clients=32):
 class EventWatch:
     """One event-stream client in a thread of its own: the arrival time of each progress event about `download`."""
     def __init__(self, port, download):
-        import threading
         self.times, self.download = [], download
         self.sock = socket.create_connection(("127.0.0.1", port))
         self.sock.sendall(b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HaulAPI
 import HaulCore
 import HaulLoop
 
@@ -35,8 +36,6 @@ extension ClientCommand {
         }
     }
 
-    /// The most downloads one POST adds (the server's batch limit).
-    static let batchSize = 1000
     /// The most URLs one `haul add` takes, and the largest list file it reads.
     static let maxURLs = 100_000
     static let maxListBytes = 64 << 20
@@ -75,8 +74,8 @@ extension ClientCommand {
         // A long list goes as batches of the most one request may add, each answered before the next is sent.
         var added: [DownloadView] = []
         var refused = 0
-        for start in stride(from: 0, to: urls.count, by: ClientCommand.batchSize) {
-            let batch = urls[start..<min(start + ClientCommand.batchSize, urls.count)]
+        for start in stride(from: 0, to: urls.count, by: API.maxBatch) {
+            let batch = urls[start..<min(start + API.maxBatch, urls.count)]
             let body = JSONValue.object([("downloads", .array(batch.map { .object([("url", .string($0))] + shared) }))])
             let answer = try client.call("POST", "/downloads", body: body)
             guard case .array(let results)? = answer["results"], results.count == batch.count else {

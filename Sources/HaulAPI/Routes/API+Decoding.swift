@@ -78,7 +78,7 @@ extension API {
     }
 
     /// The most downloads one batch may add.
-    static let maxBatch = 1000
+    public static let maxBatch = 1000
 
     /// A batch POST body, `{"downloads": [...], "atomic": false}`: each element checked on its own (its problem,
     /// or the download), or, with `atomic`, every element's problems in one 422 with fields like
