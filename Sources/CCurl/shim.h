@@ -49,6 +49,10 @@ static inline CURLMcode haul_multi_setopt_timerfn(CURLM *_Nonnull m, curl_multi_
     return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, f);
 }
 
+static inline CURLSHcode haul_share_setopt_long(CURLSH *_Nonnull s, CURLSHoption o, long v) {
+    return curl_share_setopt(s, o, v);
+}
+
 // CURLMsg's payload is an anonymous union; this reads the transfer's result without relying on how Swift names it.
 static inline CURLcode haul_msg_result(CURLMsg *_Nonnull msg) { return msg->data.result; }
 

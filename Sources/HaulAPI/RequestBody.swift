@@ -88,6 +88,19 @@ struct RequestBody {
         return integer(field, in: range).map { .some($0) }
     }
 
+    /// `"none"` or a proxy URL; `.some(nil)` for null.
+    mutating func nullableProxy(_ field: String) -> ProxyChoice?? {
+        guard let value = value(field) else { return nil }
+        if value.isNull { return .some(nil) }
+        guard let text = string(field) else { return nil }
+        switch ProxyChoice.parse(text) {
+        case .success(let choice): return .some(choice)
+        case .failure(let problem):
+            reject(field, problem.message)
+            return nil
+        }
+    }
+
     mutating func bool(_ field: String) -> Bool? {
         guard let value = value(field) else { return nil }
         guard let bool = value.boolValue else {

@@ -11,14 +11,17 @@ public struct Category: Sendable, Equatable {
     /// Bytes per second over every running download of the category, nil for none.
     public var maxSpeed: Int64?
     public var priority: Int?
+    /// The proxy of its downloads that name none (`"none"`: direct); nil leaves it to the settings.
+    public var proxy: ProxyChoice?
 
     public init(name: String, directory: String, connections: Int? = nil, maxSpeed: Int64? = nil,
-                priority: Int? = nil) {
+                priority: Int? = nil, proxy: ProxyChoice? = nil) {
         self.name = name
         self.directory = directory
         self.connections = connections
         self.maxSpeed = maxSpeed
         self.priority = priority
+        self.proxy = proxy
     }
 }
 
@@ -31,19 +34,21 @@ final class CategoryBook {
 extension DownloadStore {
     public func saveCategory(_ c: Category) throws {
         try db.run("""
-            INSERT INTO categories (name, directory, connections, max_speed, priority) VALUES (?, ?, ?, ?, ?)
+            INSERT INTO categories (name, directory, connections, max_speed, priority, proxy)
+            VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (name) DO UPDATE SET directory = excluded.directory, connections = excluded.connections,
-                max_speed = excluded.max_speed, priority = excluded.priority
+                max_speed = excluded.max_speed, priority = excluded.priority, proxy = excluded.proxy
             """, [.text(c.name), .text(c.directory), integer(c.connections.map(Int64.init)), integer(c.maxSpeed),
-                  integer(c.priority.map(Int64.init))])
+                  integer(c.priority.map(Int64.init)), text(c.proxy?.stored)])
     }
 
     public func categories() throws -> [Category] {
-        try db.query("SELECT name, directory, connections, max_speed, priority FROM categories ORDER BY name")
+        try db.query("SELECT name, directory, connections, max_speed, priority, proxy FROM categories ORDER BY name")
             .compactMap { row in
                 guard let name = row["name"].string, let directory = row["directory"].string else { return nil }
                 return Category(name: name, directory: directory, connections: row["connections"].int.map(Int.init),
-                                maxSpeed: row["max_speed"].int, priority: row["priority"].int.map(Int.init))
+                                maxSpeed: row["max_speed"].int, priority: row["priority"].int.map(Int.init),
+                                proxy: ProxyChoice.stored(row["proxy"].string))
             }
     }
 

@@ -34,6 +34,16 @@ public struct Download: Sendable, Equatable {
     public var category: String?
     /// Fetch over TLS without verifying the server's certificate (asked for per download, never by default).
     public var insecure = false
+    /// The proxy the download itself names (`"none"`: direct); nil leaves it to its category and the settings.
+    public var proxy: ProxyChoice?
+    /// The origin's user name and password (Basic or Digest), sent only to the URL's own host; never shown.
+    public var username: String?
+    public var password: String?
+    /// Cookies for the origin: a Cookie header value or a Netscape cookies.txt; never shown.
+    public var cookies: String?
+    /// Sent as User-Agent instead of `--user-agent`.
+    public var userAgent: String?
+    public var referer: String?
     public var acceptsRanges = false
     public var etag: String?
     public var lastModified: String?
@@ -174,6 +184,14 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
     public static let blockedAddress = ErrorCode(rawValue: "blocked_address")
     /// The origin's response was malformed or its headers too large.
     public static let badResponse = ErrorCode(rawValue: "bad_response")
+    /// The origin refused the credentials it was given (401 after sending them).
+    public static let authFailed = ErrorCode(rawValue: "auth_failed")
+    /// The proxy could not be reached (retried).
+    public static let proxyUnreachable = ErrorCode(rawValue: "proxy_unreachable")
+    /// The proxy refused its credentials (407, SOCKS authentication).
+    public static let proxyAuthFailed = ErrorCode(rawValue: "proxy_auth_failed")
+    /// The proxy would not reach the origin (a CONNECT refused, a SOCKS failure).
+    public static let proxyRefused = ErrorCode(rawValue: "proxy_refused")
     /// A redirect led somewhere other than http or https.
     public static let unsupportedScheme = ErrorCode(rawValue: "unsupported_scheme")
 

@@ -20,6 +20,8 @@ final class DownloadRunner: FetchDelegate {
     private var transfers: Set<TransferID> = []
     /// (Each holds a connection of its own source's host: a mirror's is another.)
     private var hostConnections: [TransferID: String] = [:]
+    /// The download's cookies, shared by all its transfers while it runs (made at its first fetch).
+    private var cookieJar: CookieJar?
     /// Cancelled from inside a callback, to be removed from the fetcher on the next turn.
     private var cancelled: Set<TransferID> = []
     private var timers: [TimerID: ClockTimer] = [:]
@@ -179,8 +181,12 @@ final class DownloadRunner: FetchDelegate {
         let host = mirror.map { URLComponents(string: $0)?.host?.lowercased() ?? "" } ?? self.host
         guard engine.acquireConnection(to: host) else { return deliver(.noHostConnection(transfer)) }
         hostConnections[transfer] = host
-        let request = Outbound.fetch(kind, url: mirror ?? download.url, headers: download.headers,
-                                     policy: Outbound.policy(engine.config, verifyTLS: !download.insecure))
+        let url = mirror ?? download.url
+        let policy = Outbound.policy(engine.config, for: download, category: download.category.flatMap(engine.category),
+                                     url: url)
+        // Always a jar: a cookie a redirect sets reaches the request after it, and the segments after that.
+        if cookieJar == nil { cookieJar = CookieJar(cookies: download.cookies ?? "", host: self.host) }
+        let request = Outbound.fetch(kind, url: url, of: download, cookieJar: cookieJar, policy: policy)
         if case .compare(let start, _, _) = kind { comparing[transfer] = (start, start, nil) }
         do {
             try engine.fetcher.start(transfer, request, delegate: self)

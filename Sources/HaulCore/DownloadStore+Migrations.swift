@@ -131,5 +131,18 @@ extension DownloadStore {
         CREATE INDEX webhook_delivered_of ON webhook_delivered (webhook_id, created_at);
         DELETE FROM webhook_deliveries WHERE state = 'delivered';
         """,
+        // 13: the proxy a download or a category names ("none" or a URL with its credentials, as headers are kept).
+        """
+        ALTER TABLE downloads ADD COLUMN proxy TEXT;
+        ALTER TABLE categories ADD COLUMN proxy TEXT;
+        """,
+        // 14: a download's origin credentials and cookies (secrets, as its headers are), User-Agent and Referer.
+        """
+        ALTER TABLE downloads ADD COLUMN username TEXT;
+        ALTER TABLE downloads ADD COLUMN password TEXT;
+        ALTER TABLE downloads ADD COLUMN cookies TEXT;
+        ALTER TABLE downloads ADD COLUMN user_agent TEXT;
+        ALTER TABLE downloads ADD COLUMN referer TEXT;
+        """,
     ]
 }

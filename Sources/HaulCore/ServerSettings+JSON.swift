@@ -8,6 +8,7 @@ extension ServerSettings {
             ("default_connections", JSONValue(defaultConnections)),
             ("max_connections_per_host", JSONValue(maxConnectionsPerHost)),
             ("speed_schedule", .array(speedSchedule.map(\.json))),
+            ("proxy", .string(proxy?.shown ?? "none")),
         ])
     }
 }
@@ -97,6 +98,17 @@ extension SettingsChange {
                 } else {
                     errors.append((name, "must be a list of at most \(maxWindows) windows, or null for none"))
                 }
+            case "proxy":
+                if value.isNull {
+                    change.proxy = .some(nil)
+                } else if let text = value.stringValue {
+                    switch ProxyChoice.parse(text) {
+                    case .success(let choice): change.proxy = .some(choice)
+                    case .failure(let problem): errors.append((name, problem.message))
+                    }
+                } else {
+                    errors.append((name, "must be a proxy URL or \"none\", or null for the default"))
+                }
             default:
                 errors.append((name, "unknown field"))
             }
@@ -112,6 +124,8 @@ extension SettingsChange {
         if let value = defaultConnections ?? nil { members.append(("default_connections", JSONValue(value))) }
         if let value = maxConnectionsPerHost ?? nil { members.append(("max_connections_per_host", JSONValue(value))) }
         if let value = speedSchedule ?? nil { members.append(("speed_schedule", .array(value.map(\.json)))) }
+        // As stored: the password with it, as a download's is.
+        if let value = proxy ?? nil { members.append(("proxy", .string(value.stored))) }
         return .object(members)
     }
 }

@@ -14,14 +14,18 @@ public struct ServerSettings: Sendable, Equatable {
     public var maxConnectionsPerHost: Int
     /// Times of the week with a speed limit of their own, first match wins.
     public var speedSchedule: [SpeedWindow]
+    /// The proxy of downloads whose own and whose category's name none; nil for none (direct, or with
+    /// `--proxy-from-env` the environment's).
+    public var proxy: ProxyChoice?
 
     public init(maxActive: Int, maxSpeed: Int64?, defaultConnections: Int, maxConnectionsPerHost: Int,
-                speedSchedule: [SpeedWindow] = []) {
+                speedSchedule: [SpeedWindow] = [], proxy: ProxyChoice? = nil) {
         self.maxActive = maxActive
         self.maxSpeed = maxSpeed
         self.defaultConnections = defaultConnections
         self.maxConnectionsPerHost = maxConnectionsPerHost
         self.speedSchedule = speedSchedule
+        self.proxy = proxy
     }
 
     /// The limit in force at `time` (local wall-clock time): the first window holding it, else `maxSpeed`.
@@ -104,6 +108,7 @@ public struct SettingsChange: Sendable, Equatable {
     public var defaultConnections: Int??
     public var maxConnectionsPerHost: Int??
     public var speedSchedule: [SpeedWindow]??
+    public var proxy: ProxyChoice??
 
     public init() {}
 
@@ -117,6 +122,7 @@ public struct SettingsChange: Sendable, Equatable {
         if let value = other.defaultConnections { merged.defaultConnections = value }
         if let value = other.maxConnectionsPerHost { merged.maxConnectionsPerHost = value }
         if let value = other.speedSchedule { merged.speedSchedule = value }
+        if let value = other.proxy { merged.proxy = value }
         return merged
     }
 
@@ -128,6 +134,7 @@ public struct SettingsChange: Sendable, Equatable {
         if let value = defaultConnections ?? nil { settings.defaultConnections = value }
         if let value = maxConnectionsPerHost ?? nil { settings.maxConnectionsPerHost = value }
         if let value = speedSchedule ?? nil { settings.speedSchedule = value }
+        if let value = proxy ?? nil { settings.proxy = value }
         return settings
     }
 
@@ -139,6 +146,7 @@ public struct SettingsChange: Sendable, Equatable {
         if let value = defaultConnections ?? nil { kept.defaultConnections = .some(value) }
         if let value = maxConnectionsPerHost ?? nil { kept.maxConnectionsPerHost = .some(value) }
         if let value = speedSchedule ?? nil { kept.speedSchedule = .some(value) }
+        if let value = proxy ?? nil { kept.proxy = .some(value) }
         return kept
     }
 }

@@ -17,12 +17,24 @@ public enum DigestAlgorithm: String, Sendable {
 /// Hashing files with OpenSSL. Blocking: call it from a worker thread.
 public enum Digest {
     /// The SHA-256 of `bytes`.
-    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] { of(bytes, .sha256) }
+
+    /// The `algorithm` digest of `bytes`.
+    public static func of(_ bytes: [UInt8], _ algorithm: DigestAlgorithm) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
-        let ok = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_sha256(), nil) }
+        let type = evp(algorithm)
+        let ok = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &length, type, nil) }
         precondition(ok == 1, "EVP_Digest failed")
         return Array(digest.prefix(Int(length)))
+    }
+
+    private static func evp(_ algorithm: DigestAlgorithm) -> OpaquePointer? {
+        switch algorithm {
+        case .sha256: return EVP_sha256()
+        case .sha1: return EVP_sha1()
+        case .md5: return EVP_md5()
+        }
     }
 
     /// HMAC-SHA256 of `message` under `key` (RFC 2104).
@@ -51,12 +63,7 @@ public enum Digest {
         -> String {
         guard let context = EVP_MD_CTX_new() else { throw FileError(call: "EVP_MD_CTX_new", path: path, code: ENOMEM) }
         defer { EVP_MD_CTX_free(context) }
-        let type: OpaquePointer?
-        switch algorithm {
-        case .sha256: type = EVP_sha256()
-        case .sha1: type = EVP_sha1()
-        case .md5: type = EVP_md5()
-        }
+        let type = evp(algorithm)
         guard EVP_DigestInit_ex(context, type, nil) == 1 else {
             throw FileError(call: "EVP_DigestInit_ex", path: path, code: EINVAL)
         }

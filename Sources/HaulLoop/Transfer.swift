@@ -12,6 +12,20 @@ public final class Transfer {
     public var onData: ((TransferChunk) -> ChunkDecision)?
     /// Called once when the transfer ends, unless it was removed from its multi first.
     public var onComplete: ((TransferResult) -> Void)?
+    /// Called instead of `onComplete` when the policy has Haul follow redirects (`checksEachHop`) and the answer
+    /// was one: the absolute URL it leads to, whose request is then a new transfer.
+    var onRedirect: ((String) -> Void)?
+    /// Called instead of `onComplete` when the origin answered Basic credentials with a 401 asking for Digest:
+    /// the request is made again with `digestAuth`.
+    var onDigestChallenge: (() -> Void)?
+    private var digestChallenged = false
+    /// The proxy this transfer's connection goes through, nil for direct.
+    let proxy: ProxyServer?
+    /// `host:port:address` entries curl resolves names by instead of asking DNS (the addresses the policy checked).
+    private let pinned: [String]
+    private var pinList: UnsafeMutablePointer<curl_slist>?
+    /// The URL a redirect answer led to, in `checksEachHop` mode: its body is dropped and nothing is delivered.
+    private var redirectTarget: String?
 
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -23,17 +37,28 @@ public final class Transfer {
     private var refusedAddress: (address: String, reason: String)?
     public private(set) var bodyBytes: Int64 = 0
 
-    public init(_ request: TransferRequest) throws {
+    /// `proxy` is the one the request's policy has for its host, worked out by the caller; `pinned` the addresses
+    /// names resolve to, checked already.
+    init(_ request: TransferRequest, proxy: ProxyServer?, pinned: [String] = []) throws {
         guard let easy = curl_easy_init() else { throw TransferError.curl("curl_easy_init failed") }
         self.easy = easy
         self.request = request
+        self.proxy = proxy
+        self.pinned = pinned
         errorBuffer.initialize(to: 0)
         try configure()
+    }
+
+    /// A transfer of `request` through the proxy its policy has for the URL's host.
+    public convenience init(_ request: TransferRequest) throws {
+        let host = request.policy.proxy == nil ? "" : URLParts(request.url)?.host ?? ""
+        try self.init(request, proxy: request.policy.proxy(forHost: host))
     }
 
     deinit {
         curl_easy_cleanup(easy)
         if let headerList { curl_slist_free_all(headerList) }
+        if let pinList { curl_slist_free_all(pinList) }
         errorBuffer.deallocate()
     }
 
@@ -48,14 +73,25 @@ public final class Transfer {
         let schemes = policy.schemes.joined(separator: ",")
         results.append(haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, schemes))
         results.append(haul_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, schemes))
-        results.append(haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1))
+        results.append(haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, policy.checksEachHop ? 0 : 1))
         // The proxy is always named, and none means none: left unset, libcurl reads http_proxy, https_proxy and
         // all_proxy from the server's environment on its own, and the address guard would then check the proxy's
         // address instead of the origin's.
-        switch policy.proxy {
-        case .none: results.append(haul_easy_setopt_string(easy, CURLOPT_PROXY, ""))
+        if policy.checksEachHop {
+            // One hop per transfer: the proxy of this hop's host, or none.
+            results.append(haul_easy_setopt_string(easy, CURLOPT_PROXY, proxy?.url ?? ""))
+        } else if let configured = policy.proxy {
+            // curl follows the redirects and picks per hop by the same no-proxy list.
+            results.append(haul_easy_setopt_string(easy, CURLOPT_PROXY, configured.server.url))
+            results.append(haul_easy_setopt_string(easy, CURLOPT_NOPROXY, configured.bypass.curlList))
+        } else {
+            results.append(haul_easy_setopt_string(easy, CURLOPT_PROXY, ""))
         }
-        if policy.addressPolicy != nil {
+        for entry in pinned { pinList = curl_slist_append(pinList, entry) }
+        if let pinList { results.append(haul_easy_setopt_slist(easy, CURLOPT_RESOLVE, pinList)) }
+        // The address curl connects to is checked unless it is a proxy the operator named: the origin's own, or a
+        // proxy a download named.
+        if policy.addressPolicy != nil, proxy == nil || policy.proxy?.trusted != true {
             results.append(haul_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, me))
             results.append(haul_easy_setopt_opensocketfn(easy) { clientp, _, address in
                 guard let clientp, let address else { return CURL_SOCKET_BAD }
@@ -64,6 +100,8 @@ public final class Transfer {
             })
         }
         results.append(haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, policy.maxRedirects))
+        // A CONNECT's own answer is not the origin's: only the tunnelled response's headers are read.
+        if proxy != nil { results.append(haul_easy_setopt_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)) }
         // HTTP/2 where a TLS origin offers it (ALPN), 1.1 elsewhere: a download's segments are then streams of one
         // connection (the multi multiplexes). Over TLS a transfer that starts while the host's first connection is
         // still being made waits to learn whether it can share it, instead of opening one of its own.
@@ -80,6 +118,23 @@ public final class Transfer {
         // About 100 KiB per read matches the curl CLI's throughput; curl's 16 KiB default is up to 30% slower.
         results.append(haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 100 * 1024))
         results.append(haul_easy_setopt_string(easy, CURLOPT_USERAGENT, policy.userAgent))
+        if let referer = request.referer { results.append(haul_easy_setopt_string(easy, CURLOPT_REFERER, referer)) }
+        if let credentials = request.credentials {
+            results.append(haul_easy_setopt_string(easy, CURLOPT_USERNAME, credentials.user))
+            results.append(haul_easy_setopt_string(easy, CURLOPT_PASSWORD, credentials.password))
+            // Basic at once, as curl and aria2 send it (a server may answer 404 rather than 401 to a request
+            // without); Digest when a 401 asked for it (CURLAUTH_BASIC 1, CURLAUTH_DIGEST 2: the macros are casts
+            // Swift cannot import).
+            results.append(haul_easy_setopt_long(easy, CURLOPT_HTTPAUTH, request.digestAuth ? 2 : 1))
+        } else if let netrc = policy.netrcFile {
+            results.append(haul_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue)))
+            results.append(haul_easy_setopt_string(easy, CURLOPT_NETRC_FILE, netrc))
+            results.append(haul_easy_setopt_long(easy, CURLOPT_HTTPAUTH, 1 | 2))
+        }
+        if let jar = request.cookieJar {
+            results.append(haul_easy_setopt_ptr(easy, CURLOPT_SHARE, jar.share))
+            results.append(haul_easy_setopt_string(easy, CURLOPT_COOKIEFILE, ""))
+        }
         // The bytes of the file as stored: a content coding would make sizes and ranges mean something else.
         headerList = curl_slist_append(headerList, "Accept-Encoding: identity")
         // A POST body goes with the request: curl would otherwise ask "Expect: 100-continue" for one over 1 KiB and
@@ -147,13 +202,23 @@ public final class Transfer {
 
     private func headerLine(_ raw: UnsafeRawBufferPointer) {
         if headerParser.feed(raw) {
-            response = TransferResponse(status: headerParser.status, headers: headerParser.headers,
-                                        effectiveURL: effectiveURL())
+            var answer = TransferResponse(status: headerParser.status, headers: headerParser.headers,
+                                          effectiveURL: effectiveURL())
+            if let proxy, proxy.kind == .http || proxy.kind == .https {
+                answer.proxyRefusedCredentials = answer.status == 407
+                    || (answer.status == 401 && proxy.hasCredentials && answer.header("via") == nil)
+            }
+            // Credentials go only to the first URL's host: a 401 from another is that host's own.
+            answer.sentCredentials = request.policy.netrcFile != nil
+                || (request.credentials != nil && (answer.effectiveURL == request.url
+                    || URLParts(answer.effectiveURL)?.host == URLParts(request.url)?.host))
+            response = answer
         }
     }
 
     private func body(_ bytes: UnsafeRawBufferPointer) -> ChunkDecision {
         guard deliverResponse() else { return .abort }
+        if redirectTarget != nil { return .consumed }
         let decision = onData?(TransferChunk(bytes: bytes)) ?? .consumed
         switch decision {
         case .consumed: bodyBytes += Int64(bytes.count)
@@ -177,6 +242,20 @@ public final class Transfer {
         let final = response ?? TransferResponse(status: responseCode(), headers: headerParser.headers,
                                                  effectiveURL: effectiveURL())
         response = final
+        if final.status == 401, request.credentials != nil, !request.digestAuth, onDigestChallenge != nil,
+           final.headers.contains(where: { $0.name == "www-authenticate" && ASCII.hasPrefixIgnoringCase($0.value, "digest") }) {
+            digestChallenged = true
+            redirectTarget = final.effectiveURL
+            return true
+        }
+        if request.policy.checksEachHop, [301, 302, 303, 307, 308].contains(final.status) {
+            var pointer: UnsafeMutablePointer<CChar>?
+            haul_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &pointer)
+            if let pointer {
+                redirectTarget = String(cString: pointer)
+                return true
+            }
+        }
         if let onResponse, !onResponse(final) {
             aborted = true
             return false
@@ -225,7 +304,14 @@ public final class Transfer {
         // its headers looked at, before its end; not a redirect that could not be followed (that failure is the
         // answer).
         let unfollowed = response.map { (300..<400).contains($0.status) } ?? true
-        if !responseDelivered, code == CURLE_OK || !unfollowed { _ = deliverResponse() }
+        // One hop at a time, a redirect is looked at here too (its target is this hop's answer).
+        if !responseDelivered, code == CURLE_OK || !unfollowed || (request.policy.checksEachHop && response != nil) {
+            _ = deliverResponse()
+        }
+        if redirectTarget != nil, !aborted, code == CURLE_OK || code == CURLE_PARTIAL_FILE {
+            if digestChallenged, let onDigestChallenge { return onDigestChallenge() }
+            if let redirectTarget, let onRedirect { return onRedirect(redirectTarget) }
+        }
         var failure: TransferFailure? = aborted ? .aborted : Transfer.classify(code)
         var message = String(cString: errorBuffer)
         if message.isEmpty, code != CURLE_OK { message = String(cString: curl_easy_strerror(code)) }
@@ -240,15 +326,46 @@ public final class Transfer {
         }
         if failure != nil, !aborted, let refusedAddress {
             failure = .blockedAddress
-            message = "refused to connect to \(refusedAddress.address), a \(refusedAddress.reason) address"
+            let what = proxy == nil ? "" : "the proxy at "
+            message = "refused to connect to \(what)\(refusedAddress.address), a \(refusedAddress.reason) address"
+        } else if failure != nil, !aborted, let proxyFailure = proxyFailure(code) {
+            failure = proxyFailure
+            if let shown = proxy?.shown { message += " (proxy \(shown))" }
         }
         onComplete?(TransferResult(failure: failure, message: message, response: response, bodyBytes: bodyBytes))
+    }
+
+    /// What a failure through a proxy was on the proxy's side: unreachable, refusing the credentials, or refusing the
+    /// origin (a CONNECT answered with an error, a SOCKS reply that is not a success); nil when it was not.
+    private func proxyFailure(_ code: CURLcode) -> TransferFailure? {
+        if code == CURLE_COULDNT_RESOLVE_PROXY { return .proxyUnreachable }
+        guard proxy != nil else { return nil }
+        if code == CURLE_COULDNT_CONNECT { return .proxyUnreachable }
+        var connectCode = 0
+        haul_easy_getinfo_long(easy, CURLINFO_HTTP_CONNECTCODE, &connectCode)
+        if connectCode == 407 || connectCode == 401 { return .proxyAuthFailed }
+        if connectCode >= 400 { return .proxyRefused(retryable: connectCode >= 500) }
+        guard code == CURLE_PROXY else { return nil }
+        var detail = 0
+        haul_easy_getinfo_long(easy, CURLINFO_PROXY_ERROR, &detail)
+        switch CURLproxycode(UInt32(detail)) {
+        case CURLPX_USER_REJECTED, CURLPX_NO_AUTH, CURLPX_RECV_AUTH, CURLPX_SEND_AUTH, CURLPX_LONG_USER,
+             CURLPX_LONG_PASSWD:
+            return .proxyAuthFailed
+        case CURLPX_REPLY_NOT_ALLOWED, CURLPX_REPLY_CONNECTION_REFUSED, CURLPX_REPLY_COMMAND_NOT_SUPPORTED,
+             CURLPX_REPLY_ADDRESS_TYPE_NOT_SUPPORTED, CURLPX_LONG_HOSTNAME, CURLPX_BAD_VERSION, CURLPX_UNKNOWN_MODE:
+            return .proxyRefused(retryable: false)
+        default:
+            // General failure, host or network unreachable, TTL expired, a reply cut short: may pass.
+            return .proxyRefused(retryable: true)
+        }
     }
 
     static func classify(_ code: CURLcode) -> TransferFailure? {
         switch code {
         case CURLE_OK: return nil
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return .dns
+        case CURLE_COULDNT_RESOLVE_HOST: return .dns
+        case CURLE_COULDNT_RESOLVE_PROXY: return .proxyUnreachable
         case CURLE_COULDNT_CONNECT: return .connect
         case CURLE_OPERATION_TIMEDOUT: return .timeout
         case CURLE_TOO_MANY_REDIRECTS: return .tooManyRedirects

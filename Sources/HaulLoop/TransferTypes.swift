@@ -13,6 +13,16 @@ public struct TransferRequest: Sendable {
     public var range: (start: Int64, end: Int64?)?
     /// Validator sent as `If-Range`: a strong ETag or an HTTP date.
     public var ifRange: String?
+    /// The origin's user name and password (Basic or Digest, as the origin asks): sent only to the host of the
+    /// URL first asked, never after a redirect to another (curl's rule, and Haul's when it follows one hop at a
+    /// time).
+    public var credentials: (user: String, password: String)?
+    /// Authenticate with Digest instead of sending Basic at once: set when the origin's 401 asked for Digest (the
+    /// transfer then starts again so).
+    public var digestAuth = false
+    /// The download's cookies, shared with its other transfers; nil for no cookie engine.
+    public var cookieJar: CookieJar?
+    public var referer: String?
     /// A body makes the request a POST of these bytes (set `Content-Type` in `headers`).
     public var body: [UInt8]?
     public var policy: OutboundPolicy
@@ -45,6 +55,12 @@ public struct TransferResponse: Sendable, Equatable {
     /// Header names lower-cased, in the order received.
     public var headers: [(name: String, value: String)]
     public var effectiveURL: String
+    /// The answer is the proxy's own refusal of its credentials, not the origin's: a 407, or a 401 that no proxy
+    /// relayed (no `Via`) to a request carrying proxy credentials (tinyproxy answers a wrong password so).
+    public var proxyRefusedCredentials = false
+    /// The request carried the origin's credentials (a user name and password, or a .netrc entry may have
+    /// applied): a 401 then means they were refused.
+    public var sentCredentials = false
 
     public init(status: Int, headers: [(name: String, value: String)], effectiveURL: String) {
         self.status = status
@@ -73,6 +89,13 @@ public enum TransferFailure: Sendable, Equatable {
     case network
     /// Every address the host resolved to was refused by the request's `AddressPolicy`.
     case blockedAddress
+    /// The proxy could not be reached (its name did not resolve, it refused the connection).
+    case proxyUnreachable
+    /// The proxy refused its credentials (HTTP 407, a SOCKS authentication failure).
+    case proxyAuthFailed
+    /// The proxy would not reach the origin: a CONNECT answered with an error, a SOCKS failure reply. `retryable`
+    /// when it may pass (a 5xx, the proxy's own network failing), not for a denial.
+    case proxyRefused(retryable: Bool)
     /// A redirect led to a scheme other than http and https.
     case unsupportedScheme
     /// Not a usable HTTP response (malformed, or headers beyond the limit).

@@ -22,7 +22,12 @@ extension ClientCommand {
             }
             return JSONValue(bytes)
         case .text:
-            return options.value(flag.name).map { .string($0) }
+            guard let text = options.value(flag.name) else { return nil }
+            // A file's text (cookies.txt), or the value itself when it is no file but reads as one (name=value).
+            if flag.readsFile, !(text.contains("=") && access(text, F_OK) != 0) {
+                return .string(try readText(text))
+            }
+            return .string(text)
         case .headers:
             var headers: [(String, JSONValue)] = []
             for header in options.values(flag.name) {
@@ -99,6 +104,13 @@ extension ClientCommand {
 
     /// The URLs in `path` (or standard input for "-"), one a line; blank lines and # comments are skipped.
     private static func readURLs(_ path: String) throws(Stop) -> [String] {
+        try readText(path).split(whereSeparator: \.isNewline)
+            .map { $0.trimming(while: \.isWhitespace) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+    }
+
+    /// The text of `path` (standard input for "-"), at most `maxListBytes`.
+    private static func readText(_ path: String) throws(Stop) -> String {
         var bytes: [UInt8] = []
         let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
@@ -118,9 +130,7 @@ extension ClientCommand {
                 throw Stop(status: .failed, message: "\(path) is over \(ClientCommand.maxListBytes >> 20) MiB")
             }
         }
-        return String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
-            .map { $0.trimming(while: \.isWhitespace) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func list(_ client: Client, _ options: Options) throws(Stop) {

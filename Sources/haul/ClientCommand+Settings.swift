@@ -28,6 +28,7 @@ extension ClientCommand {
         line("default-connections", "default_connections", number)
         line("max-connections-per-host", "max_connections_per_host", number)
         line("schedule", "speed_schedule", schedule)
+        line("proxy", "proxy") { $0.stringValue ?? "none" }
         printOutput(Format.column("speed limit now", 26) + speed(answer["current_max_speed"] ?? .null))
     }
 
@@ -60,6 +61,7 @@ extension ClientCommand {
             if let n = c["connections"]?.integerValue { line += "  connections \(n)" }
             if let speed = c["max_speed"]?.integerValue { line += "  max-speed \(Format.bytes(speed))/s" }
             if let priority = c["priority"]?.integerValue { line += "  priority \(priority)" }
+            if let proxy = c["proxy"]?.stringValue { line += "  proxy \(proxy)" }
             return line
         }
         switch (words[0], words.count) {
@@ -77,6 +79,7 @@ extension ClientCommand {
                 guard let n = Int64(text) else { throw .usage("--priority takes a number", command: options.spec) }
                 members.append(("priority", JSONValue(n)))
             }
+            if let proxy = options.value("proxy") { members.append(("proxy", .string(proxy))) }
             let answer = try client.call("PUT", path, body: .object(members))
             printOutput(json ? answer.serialized() : show(answer))
         case ("ls", 1):
@@ -158,9 +161,12 @@ extension ClientCommand {
             return (name, JSONValue(try speedValue(text, spec: spec)))
         case "schedule", "speed_schedule":
             return ("speed_schedule", try scheduleValue(text, spec: spec))
+        case "proxy":
+            // A URL or none; the server checks it.
+            return (name, .string(text))
         default:
             throw .usage("no setting '\(name)': max-active, max-speed, default-connections, "
-                         + "max-connections-per-host, schedule", command: spec)
+                         + "max-connections-per-host, schedule, proxy", command: spec)
         }
     }
 

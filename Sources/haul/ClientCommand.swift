@@ -69,7 +69,8 @@ enum ClientCommand {
             summary: "Shows the settings that can change while the server runs, or changes them.",
             details: "Names: max-active, max-speed (like 2M; 0 or none for no limit), default-connections, "
                 + "max-connections-per-host, schedule (windows separated by ';', each [DAYS] HH:MM-HH:MM SPEED, "
-                + "like 'mon-fri 09:00-18:00 2M; sat,sun 00:00-24:00 0'; none for no schedule). VALUE default puts "
+                + "like 'mon-fri 09:00-18:00 2M; sat,sun 00:00-24:00 0'; none for no schedule), proxy (a URL like "
+                + "socks5h://user:pass@host:1080, or none for direct). VALUE default puts "
                 + "a setting back to the server's flag. Changes are kept by the server across restarts.",
             options: [.init(name: "json", value: nil, help: "print the settings as JSON")]),
         CommandSpec(
@@ -83,6 +84,7 @@ enum ClientCommand {
                 .init(name: "connections", value: "N", help: "connections of its downloads, 1-32 (put)"),
                 .init(name: "max-speed", value: "SIZE", help: "bytes per second over all its downloads (put)"),
                 .init(name: "priority", value: "N", help: "priority of its downloads (put)"),
+                .init(name: "proxy", value: "URL", help: "its downloads' proxy, or none for direct (put)"),
                 .init(name: "state", value: "S,...", help: "the states clean removes (default completed)"),
                 .init(name: "delete-file", value: nil, help: "clean deletes the finished files too"),
                 .init(name: "json", value: nil, help: "print the answer as JSON"),

@@ -1,3 +1,4 @@
+import Glibc
 import HaulAPI
 import HaulCore
 import HaulLoop
@@ -36,6 +37,14 @@ struct ServeConfig {
     var maxEventStreams = 10_000
     var maxConnectionsPerClient = 256
     var allowNetworks: [(bytes: [UInt8], prefix: Int)] = []
+    var proxy: ProxyChoice?
+    var noProxy = NoProxy()
+    var proxyFromEnvironment = false
+    /// The environment's proxies by URL scheme, `*` for all_proxy (read only with --proxy-from-env).
+    var environmentProxies: [String: ProxyServer] = [:]
+    var webhookProxy: ProxyServer?
+    var userAgent: String?
+    var netrcFile: String?
     var logLevel = Logger.Level.info
     var logFormat = Logger.Format.text
 
@@ -96,6 +105,18 @@ struct ServeConfig {
                                  to, also after redirects (HAUL_DENY_PRIVATE_NETWORKS=1)
           --allow-networks CIDRS comma-separated exceptions to --deny-private-networks, like 10.1.2.0/24
                                  (HAUL_ALLOW_NETWORKS)
+          --proxy URL            the proxy of downloads whose own and whose category's name none: http://,
+                                 https://, socks4a://, socks5:// or socks5h://, user:password@ when it asks; none
+                                 for direct (HAUL_PROXY, default none; PATCH /settings changes it)
+          --no-proxy HOSTS       comma-separated hosts, domains (.example.com) and networks (10.0.0.0/8) reached
+                                 directly whatever the proxy (HAUL_NO_PROXY)
+          --proxy-from-env       take http_proxy, https_proxy, all_proxy and no_proxy from the environment, for
+                                 downloads no other setting gives a proxy; otherwise they are ignored
+                                 (HAUL_PROXY_FROM_ENV=1)
+          --webhook-proxy URL    the proxy webhook deliveries go through (HAUL_WEBHOOK_PROXY, default none)
+          --user-agent TEXT      the User-Agent of downloads that name none (HAUL_USER_AGENT, default haul/VERSION)
+          --netrc-file PATH      a .netrc whose machine entries give origins credentials, for downloads that
+                                 carry none (HAUL_NETRC_FILE)
           --log-level LEVEL      debug, info, warning or error (HAUL_LOG_LEVEL, default info)
           --log-format FORMAT    text (logfmt-style key=value) or json, one object per line, on standard error
                                  (HAUL_LOG_FORMAT, default text)
@@ -109,7 +130,7 @@ struct ServeConfig {
     }
 
     /// Options that take no value (`--name` alone means on; `--name=0` off, see `Switch`).
-    static let switches: Set<String> = ["allow-unauthenticated", "deny-private-networks"]
+    static let switches: Set<String> = ["allow-unauthenticated", "deny-private-networks", "proxy-from-env"]
 
     /// The flags as the command-line reader takes them.
     static let known: [FlagParser.Flag] = names.map { FlagParser.Flag(name: $0, takesValue: !switches.contains($0)) }
@@ -241,6 +262,56 @@ struct ServeConfig {
                     + "not '\(text)'")
             }
             config.allowNetworks.append(network)
+        }
+        if let v = values["proxy"] {
+            switch ProxyChoice.parse(v) {
+            case .success(let choice): config.proxy = choice == .direct ? nil : choice
+            case .failure(let problem): throw Invalid(description: "\(label("proxy")) \(problem.message)")
+            }
+        }
+        if let v = values["webhook-proxy"], !ASCII.equalsIgnoringCase(v, "none") {
+            switch ProxyServer.parse(v) {
+            case .success(let server): config.webhookProxy = server
+            case .failure(let problem): throw Invalid(description: "\(label("webhook-proxy")) \(problem.message)")
+            }
+        }
+        var bypass = list(values["no-proxy"])
+        config.proxyFromEnvironment = try toggle(values["proxy-from-env"], label("proxy-from-env"))
+            ?? config.proxyFromEnvironment
+        if config.proxyFromEnvironment {
+            // curl's conventions: lower case first (HTTP_PROXY upper case is not read: a CGI request's Proxy header
+            // becomes it), an empty value is none.
+            func named(_ name: String) -> String? {
+                let value = environment[name] ?? (name == "http_proxy" ? nil : environment[name.uppercased()])
+                return value.flatMap { $0.isEmpty ? nil : $0 }
+            }
+            for (scheme, name) in [("http", "http_proxy"), ("https", "https_proxy"), ("*", "all_proxy")] {
+                guard var text = named(name) else { continue }
+                // A proxy without a scheme is an HTTP proxy, as curl reads it.
+                if !text.contains("://") { text = "http://" + text }
+                switch ProxyServer.parse(text) {
+                case .success(let server): config.environmentProxies[scheme] = server
+                case .failure(let problem):
+                    throw Invalid(description: "\(name) in the environment (--proxy-from-env) \(problem.message)")
+                }
+            }
+            if let text = named("no_proxy") { bypass += text.split(separator: ",").map(String.init) }
+        }
+        switch NoProxy.parse(bypass) {
+        case .success(let noProxy): config.noProxy = noProxy
+        case .failure(let problem): throw Invalid(description: "\(label("no-proxy")) \(problem.message)")
+        }
+        if let v = values["user-agent"] {
+            guard !v.isEmpty, v.utf8.count <= 1024, HTTPField.isValue(v) else {
+                throw Invalid(description: "\(label("user-agent")) must be 1 to 1024 bytes without control characters")
+            }
+            config.userAgent = v
+        }
+        if let v = values["netrc-file"] {
+            guard access(v, R_OK) == 0 else {
+                throw Invalid(description: "\(label("netrc-file")) cannot be read: \(v)")
+            }
+            config.netrcFile = v
         }
         if let v = values["token"] {
             guard v.utf8.count >= 16, v.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {

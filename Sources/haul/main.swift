@@ -60,6 +60,12 @@ func serve(_ arguments: [String]) -> Int32 {
         engineConfig.lease = config.lease
         engineConfig.space = SpacePolicy(minFreeSpace: config.minFreeSpace, maxFileSize: config.maxFileSize)
         if config.denyPrivateNetworks { engineConfig.addressPolicy = AddressPolicy(exceptions: config.allowNetworks) }
+        engineConfig.proxy = config.proxy
+        engineConfig.environmentProxies = config.environmentProxies
+        engineConfig.noProxy = config.noProxy
+        engineConfig.webhookProxy = config.webhookProxy
+        if let userAgent = config.userAgent { engineConfig.userAgent = userAgent }
+        engineConfig.netrcFile = config.netrcFile
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
         var events = EventStreamConfig()
         events.heartbeat = config.heartbeat

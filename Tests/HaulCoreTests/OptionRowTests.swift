@@ -21,6 +21,12 @@ final class OptionRowTests: XCTestCase {
             case "directory": return .string("sub/dir")
             case "category": return .string("films")
             case "checksum": return .string("sha256:" + String(repeating: "ab", count: 32))
+            case "proxy": return .string("socks5h://proxy.test:1080")
+            case "username": return .string("ann")
+            case "password": return .string("s3cret")
+            case "cookies": return .string("a=1; b=2")
+            case "user_agent": return .string("Sample/1")
+            case "referer": return .string("https://from.example/")
             default:
                 XCTFail("no sample for \(option.name): add one here")
                 return .null

@@ -63,6 +63,60 @@ final class OutboundTests: XCTestCase {
         XCTAssertTrue(request.policy.userAgent.hasSuffix(" webhook"))
     }
 
+    func testAProxyIsTheDownloadsElseTheCategorysElseTheSettingsAndOnlyTheOperatorsIsTrusted() throws {
+        func server(_ text: String) throws -> ProxyServer { try ProxyServer.parse(text).get() }
+        var config = EngineConfig(downloadRoot: "/nonexistent")
+        config.noProxy = try NoProxy.parse(["internal.example", "10.0.0.0/8"]).get()
+        var download = Download(id: "d", sequence: 1, url: "http://origin.test/f", headers: [],
+                                requestedFilename: nil, directory: "", state: .queued, connections: 1, priority: 0,
+                                maxSpeed: nil, createdAt: Date())
+        let url = download.url
+        XCTAssertNil(Outbound.proxy(config, for: download, category: nil, url: url), "none anywhere: direct")
+        config.environmentProxies = ["http": try server("http://env:3128"), "*": try server("socks5://all:1080")]
+        XCTAssertEqual(Outbound.proxy(config, for: download, category: nil, url: url)?.server.host, "env")
+        XCTAssertEqual(Outbound.proxy(config, for: download, category: nil, url: "https://o/f")?.server.host, "all")
+
+        config.proxy = .through(try server("http://settings:3128"))
+        XCTAssertEqual(Outbound.proxy(config, for: download, category: nil, url: url)?.server.host, "settings")
+        var category = Category(name: "c", directory: "c", proxy: .through(try server("socks5h://category:1080")))
+        let fromCategory = Outbound.proxy(config, for: download, category: category, url: url)
+        XCTAssertEqual(fromCategory?.server.host, "category")
+        XCTAssertEqual(fromCategory?.trusted, true)
+        category.proxy = .direct
+        XCTAssertNil(Outbound.proxy(config, for: download, category: category, url: url), "none beats the settings")
+
+        download.proxy = .through(try server("socks5://own:1080"))
+        let own = Outbound.proxy(config, for: download, category: category, url: url)
+        XCTAssertEqual(own?.server.host, "own")
+        XCTAssertEqual(own?.trusted, false, "a client's own proxy is held to the address policy")
+        download.proxy = config.proxy
+        XCTAssertEqual(Outbound.proxy(config, for: download, category: nil, url: url)?.trusted, true)
+
+        let bypass = try XCTUnwrap(own?.bypass)
+        XCTAssertTrue(bypass.covers("internal.example"))
+        XCTAssertTrue(bypass.covers("a.b.internal.example"))
+        XCTAssertFalse(bypass.covers("notinternal.example"))
+        XCTAssertTrue(bypass.covers("10.1.2.3"))
+        XCTAssertFalse(bypass.covers("11.1.2.3"))
+        XCTAssertEqual(bypass.curlList, "internal.example,10.0.0.0/8")
+    }
+
+    func testAProxyURLIsCheckedAndShownWithoutItsPassword() throws {
+        let server = try ProxyServer.parse("socks5h://alice:s%40cret@proxy.lan:1080").get()
+        XCTAssertEqual(server.kind, .socks5h)
+        XCTAssertTrue(server.resolvesNames)
+        XCTAssertTrue(server.hasCredentials)
+        XCTAssertEqual(server.shown, "socks5h://alice:***@proxy.lan:1080")
+        XCTAssertEqual(try ProxyServer.parse("http://proxy.lan:3128").get().shown, "http://proxy.lan:3128")
+        XCTAssertFalse(try ProxyServer.parse("socks5://[::1]:1080").get().resolvesNames)
+        XCTAssertEqual(try ProxyChoice.parse("NONE").get(), .direct)
+        for bad in ["ftp://proxy:21", "proxy.lan:3128", "http://proxy.lan:3128/path", "http://:3128",
+                    "http://proxy.lan:99999", "http://pro xy:1"] {
+            XCTAssertThrowsError(try ProxyServer.parse(bad).get(), bad)
+        }
+        XCTAssertThrowsError(try NoProxy.parse(["good.example", "bad host"]).get())
+    }
+
     func testAURLsSchemeNamesItsDialect() {
         XCTAssertEqual(Origins.schemes, ["http", "https"])
         for url in ["http://a.test/x", "HTTPS://a.test/x", "Http://a.test"] {

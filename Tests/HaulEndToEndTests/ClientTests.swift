@@ -29,6 +29,28 @@ final class ClientTests: HaulTestCase {
         XCTAssertEqual(try download(id)["state"] as? String, "completed")
     }
 
+    func testAddTakesACookiesFileAndTheOriginsLoginAndSettingsTakeAProxy() throws {
+        let hash = try sandbox.makeRandomFile("www/login.bin", size: 5000)
+        let jar = sandbox.file("cookies.txt")
+        try "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tcli-42\n"
+            .write(toFile: jar, atomically: true, encoding: .utf8)
+        let result = try haulCommand(["add", originURL("login.bin", "needcookie=sid=cli-42&auth=basic&user=u&pass=p"),
+                                      "--cookies", jar, "--user", "u", "--password", "p",
+                                      "--referer", "https://from.example/", "--wait"])
+        XCTAssertEqual(result.status, 0, result.output)
+        XCTAssertEqual(try sha256(sandbox.file("downloads/login.bin")), hash)
+        let sent = try XCTUnwrap(try originRequests().last?["headers"] as? [String: String])
+        XCTAssertEqual(sent["referer"], "https://from.example/")
+
+        let set = try haulCommand(["settings", "proxy=socks5h://ann:pw@127.0.0.1:9"])
+        XCTAssertEqual(set.status, 0, set.output)
+        XCTAssertTrue(set.stdout.contains("socks5h://ann:***@127.0.0.1:9"), set.stdout)
+        XCTAssertFalse(set.stdout.contains(":pw@"), set.stdout)
+        let refused = try haulCommand(["settings", "proxy=ftp://x"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("proxy"), refused.stderr)
+    }
+
     func testAddWaitOnATerminalDrawsABar() throws {
         _ = try sandbox.makeRandomFile("www/bar.bin", size: 400_000)
         // script(1) gives the client a pseudo-terminal; what it drew comes back on script's output.

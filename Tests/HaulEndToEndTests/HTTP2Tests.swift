@@ -6,13 +6,8 @@ import XCTest
 final class HTTP2Tests: HaulTestCase {
     private func tlsOrigin(http2: Bool, name: String) throws -> Nginx {
         guard Nginx.available else { throw XCTSkip("nginx is not installed") }
-        let certificate = sandbox.file("tls.crt"), key = sandbox.file("tls.key")
-        if !FileManager.default.fileExists(atPath: certificate) {
-            try runCommand("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
-                                                "-out", certificate, "-days", "1", "-subj", "/CN=haul-test"])
-            chmod(key, 0o644)
-        }
-        return try Nginx(root: sandbox.file("www"), prefix: sandbox.file(name), tls: (certificate, key), http2: http2)
+        return try Nginx(root: sandbox.file("www"), prefix: sandbox.file(name), tls: try sandbox.selfSignedCertificate(),
+                         http2: http2)
     }
 
     func testTheSegmentsOfADownloadAreStreamsOfOneHTTP2Connection() throws {

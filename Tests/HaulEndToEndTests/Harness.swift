@@ -19,6 +19,18 @@ final class Sandbox {
 
     func file(_ relative: String) -> String { path + "/" + relative }
 
+    /// A self-signed certificate and its key for 127.0.0.1 test servers (`tls.crt`, `tls.key`), made once.
+    func selfSignedCertificate() throws -> (certificate: String, key: String) {
+        let certificate = file("tls.crt"), key = file("tls.key")
+        if !FileManager.default.fileExists(atPath: certificate) {
+            try runCommand("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                                                "-out", certificate, "-days", "1", "-subj", "/CN=haul-test"])
+            // nginx's workers read it as another user.
+            chmod(key, 0o644)
+        }
+        return (certificate, key)
+    }
+
     /// Writes `size` random bytes to `relative` (world-readable) and returns its sha256.
     @discardableResult
     func makeRandomFile(_ relative: String, size: Int) throws -> String {

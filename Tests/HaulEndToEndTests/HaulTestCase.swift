@@ -57,6 +57,14 @@ class HaulTestCase: XCTestCase {
 
     // MARK: helpers
 
+    /// Another TestOrigin serving the same files at `address` (127.0.0.2, 127.0.0.3: other hosts on loopback),
+    /// logging to `name`.log; the caller stops it.
+    func otherOrigin(at address: String, name: String) throws -> ServerProcess {
+        try ServerProcess(executable: buildDirectory + "/TestOrigin",
+                          arguments: ["--root", sandbox.file("www"), "--listen", address + ":0"],
+                          logPath: sandbox.file(name + ".log"))
+    }
+
     /// POSTs a download and returns its id, requiring 201 and a Location.
     func add(_ body: [String: Any], file: StaticString = #filePath, line: UInt = #line) throws -> String {
         let reply = try api.request("POST", "/downloads", json: body)

@@ -114,10 +114,7 @@ final class HostileOriginTests: HaulTestCase {
 final class TLSVerificationTests: HaulTestCase {
     func testAnUnverifiableCertificateFailsUnlessTheDownloadSaysInsecure() throws {
         guard Nginx.available else { throw XCTSkip("nginx is not installed") }
-        let certificate = sandbox.file("tls.crt"), key = sandbox.file("tls.key")
-        try runCommand("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
-                                            "-out", certificate, "-days", "1", "-subj", "/CN=haul-test"])
-        chmod(key, 0o644)
+        let (certificate, key) = try sandbox.selfSignedCertificate()
         let hash = try sandbox.makeRandomFile("www/tls.bin", size: 200_000)
         let nginx = try Nginx(root: sandbox.file("www"), prefix: sandbox.file("nginx"),
                               tls: (certificate, key))

@@ -29,9 +29,7 @@ final class AllowedNetworkRedirectTests: HaulTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        inner = try ServerProcess(executable: buildDirectory + "/TestOrigin",
-                                  arguments: ["--root", sandbox.file("www"), "--listen", "127.0.0.2:0"],
-                                  logPath: sandbox.file("inner.log"))
+        inner = try otherOrigin(at: "127.0.0.2", name: "inner")
     }
 
     override func tearDownWithError() throws {

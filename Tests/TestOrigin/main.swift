@@ -25,6 +25,9 @@ import HaulLoop
 //   /redirect/N/PATH            N redirects, then PATH (keeps the query)
 //   /loop                       redirects to itself forever
 //   /redirect-to?url=URL        one redirect to URL (any host, any scheme)
+//     &setcookie=NAME=VALUE     ... setting that cookie
+//   /files/NAME?auth=basic|digest[&user=U&pass=P]  401 unless the request authenticates (default user, pass)
+//   /files/NAME?needcookie=NAME=VALUE  403 unless the request sends that cookie
 //   /_requests                  GET: every request so far as JSON; DELETE: forget them
 //   /_stats                     GET: {"active_streams": n, "max_active_streams": n} (the high-water mark)
 
@@ -75,7 +78,9 @@ final class Origin {
             exchange.respond(HTTPResponse(status: status, headers: headers, body: Array(body.utf8)))
         }
         if path == "/loop" { return answer(302, [("Location", "/loop")]) }
-        if path == "/redirect-to", let location = query["url"] { return answer(302, [("Location", location)]) }
+        if path == "/redirect-to", let location = query["url"] {
+            return answer(302, [("Location", location)] + (query["setcookie"].map { [("Set-Cookie", $0 + "; Path=/")] } ?? []))
+        }
         if path.hasPrefix("/redirect/") {
             let rest = path.dropFirst("/redirect/".count)
             guard let slash = rest.firstIndex(of: "/"), let n = Int(rest[..<slash]) else { return answer(400) }
@@ -84,6 +89,18 @@ final class Origin {
             return answer(302, [("Location", target + queryPart)])
         }
         guard path.hasPrefix("/files/") else { return answer(404, [], "not found\n") }
+        if let kind = query["auth"], !authorized(kind, request, user: query["user"] ?? "user",
+                                                   password: query["pass"] ?? "pass") {
+            let challenge = kind == "digest"
+                ? "Digest realm=\"haul\", qop=\"auth\", nonce=\"\(UUID().uuidString)\", algorithm=MD5"
+                : "Basic realm=\"haul\""
+            return answer(401, [("WWW-Authenticate", challenge)], "who are you\n")
+        }
+        if let needed = query["needcookie"],
+           !(request.header("Cookie") ?? "").split(separator: ";").contains(where: {
+               $0.trimmingCharacters(in: .whitespaces) == needed }) {
+            return answer(403, [], "no cookie\n")
+        }
         if let status = query["status"].flatMap(Int.init), query["fail"] == nil {
             return answer(status, [("Retry-After", "1")], "forced status\n")
         }
@@ -172,6 +189,27 @@ final class Origin {
                             limit: (cut ?? stall).map { min($0, length) } ?? length, stalls: stall != nil,
                             rate: pace, logIndex: entryIndex)
         stream.begin(status: status, headers: headers)
+    }
+
+    /// Whether the request carries `user` and `password` as `kind` (basic or digest) authentication.
+    func authorized(_ kind: String, _ request: HTTPRequest, user: String, password: String) -> Bool {
+        guard let header = request.header("Authorization") else { return false }
+        if kind == "basic" {
+            return header == "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+        }
+        guard header.hasPrefix("Digest ") else { return false }
+        var fields: [String: String] = [:]
+        for part in header.dropFirst(7).split(separator: ",") {
+            let pair = part.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+            guard pair.count == 2 else { continue }
+            fields[String(pair[0])] = pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        }
+        func md5(_ text: String) -> String { Digest.hex(Digest.of(Array(text.utf8), .md5)) }
+        guard fields["username"] == user, let realm = fields["realm"], let nonce = fields["nonce"],
+              let uri = fields["uri"], let nc = fields["nc"], let cnonce = fields["cnonce"],
+              let qop = fields["qop"] else { return false }
+        let ha1 = md5("\(user):\(realm):\(password)"), ha2 = md5("\(request.method):\(uri)")
+        return fields["response"] == md5("\(ha1):\(nonce):\(nc):\(cnonce):\(qop):\(ha2)")
     }
 
     func respondJSON(_ exchange: HTTPExchange, _ value: Any) {

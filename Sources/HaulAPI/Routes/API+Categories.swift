@@ -33,7 +33,7 @@ extension API {
         let name = c.parameters["name"]!
         if let problem = Validate.categoryName(name) { throw Problem.invalid([("name", problem)]) }
         var body = try RequestBody(c.request)
-        body.rejectUnknown(except: ["directory", "connections", "max_speed", "priority"])
+        body.rejectUnknown(except: ["directory", "connections", "max_speed", "priority", "proxy"])
         var category = HaulCore.Category(name: name, directory: name)
         if let directory = body.string("directory") {
             if let problem = Validate.directory(directory) {
@@ -46,6 +46,7 @@ extension API {
         category.maxSpeed = body.nullableInteger("max_speed", in: 0...Int64(1) << 50).flatMap { $0 }
             .flatMap { $0 == 0 ? nil : $0 }
         category.priority = body.nullableInteger("priority", in: -1000...1000).flatMap { $0 }.map(Int.init)
+        category.proxy = body.nullableProxy("proxy") ?? nil
         try body.finish()
         let created = try attempt(operations.putCategory(category))
         return API.json(created ? 201 : 200, API.categoryJSON(category),
@@ -59,6 +60,7 @@ extension API {
             ("connections", JSONValue(c.connections.map(Int64.init))),
             ("max_speed", JSONValue(c.maxSpeed)),
             ("priority", JSONValue(c.priority.map(Int64.init))),
+            ("proxy", JSONValue(c.proxy?.shown)),
         ])
     }
 

@@ -499,6 +499,9 @@ function showSettings(settings) {
   $("set-max-speed").placeholder = `default ${sizeText(defaults.max_speed)}`;
   input("set-connections", settings.default_connections, defaults.default_connections);
   input("set-per-host", settings.max_connections_per_host, defaults.max_connections_per_host);
+  // Shown with its password as ***: saved again only when changed, so the stored password stays.
+  input("set-proxy", settings.proxy, defaults.proxy);
+  $("set-proxy").dataset.shown = $("set-proxy").value;
   $("schedule").replaceChildren(...settings.speed_schedule.map(windowRow));
   $("limit").textContent = settings.current_max_speed
     ? `limit ${formatBytes(settings.current_max_speed)}/s` : "";
@@ -548,13 +551,16 @@ function settingsBody() {
     to: row.querySelector(".to").value.trim(),
     max_speed: speed(row.querySelector(".speed").value) || 0,
   }));
-  return {
+  const body = {
     max_active: number("set-max-active"),
     max_speed: speed($("set-max-speed").value),
     default_connections: number("set-connections"),
     max_connections_per_host: number("set-per-host"),
     speed_schedule: schedule,
   };
+  const proxy = $("set-proxy").value.trim();
+  if (proxy !== $("set-proxy").dataset.shown) body.proxy = proxy === "" ? null : proxy;
+  return body;
 }
 
 // MARK: webhooks
@@ -644,12 +650,18 @@ function showStickyOptions() {
   if ($("directory").value.trim()) shown.push(`in ${$("directory").value.trim()}`);
   if ($("connections").value.trim()) shown.push(`${$("connections").value.trim()} connections`);
   if ($("max_speed").value.trim()) shown.push(`at most ${$("max_speed").value.trim()}/s`);
+  if ($("proxy").value.trim()) shown.push(`proxy ${$("proxy").value.trim().replace(/:[^:@/]*@/, ":***@")}`);
+  if ($("username").value.trim()) shown.push(`as ${$("username").value.trim()}`);
+  if ($("cookies").value.trim()) shown.push("cookies");
+  if ($("referer").value.trim()) shown.push("referer");
+  if ($("user_agent").value.trim()) shown.push("user agent");
   for (const field of ["filename", "checksum"]) {
     if ($(field).value.trim()) shown.push(field === "filename" ? `named ${$(field).value.trim()}` : "checksum");
   }
   $("options-summary").textContent = shown.length ? `(${shown.join(", ")})` : "";
 }
-for (const id of ["filename", "directory", "category", "connections", "max_speed", "checksum", "start_paused"]) {
+for (const id of ["filename", "directory", "category", "connections", "max_speed", "checksum", "proxy", "username",
+                  "password", "cookies", "referer", "user_agent", "start_paused"]) {
   $(id).addEventListener("input", showStickyOptions);
   $(id).addEventListener("change", showStickyOptions);
 }
@@ -664,7 +676,8 @@ $("add-form").addEventListener("submit", async (event) => {
     return;
   }
   const options = {};
-  for (const field of ["filename", "directory", "category", "checksum"]) {
+  for (const field of ["filename", "directory", "category", "checksum", "proxy", "username", "password", "cookies",
+                       "referer", "user_agent"]) {
     const value = $(field).value.trim();
     if (value) options[field] = value;
   }

@@ -47,6 +47,7 @@ extension Engine {
         config.defaultConnections = settings.defaultConnections
         config.maxConnectionsPerHost = settings.maxConnectionsPerHost
         config.maxSpeed = settings.maxSpeed
+        config.proxy = settings.proxy
         updateSpeedLimit()
         // The schedule is looked at every half minute while it has windows.
         if settings.speedSchedule.isEmpty {

@@ -89,7 +89,7 @@ public final class Engine {
         self.settings = settings
         defaultSettings = ServerSettings(maxActive: config.maxActive, maxSpeed: config.maxSpeed,
                                          defaultConnections: config.defaultConnections,
-                                         maxConnectionsPerHost: config.maxConnectionsPerHost)
+                                         maxConnectionsPerHost: config.maxConnectionsPerHost, proxy: config.proxy)
         globalBucket = config.maxSpeed.map { TokenBucket(rate: Double($0)) }
         persister = Persister(store: store, clock: self.clock, log: log)
         persister.host = self

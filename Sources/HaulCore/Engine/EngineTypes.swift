@@ -30,6 +30,19 @@ public struct EngineConfig: Sendable {
     public var maxSpeed: Int64?
     /// When set, origins may only be at addresses it allows (`--deny-private-networks`).
     public var addressPolicy: AddressPolicy?
+    /// The proxy of downloads whose own and whose category's name none: `--proxy`, or the settings' `proxy`.
+    public var proxy: ProxyChoice?
+    /// With `--proxy-from-env`, when `proxy` is nil: the environment's proxy per URL scheme (`http_proxy`,
+    /// `https_proxy`), `*` for `all_proxy`.
+    public var environmentProxies: [String: ProxyServer] = [:]
+    /// Hosts reached directly whatever proxy applies (`--no-proxy`, and `no_proxy` with `--proxy-from-env`).
+    public var noProxy = NoProxy()
+    /// The User-Agent of downloads that name none (`--user-agent`).
+    public var userAgent = "haul/\(HaulVersion.current)"
+    /// A .netrc file with origins' credentials (`--netrc-file`), for downloads that carry none.
+    public var netrcFile: String?
+    /// The proxy webhook deliveries go through (`--webhook-proxy`), nil for none.
+    public var webhookProxy: ProxyServer?
     /// The free space kept and the largest file accepted.
     public var space = SpacePolicy()
     /// This node's name in a store several nodes share: what its claims carry.
@@ -60,6 +73,27 @@ public struct NewDownload: Sendable {
     public var startPaused = false
     public var checksum: String?
     public var insecure = false
+    /// nil: the category's, else the settings'.
+    public var proxy: ProxyChoice?
+    public var username: String?
+    public var password: String?
+    public var cookies: String?
+    public var userAgent: String?
+    public var referer: String?
+
+    /// Moves user information in `url` (`https://user:pass@host/`) to `username` and `password`, unless those are
+    /// given, so that the URL shown back carries none.
+    public mutating func takeCredentialsFromURL() {
+        guard url.utf8.contains(UInt8(ascii: "@")), var components = URLComponents(string: url),
+              components.user != nil || components.password != nil else { return }
+        if username == nil, password == nil {
+            username = components.user
+            password = components.password
+        }
+        components.user = nil
+        components.password = nil
+        if let stripped = components.string { url = stripped }
+    }
     /// The size the client expects the file to have, if it knows.
     public var expectedBytes: Int64?
 

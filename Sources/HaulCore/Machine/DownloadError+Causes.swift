@@ -31,6 +31,12 @@ extension DownloadError {
                 + "also after redirects\(detail)")
         case .cutOff?:
             return DownloadError(.connectionCut, "the server closed the connection early\(detail)", retryable: true)
+        case .proxyUnreachable?:
+            return DownloadError(.proxyUnreachable, "cannot reach the proxy\(detail)", retryable: true)
+        case .proxyAuthFailed?:
+            return DownloadError(.proxyAuthFailed, "the proxy refused its credentials\(detail)")
+        case .proxyRefused(let retryable)?:
+            return DownloadError(.proxyRefused, "the proxy would not reach the server\(detail)", retryable: retryable)
         case .network?, .other?: return DownloadError(.networkError, "transfer failed\(detail)", retryable: true)
         case .aborted?, nil: return DownloadError(.internalError, "transfer stopped\(detail)")
         }

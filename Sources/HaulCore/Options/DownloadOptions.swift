@@ -32,6 +32,8 @@ public struct DownloadOption: Sendable {
         /// Given for one URL only (a name, a digest): refused with several.
         public var oneURL = false
         public var repeatable = false
+        /// The value names a file whose text is the option's (`--cookies cookies.txt`).
+        public var readsFile = false
     }
 
     public let name: String
@@ -209,6 +211,92 @@ public enum DownloadOptions {
                        },
                        flag: .init(name: "insecure", placeholder: nil,
                                    help: "do not verify the origin's TLS certificate")),
+        DownloadOption(name: "proxy", kind: .text, otherwise: "the category's, else the settings' (--proxy)",
+                       column: "proxy",
+                       apply: { option, value, request, problems in
+                           guard let text = checkedString(value, option, &problems) else { return }
+                           switch ProxyChoice.parse(text) {
+                           case .success(let choice): request.proxy = choice
+                           case .failure(let problem): problems.append((option.name, problem.message))
+                           }
+                       },
+                       carry: { request, download in download.proxy = request.proxy },
+                       // Its password as ***.
+                       show: { JSONValue($0.proxy?.shown) },
+                       storage: DownloadColumn(name: "proxy", write: { text($0.proxy?.stored) }) { d, v in
+                           d.proxy = ProxyChoice.stored(v.string)
+                       },
+                       flag: .init(name: "proxy", placeholder: "URL",
+                                   help: "through this proxy: http://, https://, socks4a://, socks5:// or socks5h://, "
+                                       + "with user:password@ if it asks; none for direct"),
+                       aria2: ["all-proxy"]),
+        DownloadOption(name: "username", kind: .text, otherwise: "the URL's user information, else --netrc-file",
+                       column: "username",
+                       apply: { option, value, request, problems in
+                           request.username = checkedSecret(value, option, limit: 256, lines: false, &problems)
+                       },
+                       carry: { request, download in download.username = request.username },
+                       show: { JSONValue($0.username) },
+                       storage: DownloadColumn(name: "username", write: { text($0.username) }) { d, v in
+                           d.username = v.string
+                       },
+                       flag: .init(name: "user", placeholder: "NAME",
+                                   help: "the origin's user name (Basic or Digest), with --password"),
+                       aria2: ["http-user"]),
+        DownloadOption(name: "password", kind: .text, otherwise: "the URL's user information, else --netrc-file",
+                       column: "password",
+                       apply: { option, value, request, problems in
+                           request.password = checkedSecret(value, option, limit: 256, lines: false, &problems)
+                       },
+                       carry: { request, download in download.password = request.password },
+                       // A secret: never shown.
+                       storage: DownloadColumn(name: "password", write: { text($0.password) }) { d, v in
+                           d.password = v.string
+                       },
+                       flag: .init(name: "password", placeholder: "SECRET",
+                                   help: "the origin's password (prefer user:password@ in a file read with -i)"),
+                       aria2: ["http-passwd"]),
+        DownloadOption(name: "cookies", kind: .text, otherwise: "none", column: "cookies",
+                       apply: { option, value, request, problems in
+                           request.cookies = checkedSecret(value, option, limit: 16 << 10, lines: true, &problems)
+                       },
+                       carry: { request, download in download.cookies = request.cookies },
+                       // A secret: never shown.
+                       storage: DownloadColumn(name: "cookies", write: { text($0.cookies) }) { d, v in
+                           d.cookies = v.string
+                       },
+                       flag: .init(name: "cookies", placeholder: "FILE",
+                                   help: "cookies from a Netscape cookies.txt, or 'name=value; other=value'",
+                                   readsFile: true)),
+        DownloadOption(name: "user_agent", kind: .text, otherwise: "--user-agent", column: "user_agent",
+                       apply: { option, value, request, problems in
+                           request.userAgent = checkedSecret(value, option, limit: 256, lines: false, &problems)
+                       },
+                       carry: { request, download in download.userAgent = request.userAgent },
+                       show: { JSONValue($0.userAgent) },
+                       storage: DownloadColumn(name: "user_agent", write: { text($0.userAgent) }) { d, v in
+                           d.userAgent = v.string
+                       },
+                       flag: .init(name: "user-agent", placeholder: "TEXT", help: "the User-Agent sent to the origin"),
+                       aria2: ["user-agent"]),
+        DownloadOption(name: "referer", kind: .text, otherwise: "none", column: "referer",
+                       apply: { option, value, request, problems in
+                           guard let text = checkedString(value, option, &problems) else { return }
+                           guard text.unicodeScalars.count <= 2048 else {
+                               return problems.append((option.name, "must be at most 2048 characters"))
+                           }
+                           if let problem = Validate.url(text, schemes: ["http", "https"]) {
+                               return problems.append((option.name, problem))
+                           }
+                           request.referer = text
+                       },
+                       carry: { request, download in download.referer = request.referer },
+                       show: { JSONValue($0.referer) },
+                       storage: DownloadColumn(name: "referer", write: { text($0.referer) }) { d, v in
+                           d.referer = v.string
+                       },
+                       flag: .init(name: "referer", placeholder: "URL", help: "the Referer sent to the origin"),
+                       aria2: ["referer"]),
         DownloadOption(name: "size", kind: .bytes(0...maxBytes), otherwise: "unknown until the probe",
                        column: "expected_bytes",
                        apply: { option, value, request, problems in
@@ -250,6 +338,8 @@ public enum DownloadOptions {
             guard let value = members.last(where: { $0.0 == key.name })?.1 else { continue }
             apply(key, value, &request, &problems)
         }
+        // Every wire format: a password in the URL is kept as the download's, never shown with its URL.
+        request.takeCredentialsFromURL()
         return problems
     }
 
@@ -279,6 +369,21 @@ public enum DownloadOptions {
         let range = option.range!
         return checked(value.integerValue.flatMap { range.contains($0) ? $0 : nil }, option,
                        "must be an integer from \(range.lowerBound) to \(range.upperBound)", &problems)
+    }
+
+    /// Text of at most `limit` characters (code points, as JSON Schema counts them) without control characters
+    /// (tabs and line breaks too where `lines`: a cookies.txt), which would otherwise end up in a request head.
+    private static func checkedSecret(_ value: JSONValue, _ option: DownloadOption.Key, limit: Int, lines: Bool,
+                                      _ problems: inout [FieldProblem]) -> String? {
+        guard let text = checkedString(value, option, &problems) else { return nil }
+        let allowed: (UInt8) -> Bool = { byte in
+            byte >= 0x20 && byte != 0x7F || (lines && (byte == 0x09 || byte == 0x0A || byte == 0x0D))
+        }
+        guard text.unicodeScalars.count <= limit, text.utf8.allSatisfy(allowed) else {
+            problems.append((option.name, "must be at most \(limit) characters without control characters"))
+            return nil
+        }
+        return text
     }
 
     private static func checkedBool(_ value: JSONValue, _ option: DownloadOption.Key,

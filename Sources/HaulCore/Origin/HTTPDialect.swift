@@ -39,6 +39,13 @@ public struct HTTPDialect: OriginDialect {
     }
 
     public func error(status: Int, response: TransferResponse?) -> DownloadError {
-        DownloadError.http(status, response: response)
+        // Only a proxy asks for proxy credentials (an http origin's request goes to it in absolute form).
+        if status == 407 || response?.proxyRefusedCredentials == true {
+            return DownloadError(.proxyAuthFailed, "the proxy refused its credentials (HTTP \(status))")
+        }
+        if status == 401, response?.sentCredentials == true {
+            return DownloadError(.authFailed, "the server refused the credentials given (HTTP 401)")
+        }
+        return DownloadError.http(status, response: response)
     }
 }

@@ -51,26 +51,63 @@ public enum Origins {
 /// Where outbound transfers are built: a download's fetches through their dialect, webhook attempts as plain HTTP
 /// POSTs, each under one policy made here from the engine's configuration.
 enum Outbound {
-    /// The policy of a download's transfers (its probe, segments and mirrors').
-    static func policy(_ config: EngineConfig, verifyTLS: Bool) -> OutboundPolicy {
+    /// The policy of a download's transfers (its probe, segments and mirrors'), to `url` (the download's or a
+    /// mirror's).
+    static func policy(_ config: EngineConfig, for download: Download, category: Category?, url: String)
+        -> OutboundPolicy {
         var policy = OutboundPolicy(schemes: Origins.schemes, addressPolicy: config.addressPolicy,
+                                    userAgent: download.userAgent ?? config.userAgent,
                                     connectTimeout: config.connectTimeout)
-        policy.verifyTLS = verifyTLS
+        policy.verifyTLS = !download.insecure
+        policy.netrcFile = config.netrcFile
+        policy.proxy = proxy(config, for: download, category: category, url: url)
         return policy
+    }
+
+    /// The proxy of a download's transfers to `url`: the download's own choice, else its category's, else the
+    /// settings', else the environment's (`--proxy-from-env`). One the operator named (every level but the
+    /// download's own, unless it names the same) is trusted past the address policy; see `OutboundPolicy.Proxy`.
+    static func proxy(_ config: EngineConfig, for download: Download, category: Category?, url: String)
+        -> OutboundPolicy.Proxy? {
+        let operators = category?.proxy ?? config.proxy
+        switch download.proxy ?? operators {
+        case .direct?: return nil
+        case .through(let server)?:
+            let trusted = download.proxy == nil || download.proxy == operators
+                || download.proxy == config.proxy
+            return OutboundPolicy.Proxy(server: server, bypass: config.noProxy, trusted: trusted)
+        case nil:
+            guard !config.environmentProxies.isEmpty else { return nil }
+            let scheme = url.prefix { $0 != ":" }.lowercased()
+            guard let server = config.environmentProxies[scheme] ?? config.environmentProxies["*"] else { return nil }
+            return OutboundPolicy.Proxy(server: server, bypass: config.noProxy, trusted: true)
+        }
     }
 
     /// The policy of a webhook attempt: HTTP only, a time limit, and no redirect (a receiver answers where it is:
     /// a redirect would turn the POST into a GET elsewhere).
     static func webhookPolicy(_ config: EngineConfig, timeout: Double) -> OutboundPolicy {
-        OutboundPolicy(schemes: HTTPDialect().schemes, addressPolicy: config.addressPolicy,
-                       userAgent: "haul/\(HaulVersion.current) webhook",
-                       connectTimeout: min(config.connectTimeout, timeout), timeout: timeout, maxRedirects: 0)
+        var policy = OutboundPolicy(schemes: HTTPDialect().schemes, addressPolicy: config.addressPolicy,
+                                    userAgent: "haul/\(HaulVersion.current) webhook",
+                                    connectTimeout: min(config.connectTimeout, timeout), timeout: timeout,
+                                    maxRedirects: 0)
+        policy.proxy = config.webhookProxy.map { OutboundPolicy.Proxy(server: $0, trusted: true) }
+        return policy
     }
 
-    /// The request fetching `kind` of a download's source `url`.
-    static func fetch(_ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy)
-        -> TransferRequest {
-        Origins.dialect(forStored: url).request(kind, url: url, headers: headers, policy: policy)
+    /// The request fetching `kind` of a download's source `url`, with what it carries to its origin: the
+    /// credentials only to the download's own URL (a mirror is another host), the cookie jar to every source
+    /// (cookies go by their own domains).
+    static func fetch(_ kind: FetchKind, url: String, of download: Download, cookieJar: CookieJar?,
+                      policy: OutboundPolicy) -> TransferRequest {
+        var request = Origins.dialect(forStored: url).request(kind, url: url, headers: download.headers,
+                                                              policy: policy)
+        if url == download.url, download.username != nil || download.password != nil {
+            request.credentials = (download.username ?? "", download.password ?? "")
+        }
+        request.cookieJar = cookieJar
+        request.referer = download.referer
+        return request
     }
 
     /// A POST of `body` to `url` with `headers`.
