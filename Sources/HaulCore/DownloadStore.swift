@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import HaulLoop
 
 /// Downloads and their options: in SQLite (WAL) in the data directory, or in PostgreSQL (`--store postgres://...`).
@@ -26,8 +27,17 @@ public final class DownloadStore {
     /// long as the connection, as SQLite's exclusive lock is).
     public convenience init(postgres url: String, node: String) throws {
         let db = try PostgresDatabase(url: url)
-        guard try db.query("SELECT pg_try_advisory_lock(?, hashtext(?))",
-                           [.integer(Self.nodeLock), .text(node)]).first?.first?.int == 1 else {
+        // A node that just closed its connection (a restart, a store reopened) holds the lock until its backend
+        // process has exited, which the server does after the connection is gone: asked again for up to a
+        // second before the name is taken to be in use.
+        var locked = false
+        for attempt in 0..<20 {
+            if attempt > 0 { usleep(50_000) }
+            locked = try db.query("SELECT pg_try_advisory_lock(?, hashtext(?))",
+                                  [.integer(Self.nodeLock), .text(node)]).first?.first?.int == 1
+            if locked { break }
+        }
+        guard locked else {
             throw StoreInUse(path: db.shownURL, fix: "a node named '\(node)' runs on it already; give each node "
                 + "its own --node")
         }

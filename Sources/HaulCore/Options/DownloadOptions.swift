@@ -233,7 +233,7 @@ public enum DownloadOptions {
         DownloadOption(name: "username", kind: .text, otherwise: "the URL's user information, else --netrc-file",
                        column: "username",
                        apply: { option, value, request, problems in
-                           request.username = checkedSecret(value, option, limit: 256, lines: false, &problems)
+                           request.username = checkedText(value, option, limit: 256, lines: false, &problems)
                        },
                        carry: { request, download in download.username = request.username },
                        show: { JSONValue($0.username) },
@@ -246,7 +246,7 @@ public enum DownloadOptions {
         DownloadOption(name: "password", kind: .text, otherwise: "the URL's user information, else --netrc-file",
                        column: "password",
                        apply: { option, value, request, problems in
-                           request.password = checkedSecret(value, option, limit: 256, lines: false, &problems)
+                           request.password = checkedText(value, option, limit: 256, lines: false, &problems)
                        },
                        carry: { request, download in download.password = request.password },
                        // A secret: never shown.
@@ -258,7 +258,7 @@ public enum DownloadOptions {
                        aria2: ["http-passwd"]),
         DownloadOption(name: "cookies", kind: .text, otherwise: "none", column: "cookies",
                        apply: { option, value, request, problems in
-                           request.cookies = checkedSecret(value, option, limit: 16 << 10, lines: true, &problems)
+                           request.cookies = checkedText(value, option, limit: 16 << 10, lines: true, &problems)
                        },
                        carry: { request, download in download.cookies = request.cookies },
                        // A secret: never shown.
@@ -270,7 +270,7 @@ public enum DownloadOptions {
                                    readsFile: true)),
         DownloadOption(name: "user_agent", kind: .text, otherwise: "--user-agent", column: "user_agent",
                        apply: { option, value, request, problems in
-                           request.userAgent = checkedSecret(value, option, limit: 256, lines: false, &problems)
+                           request.userAgent = checkedText(value, option, limit: 256, lines: false, &problems)
                        },
                        carry: { request, download in download.userAgent = request.userAgent },
                        show: { JSONValue($0.userAgent) },
@@ -373,7 +373,7 @@ public enum DownloadOptions {
 
     /// Text of at most `limit` characters (code points, as JSON Schema counts them) without control characters
     /// (tabs and line breaks too where `lines`: a cookies.txt), which would otherwise end up in a request head.
-    private static func checkedSecret(_ value: JSONValue, _ option: DownloadOption.Key, limit: Int, lines: Bool,
+    private static func checkedText(_ value: JSONValue, _ option: DownloadOption.Key, limit: Int, lines: Bool,
                                       _ problems: inout [FieldProblem]) -> String? {
         guard let text = checkedString(value, option, &problems) else { return nil }
         let allowed: (UInt8) -> Bool = { byte in
