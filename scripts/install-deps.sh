@@ -5,16 +5,18 @@
 set -euo pipefail
 
 # The C libraries' headers and pkg-config, and the CA certificates HTTPS downloads are verified against. libpq is
-# PostgreSQL's client library (--store); the server itself is only the tests'.
-run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev libssl-dev pkg-config ca-certificates)
+# PostgreSQL's client library (--store); the server itself is only the tests'. tzdata: the speed schedule is read
+# in the server's time zone (TZ), which /settings names.
+run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev libssl-dev pkg-config ca-certificates tzdata)
 # nginx is the tests' and benchmarks' origin, aria2 and axel their anchors; wrk, python3 and gnuplot run the
 # benchmark harness; openssl makes the tests' TLS certificate; python3-venv holds the PyPI tools (scripts/venv.sh) in
 # .build/venv; chromium and chromium-driver run the dashboard test; prometheus brings promtool, which checks /metrics;
 # postgresql is the server the store tests and the several-node tests start (initdb in a temporary directory);
 # iproute2 brings up loopback in the network namespace the API fuzzing runs in (scripts/schemathesis.sh); tinyproxy
-# (HTTP) and microsocks (SOCKS5) are the proxies the proxy tests go through.
+# (HTTP) and microsocks (SOCKS5) are the proxies the proxy tests go through; tmux is the terminal the client's
+# progress bars are drawn in and read back from.
 test=(nginx curl ca-certificates aria2 axel wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver
-      prometheus postgresql iproute2 tinyproxy microsocks)
+      prometheus postgresql iproute2 tinyproxy microsocks tmux)
 # mmdebstrap makes the base images from Debian packages, buildah builds and runs the image (chroot isolation) and
 # podman keeps the images; docker-compose checks the compose files (podman-compose has no `config`); iproute2 gives
 # the container a network namespace of its own; nginx and openssl are the origin and the TLS proxy in the test.

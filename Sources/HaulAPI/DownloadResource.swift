@@ -45,6 +45,7 @@ enum DownloadResource {
             ("started_at", JSONValue(d.startedAt.map(Timestamp.rfc3339))),
             ("completed_at", JSONValue(d.completedAt.map(Timestamp.rfc3339))),
             ("node", JSONValue(d.node)),
+            ("queue_order", JSONValue(d.queueOrder)),
         ]
         DownloadOptions.show(d, into: &members)
         return .object(members)

@@ -50,6 +50,9 @@ public struct Download: Sendable, Equatable {
     public var contentType: String?
     public var connections: Int
     public var priority: Int
+    /// Its place among waiting downloads of the same priority once a client moved it (lower starts first); nil
+    /// until then, when `queueOrder` follows creation order.
+    public var queueRank: Int64?
     public var maxSpeed: Int64?
     public var error: DownloadError?
     public var attempts = 0
@@ -88,6 +91,13 @@ public struct Download: Sendable, Equatable {
 
     /// Whether an interrupted transfer can continue where it stopped: ranges, a known size, and a validator.
     public var resumable: Bool { acceptsRanges && totalBytes != nil && validator != nil }
+
+    /// What waiting downloads (queued and paused) of one priority start in order of, lowest first: creation order
+    /// spaced `QueueOrder.step` apart, so a download moved between two others takes a number between theirs.
+    public var queueOrder: Int64 { queueRank ?? sequence &* QueueOrder.step }
+
+    /// Whether it waits for a slot, in the queue a client can reorder: queued, or paused (it keeps its place).
+    public var isWaiting: Bool { state == .queued || state == .paused }
 
     /// What a ranged request sends as `If-Range`: the strong ETag, else Last-Modified.
     public var validator: String? { etag ?? lastModified }
@@ -202,4 +212,6 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
 /// The orders a list can be sorted in (`?sort=`).
 public enum DownloadOrder: String, Sendable, CaseIterable {
     case created, name, size, progress, speed
+    /// The order downloads start in: running ones, then waiting ones by priority and place, then finished ones.
+    case queue
 }

@@ -69,6 +69,7 @@ struct DownloadColumn: Sendable {
         DownloadColumn(name: "file_stamp", write: { text($0.fileStamp?.text) }) { d, v in
             d.fileStamp = v.string.flatMap(FileStamp.init(text:))
         },
+        DownloadColumn(name: "queue_rank", write: { integer($0.queueRank) }) { d, v in d.queueRank = v.int },
         DownloadColumn(name: "claimed_by", write: nil) { d, v in d.node = v.string },
         DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]

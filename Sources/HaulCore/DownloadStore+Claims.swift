@@ -33,9 +33,11 @@ extension DownloadStore {
     public var isShared: Bool { db.dialect == .postgres }
 
     private static let now = "extract(epoch from clock_timestamp())"
+    /// `Download.queueOrder` in SQL: the place a client moved it to, else creation order.
+    private static let queueOrder = "COALESCE(queue_rank, seq * \(QueueOrder.step))"
 
     /// Takes up to `limit` downloads for `node`: queued ones no live claim holds, and running ones whose holder's
-    /// lease ran out (a node that died or lost the database), highest priority first, then oldest. Only new ones,
+    /// lease ran out (a node that died or lost the database), highest priority first, then by place in the queue. Only new ones,
     /// and ones last held by a node of `peers` (those whose download directory `node` shares: their part files
     /// are where it can go on with them). Rows another node is claiming at this moment are passed over, not
     /// waited for.
@@ -47,16 +49,17 @@ extension DownloadStore {
                          WHERE state IN ('queued', 'probing', 'downloading', 'verifying')
                            AND (lease_until IS NULL OR lease_until < \(Self.now))
                            AND (claimed_by IS NULL OR claimed_by = ANY(?::text[]))
-                         ORDER BY priority DESC, seq LIMIT ? FOR UPDATE SKIP LOCKED)
-            RETURNING id, fence, priority, seq
+                         ORDER BY priority DESC, \(Self.queueOrder), seq LIMIT ? FOR UPDATE SKIP LOCKED)
+            RETURNING id, fence, priority, \(Self.queueOrder) AS queue_order, seq
             """, [.text(node), .real(lease), .text(Self.array(peers + [node])), .integer(Int64(limit))])
-        var claimed: [(claim: Claim, priority: Int64, sequence: Int64)] = []
+        var claimed: [(claim: Claim, priority: Int64, order: Int64, sequence: Int64)] = []
         for row in rows {
             guard let id = row["id"].string, let fence = row["fence"].int else { continue }
-            claimed.append((Claim(id: id, fence: fence), row["priority"].int ?? 0, row["seq"].int ?? 0))
+            claimed.append((Claim(id: id, fence: fence), row["priority"].int ?? 0, row["queue_order"].int ?? 0,
+                            row["seq"].int ?? 0))
         }
         // RETURNING keeps no order: the claims start in the order they were chosen.
-        claimed.sort { $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence }
+        claimed.sort { ($1.priority, $0.order, $0.sequence) < ($0.priority, $1.order, $1.sequence) }
         return claimed.map(\.claim)
     }
 

@@ -144,5 +144,9 @@ extension DownloadStore {
         ALTER TABLE downloads ADD COLUMN user_agent TEXT;
         ALTER TABLE downloads ADD COLUMN referer TEXT;
         """,
+        // 15: a waiting download's place once a client moved it in the queue (NULL: creation order).
+        """
+        ALTER TABLE downloads ADD COLUMN queue_rank INTEGER;
+        """,
     ]
 }

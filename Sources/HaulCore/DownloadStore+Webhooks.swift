@@ -204,17 +204,23 @@ extension DownloadStore {
                             [.text(webhookID), .real(oldestKept), .integer(Int64(limit))]).count
     }
 
-    /// The webhook's latest deliveries, newest first: those in the outbox and the recent delivered ones.
-    public func deliveries(webhookID: String, limit: Int) throws -> [WebhookDelivery] {
-        var list = try db.query("SELECT \(Self.deliveryColumns) FROM webhook_deliveries WHERE webhook_id = ? "
-                                + "ORDER BY created_at DESC, id DESC LIMIT ?", [.text(webhookID), .integer(Int64(limit))])
+    /// The latest deliveries of one webhook, or of every webhook about one download, newest first: those in the
+    /// outbox and the recent delivered ones.
+    public func deliveries(of subject: WebhookDelivery.Subject, limit: Int) throws -> [WebhookDelivery] {
+        let (condition, key) = switch subject {
+        case .webhook(let id): ("webhook_id = ?", SQLValue.text(id))
+        case .download(let id): ("download_id = ?", SQLValue.text(id))
+        }
+        var list = try db.query("SELECT \(Self.deliveryColumns) FROM webhook_deliveries WHERE \(condition) "
+                                + "ORDER BY created_at DESC, id DESC LIMIT ?", [key, .integer(Int64(limit))])
             .compactMap(Self.delivery)
-        list += try db.query("SELECT id, event, download_id, created_at, attempts, last_status, last_attempt_at "
-                             + "FROM webhook_delivered WHERE webhook_id = ? ORDER BY created_at DESC LIMIT ?",
-                             [.text(webhookID), .integer(Int64(limit))]).compactMap { row in
-            guard let id = row["id"].string, let event = row["event"].string.flatMap(WebhookEvent.init),
+        list += try db.query("SELECT id, webhook_id, event, download_id, created_at, attempts, last_status, "
+                             + "last_attempt_at FROM webhook_delivered WHERE \(condition) "
+                             + "ORDER BY created_at DESC LIMIT ?", [key, .integer(Int64(limit))]).compactMap { row in
+            guard let id = row["id"].string, let hook = row["webhook_id"].string,
+                  let event = row["event"].string.flatMap(WebhookEvent.init),
                   let download = row["download_id"].string, let created = row["created_at"].double else { return nil }
-            var d = WebhookDelivery(id: id, webhookID: webhookID, event: event, downloadID: download, body: "",
+            var d = WebhookDelivery(id: id, webhookID: hook, event: event, downloadID: download, body: "",
                                     createdAt: Date(timeIntervalSince1970: created))
             d.state = .delivered
             d.attempts = Int(row["attempts"].int ?? 0)

@@ -77,6 +77,12 @@ public struct WebhookDelivery: Sendable, Equatable {
         case pending, delivered, failed
     }
 
+    /// Whose deliveries a list shows: one webhook's, or every webhook's about one download.
+    public enum Subject: Sendable {
+        case webhook(String)
+        case download(String)
+    }
+
     /// Also the `Haul-Delivery` header: the same on every attempt, so a receiver drops repeats.
     public var id: String
     public var webhookID: String

@@ -42,6 +42,7 @@ final class EveryOperationTests: XCTestCase {
         ("GET /webhooks", Call(method: "GET", target: "/webhooks", status: 200)),
         ("GET /webhooks/{id}", Call(method: "GET", target: "/webhooks/{hook}", status: 200)),
         ("GET /webhooks/{id}/deliveries", Call(method: "GET", target: "/webhooks/{hook}/deliveries", status: 200)),
+        ("GET /downloads/{id}/deliveries", Call(method: "GET", target: "/downloads/{id}/deliveries", status: 200)),
         ("DELETE /webhooks/{id}", Call(method: "DELETE", target: "/webhooks/{hook}", status: 204)),
         ("DELETE /categories/{name}", Call(method: "DELETE", target: "/categories/films", status: 204)),
         ("DELETE /downloads/{id}", Call(method: "DELETE", target: "/downloads/{id}", status: 204)),

@@ -77,3 +77,26 @@ final class WebhookFanOutTests: XCTestCase {
         XCTAssertEqual(fixture.engine.count, 0)
     }
 }
+
+/// What every webhook was sent about one download, as its detail view shows it.
+final class DownloadDeliveriesTests: XCTestCase {
+    func testADownloadsDeliveriesToEveryWebhookAreListedWithTheirWebhook() throws {
+        let fixture = try APIFixture()
+        var hooks: [String] = []
+        for index in 0..<2 {
+            let reply = fixture.call("POST", "/webhooks", json: #"{"url": "http://127.0.0.1:9/h\#(index)", "events": ["created"]}"#)
+            hooks.append(fixture.json(reply)["id"] as? String ?? "")
+        }
+        let mine = fixture.addPaused("http://127.0.0.1:9/mine.bin")
+        let other = fixture.addPaused("http://127.0.0.1:9/other.bin")
+        for _ in 0..<20 { fixture.clock.advance(Engine.backgroundGap) }
+        let list = fixture.json(fixture.call("GET", "/downloads/\(mine)/deliveries"))["deliveries"] as? [[String: Any]]
+        XCTAssertEqual(Set(list?.compactMap { $0["webhook_id"] as? String } ?? []), Set(hooks))
+        XCTAssertEqual(Set(list?.compactMap { $0["download_id"] as? String } ?? []), [mine])
+        XCTAssertEqual(list?.first?["event"] as? String, "created")
+        XCTAssertEqual((fixture.json(fixture.call("GET", "/webhooks/\(hooks[0])/deliveries"))["deliveries"]
+            as? [[String: Any]])?.count, 2, "the webhook's own list has both downloads: \(other)")
+        XCTAssertEqual(fixture.call("GET", "/downloads/nosuchid/deliveries").status, 404)
+        XCTAssertEqual(fixture.call("GET", "/downloads/\(mine)/deliveries?limit=0").status, 422)
+    }
+}

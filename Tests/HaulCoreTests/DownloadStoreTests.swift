@@ -312,7 +312,7 @@ final class DownloadStoreTests: XCTestCase {
             XCTAssertEqual(try store.takeDueDeliveries(node: "n1", now: now.addingTimeInterval(1), hold: 30,
                                                        webhookID: "w1", limit: 5).map(\.downloadID), ["x1"],
                            backend.name)
-            let recorded = try store.deliveries(webhookID: "w1", limit: 10)
+            let recorded = try store.deliveries(of: .webhook("w1"), limit: 10)
             XCTAssertEqual(recorded.map(\.downloadID), ["x2", "x1", "x0"])
             XCTAssertEqual(recorded.last?.state, .delivered)
             XCTAssertEqual(recorded.last?.lastStatus, 204)
@@ -326,14 +326,14 @@ final class DownloadStoreTests: XCTestCase {
             later.attempts = 2
             later.lastAttemptAt = now.addingTimeInterval(5)
             try store.recordAttempts([later])
-            XCTAssertEqual(try store.deliveries(webhookID: "w1", limit: 10).map(\.downloadID), ["x2", "x1", "x0"])
+            XCTAssertEqual(try store.deliveries(of: .webhook("w1"), limit: 10).map(\.downloadID), ["x2", "x1", "x0"])
             XCTAssertEqual(try store.pruneDelivered(webhookID: "w1", keep: 1, limit: 10), 1)
-            XCTAssertEqual(try store.deliveries(webhookID: "w1", limit: 10).map(\.downloadID), ["x2", "x1"])
+            XCTAssertEqual(try store.deliveries(of: .webhook("w1"), limit: 10).map(\.downloadID), ["x2", "x1"])
             XCTAssertEqual(try store.deliveryCounts()[.delivered], 1)
             // A removed webhook takes its outbox with it.
             XCTAssertTrue(try store.deleteWebhook(id: "w1"))
             XCTAssertFalse(try store.deleteWebhook(id: "w1"))
-            XCTAssertEqual(try store.deliveries(webhookID: "w1", limit: 10), [])
+            XCTAssertEqual(try store.deliveries(of: .webhook("w1"), limit: 10), [])
         }
     }
 
@@ -368,8 +368,8 @@ final class DownloadStoreTests: XCTestCase {
             XCTAssertFalse(try store.hasChangesToFanOut())
             // 10 for `every`, 2 x 5 for `films` (state and completed of its own category), none for the late one.
             XCTAssertEqual(made, 20, backend.name)
-            XCTAssertEqual(try store.deliveries(webhookID: "wf", limit: 100).count, 10)
-            XCTAssertEqual(try store.deliveries(webhookID: "wl", limit: 100).count, 0)
+            XCTAssertEqual(try store.deliveries(of: .webhook("wf"), limit: 100).count, 10)
+            XCTAssertEqual(try store.deliveries(of: .webhook("wl"), limit: 100).count, 0)
         }
     }
 

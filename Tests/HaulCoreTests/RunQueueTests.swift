@@ -7,16 +7,26 @@ import XCTest
 /// The queue of downloads waiting for a slot, without an engine: its order, its stale entries, and the work a step
 /// costs with 100 or 100,000 queued.
 final class RunQueueTests: XCTestCase {
-    func testEntriesComeOutByPriorityThenAge() {
+    /// An entry in creation order unless `order` places it elsewhere.
+    private func entry(_ sequence: Int, priority: Int, order: Int64? = nil) -> RunQueue.Entry {
+        RunQueue.Entry(priority: priority, order: order ?? Int64(sequence), sequence: Int64(sequence),
+                       id: "d\(sequence)")
+    }
+
+    func testEntriesComeOutByPriorityThenPlaceThenAge() {
         var queue = RunQueue()
         var random = SplitMix64(seed: 42)
         var expected: [RunQueue.Entry] = []
         for sequence in 0..<2_000 {
-            let priority = Int(random.next() % 5) - 2
-            queue.push("d\(sequence)", priority: priority, sequence: Int64(sequence))
-            expected.append(RunQueue.Entry(priority: priority, sequence: Int64(sequence), id: "d\(sequence)"))
+            // One in ten moved by a client: a place of its own, sometimes the same as another's.
+            let moved = random.next() % 10 == 0 ? Int64(random.next() % 2_000) : nil
+            let entry = entry(sequence, priority: Int(random.next() % 5) - 2, order: moved)
+            queue.push(entry)
+            expected.append(entry)
         }
-        expected.sort { $0.precedes($1) }
+        expected.sort { a, b in
+            (-a.priority, a.order, a.sequence) < (-b.priority, b.order, b.sequence)
+        }
         var taken: [RunQueue.Entry] = []
         while let next = queue.popFirst(where: { _ in true }) { taken.append(next) }
         XCTAssertEqual(taken, expected)
@@ -24,12 +34,12 @@ final class RunQueueTests: XCTestCase {
 
     func testEntriesThatNoLongerStandArePassedOverAndCompactedAway() {
         var queue = RunQueue()
-        for sequence in 0..<1_000 { queue.push("d\(sequence)", priority: 0, sequence: Int64(sequence)) }
+        for sequence in 0..<1_000 { queue.push(entry(sequence, priority: 0)) }
         // Every even one paused, and d999 raised: pushed again at the new priority, its old entry stale.
         var priorities = [String: Int]()
         for sequence in 0..<1_000 { priorities["d\(sequence)"] = sequence % 2 == 0 ? nil : 0 }
         priorities["d999"] = 9
-        queue.push("d999", priority: 9, sequence: 999)
+        queue.push(entry(999, priority: 9))
         let stands = { (entry: RunQueue.Entry) in priorities[entry.id] == entry.priority }
         XCTAssertEqual(queue.popFirst(where: stands)?.id, "d999", "raised to the front")
         priorities["d999"] = nil
@@ -50,12 +60,12 @@ final class RunQueueTests: XCTestCase {
             var queue = RunQueue()
             var random = SplitMix64(seed: 7)
             for sequence in 0..<queued {
-                queue.push("d\(sequence)", priority: Int(random.next() % 3), sequence: Int64(sequence))
+                queue.push(entry(sequence, priority: Int(random.next() % 3)))
             }
             let before = queue.comparisons
             let steps = 1_000
             for step in 0..<steps {
-                queue.push("n\(step)", priority: Int(random.next() % 3), sequence: Int64(queued + step))
+                queue.push(entry(queued + step, priority: Int(random.next() % 3)))
                 _ = queue.popFirst { _ in true }
             }
             return Double(queue.comparisons - before) / Double(steps)

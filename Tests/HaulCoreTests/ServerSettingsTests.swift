@@ -77,4 +77,12 @@ final class ServerSettingsTests: XCTestCase {
         guard case .object(let members) = try JSONValue.parse(Array(text.utf8)) else { throw CocoaError(.coderInvalidValue) }
         return members
     }
+
+    func testTheTimeZoneIsNamedAsPeopleKnowIt() {
+        XCTAssertEqual(ServerTimeZone.name(environment: ["TZ": "Europe/Berlin"]), "Europe/Berlin")
+        XCTAssertEqual(ServerTimeZone.name(environment: ["TZ": ":/usr/share/zoneinfo/Asia/Tokyo"]), "Asia/Tokyo")
+        XCTAssertEqual(ServerTimeZone.name(environment: ["TZ": "CET-1CEST"]), "CET-1CEST", "a POSIX rule as set")
+        XCTAssertFalse(ServerTimeZone.name(environment: [:]).isEmpty)
+        XCTAssertNotNil(ServerTimeZone.offset(at: Date()).wholeMatch(of: /[+-]\d\d:\d\d/))
+    }
 }

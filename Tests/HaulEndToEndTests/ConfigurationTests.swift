@@ -65,10 +65,15 @@ final class ConfigurationTests: XCTestCase {
         environment["HAUL_LISTEN"] = "127.0.0.1:0"
         environment["HAUL_DOWNLOAD_DIR"] = sandbox.file("dl")
         environment["HAUL_DATA_DIR"] = sandbox.file("data")
+        // The schedule's times are the server's: /settings names its zone (Tokyo keeps +09:00 all year).
+        environment["TZ"] = "Asia/Tokyo"
         let server = try ServerProcess(executable: buildDirectory + "/haul", arguments: ["serve", "--max-active", "2"],
                                        environment: environment, logPath: sandbox.file("log"))
         defer { server.stop(signal: SIGKILL) }
         XCTAssertEqual(try Client(base: server.baseURL).get("/healthz").status, 200)
+        let settings = try Client(base: server.baseURL).get("/settings").json
+        XCTAssertEqual(settings["time_zone"] as? String, "Asia/Tokyo")
+        XCTAssertEqual(settings["utc_offset"] as? String, "+09:00")
         let log = try String(contentsOfFile: sandbox.file("log"), encoding: .utf8)
         XCTAssertTrue(log.hasPrefix("{\"time\":"), "HAUL_LOG_FORMAT=json: \(log)")
         XCTAssertTrue(FileManager.default.fileExists(atPath: sandbox.file("data/haul.sqlite")))

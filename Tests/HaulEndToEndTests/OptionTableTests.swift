@@ -69,8 +69,8 @@ final class OptionTableTests: XCTestCase {
                 XCTAssertTrue(help.contains(String(flag.help.prefix(30))), "haul add --help lacks \(flag.name)'s help")
             }
         }
-        // The only other members a request takes are its sources, and PATCH's other one is the state.
+        // The only other members a request takes are its sources, and PATCH's others are the state and the place.
         XCTAssertEqual(Set(request.keys).subtracting(rows.map(\.name)), ["url", "urls", "mirrors"])
-        XCTAssertEqual(Set(patch.keys).subtracting(rows.filter(\.patchable).map(\.name)), ["state"])
+        XCTAssertEqual(Set(patch.keys).subtracting(rows.filter(\.patchable).map(\.name)), ["state", "queue_position"])
     }
 }

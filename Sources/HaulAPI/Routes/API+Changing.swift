@@ -9,8 +9,8 @@ extension API {
         return try conditional(c.request, API.json(200, DownloadResource.json(snapshot)))
     }
 
-    /// What PATCH /downloads/{id} may change: the state, and the options the table lets it.
-    static let patchMembers: Set<String> = DownloadOptions.patchable.union(["state"])
+    /// What PATCH /downloads/{id} may change: the state, the options the table lets it, and its place in the queue.
+    static let patchMembers: Set<String> = DownloadOptions.patchable.union(["state", "queue_position"])
 
     func patchDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let id = c.parameters["id"]!
@@ -30,24 +30,41 @@ extension API {
         if let speed = body.nullableInteger("max_speed", in: DownloadOptions.range("max_speed")) {
             changes.maxSpeed = .some(speed.flatMap { $0 == 0 ? nil : $0 })
         }
+        let position = body.integer("queue_position", in: 0...Int64(Int32.max)).map { Int($0) }
         try body.finish()
-        return API.json(200, DownloadResource.json(try attempt(operations.change(id, changes))))
+        var snapshot = try attempt(operations.change(id, changes))
+        // After the priority: a place is among the downloads of the priority it has then.
+        if let position {
+            _ = try attempt(operations.move(id, .position(position)))
+            snapshot = try attempt(operations.get(id))
+        }
+        return API.json(200, DownloadResource.json(snapshot))
     }
 
     /// The most downloads one action names.
     static let maxActionIDs = 10_000
 
-    /// `POST /downloads/actions`: pause, resume or remove the downloads named by `ids` or the ones in `state`
-    /// (`{"action": "remove", "state": ["completed"]}` clears the finished ones); each answered on its own.
+    /// Where `move` sends downloads.
+    static let moves: [String: QueueMove] = ["top": .top, "up": .up, "down": .down, "bottom": .bottom]
+
+    /// `POST /downloads/actions`: pause, resume, remove or move in the queue the downloads named by `ids` or the
+    /// ones in `state` (of `category`, if given: `{"action": "remove", "state": ["completed"]}` clears the finished
+    /// ones); each answered on its own.
     func act(_ c: RequestContext) throws(Problem) -> APIResult {
         var body = try RequestBody(c.request)
-        body.rejectUnknown(except: ["action", "ids", "state", "delete_file"])
+        body.rejectUnknown(except: ["action", "ids", "state", "category", "delete_file", "to"])
         let action = body.string("action", required: true)
-        if let action, !["pause", "resume", "remove"].contains(action) {
-            body.reject("action", "must be pause, resume or remove")
+        if let action, !["pause", "resume", "remove", "move"].contains(action) {
+            body.reject("action", "must be pause, resume, remove or move")
         }
         let deleteFile = body.bool("delete_file") ?? false
         if deleteFile, action != "remove" { body.reject("delete_file", "goes with remove only") }
+        var move: QueueMove?
+        if let to = body.string("to", required: action == "move") {
+            move = API.moves[to]
+            if action != "move" { body.reject("to", "goes with move only") }
+            else if move == nil { body.reject("to", "must be top, up, down or bottom") }
+        }
         var ids: [String] = []
         if let list = body.array("ids", count: 1...API.maxActionIDs) {
             ids = list.compactMap(\.stringValue)
@@ -58,12 +75,16 @@ extension API {
             let parsed = list.compactMap { $0.stringValue.flatMap(DownloadState.init(rawValue:)) }
             if parsed.count == list.count { states = Set(parsed) } else { body.reject("state", "must be states") }
         }
+        let category = body.string("category")
+        if let category, let problem = Validate.categoryName(category) { body.reject("category", problem) }
         if body.has("ids") == body.has("state") { body.reject("ids", "give ids or state, one of them") }
+        if body.has("ids"), category != nil { body.reject("category", "goes with state, not with ids") }
         try body.finish()
-        if let states { ids = operations.ids(matching: DownloadFilter(states: states)) }
+        if let states { ids = operations.ids(matching: DownloadFilter(states: states, category: category)) }
         let bulk: BulkAction = switch action {
         case "pause": .pause
         case "resume": .resume
+        case "move": .move(move!)
         default: .remove(deleteFile: deleteFile)
         }
         let results = Box<[JSONValue]>([])
@@ -75,6 +96,10 @@ extension API {
                 switch result.outcome {
                 case .changed(let snapshot):
                     results.value.append(.object([("id", id), ("status", JSONValue(200)),
+                                                  ("download", DownloadResource.json(snapshot))]))
+                case .moved(let snapshot, let position):
+                    results.value.append(.object([("id", id), ("status", JSONValue(200)),
+                                                  ("queue_position", JSONValue(position)),
                                                   ("download", DownloadResource.json(snapshot))]))
                 case .removed:
                     results.value.append(.object([("id", id), ("status", JSONValue(204))]))

@@ -19,8 +19,8 @@ extension API {
             if let value = DownloadOrder(rawValue: text) {
                 query.order = value
             } else {
-                errors.append(("sort", "must be created, name, size, progress or speed, with - before it for "
-                               + "descending"))
+                errors.append(("sort", "must be " + DownloadOrder.allCases.map(\.rawValue).joined(separator: ", ")
+                               + ", with - before it for descending"))
             }
         }
         if let cursor = c.query["cursor"] {
@@ -38,6 +38,10 @@ extension API {
         if let text = c.query["q"] {
             if (1...200).contains(text.count) { query.filter.search = text.lowercased() }
             else { errors.append(("q", "must be 1 to 200 characters")) }
+        }
+        if let prefix = c.query["id_prefix"] {
+            if (1...64).contains(prefix.count) { query.filter.idPrefix = prefix.lowercased() }
+            else { errors.append(("id_prefix", "must be 1 to 64 characters")) }
         }
         query.filter.category = c.query["category"]
         if let category = query.filter.category, let problem = Validate.categoryName(category) {

@@ -4,13 +4,19 @@ import HaulLoop
 
 /// Settings, stats and Prometheus metrics.
 extension API {
-    /// The settings in force, the speed limit of this moment (the schedule's), and the defaults the flags gave.
+    /// The settings in force, the speed limit of this moment (the schedule's), the time zone the schedule is read
+    /// in, and the defaults the flags gave.
     func settings() -> HTTPResponse {
         guard case .object(var members) = operations.settings.json else { return API.json(200, .null) }
         members.append(("current_max_speed", JSONValue(engine.currentSpeedLimit ?? 0)))
+        members.append(("time_zone", .string(API.timeZone)))
+        members.append(("utc_offset", .string(ServerTimeZone.offset(at: Date()))))
         members.append(("defaults", engine.defaultSettings.json))
         return API.json(200, .object(members))
     }
+
+    /// Read once: the zone a process runs in does not change under it.
+    static let timeZone = ServerTimeZone.name()
 
     func patchSettings(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let body = try RequestBody(c.request)

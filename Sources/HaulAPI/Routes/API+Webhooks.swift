@@ -25,7 +25,17 @@ extension API {
             ]),
             Route(pattern: "/webhooks/{id}/deliveries", handlers: [
                 "GET": .read(.listDeliveries, query: ["limit"]) { [unowned self] c throws(Problem) in
-                    .response(try self.deliveries(c))
+                    let limit = try API.deliveryLimit(c)
+                    let hook = try self.webhook(c)
+                    return .response(API.deliveriesJSON(try self.attempt(
+                        self.operations.deliveries(of: hook.id, limit: limit))))
+                },
+            ]),
+            Route(pattern: "/downloads/{id}/deliveries", handlers: [
+                "GET": .read(.listDeliveries, query: ["limit"]) { [unowned self] c throws(Problem) in
+                    let limit = try API.deliveryLimit(c)
+                    return .response(API.deliveriesJSON(try self.attempt(
+                        self.operations.deliveries(about: c.parameters["id"]!, limit: limit))))
                 },
             ]),
         ]
@@ -74,19 +84,20 @@ extension API {
         return .object(members)
     }
 
-    private func deliveries(_ c: RequestContext) throws(Problem) -> HTTPResponse {
-        let hook = try webhook(c)
-        var limit = 50
-        if let text = c.query["limit"] {
-            guard let value = Int(text), (1...1000).contains(value) else {
-                throw Problem.invalid([("limit", "must be an integer from 1 to 1000")])
-            }
-            limit = value
+    /// `?limit=`: 1 to 1,000, 50 when absent.
+    private static func deliveryLimit(_ c: RequestContext) throws(Problem) -> Int {
+        guard let text = c.query["limit"] else { return 50 }
+        guard let value = Int(text), (1...1000).contains(value) else {
+            throw Problem.invalid([("limit", "must be an integer from 1 to 1000")])
         }
-        let list = try attempt(operations.deliveries(of: hook.id, limit: limit))
-        return API.json(200, .object([("deliveries", .array(list.map { d in
+        return value
+    }
+
+    private static func deliveriesJSON(_ list: [WebhookDelivery]) -> HTTPResponse {
+        API.json(200, .object([("deliveries", .array(list.map { d in
             .object([
                 ("id", .string(d.id)),
+                ("webhook_id", .string(d.webhookID)),
                 ("event", .string(d.event.rawValue)),
                 ("download_id", .string(d.downloadID)),
                 ("state", .string(d.state.rawValue)),

@@ -59,11 +59,14 @@ final class DownloadRegistry {
         return download
     }
 
-    /// A download's machine moved from `before`: its state, priority and bytes are indexed again.
+    /// A download's machine moved from `before`: its state, priority, place and bytes are indexed again.
     func changed(_ id: String, from before: Download) {
         guard let download = machines[id]?.machine.download else { return }
         receivedTotal += download.receivedBytes - before.receivedBytes
-        if download.state != before.state || download.priority != before.priority { index(download, was: before) }
+        if download.state != before.state || download.priority != before.priority
+            || download.queueRank != before.queueRank {
+            index(download, was: before)
+        }
     }
 
     /// Bytes the machine of a download received moved by `delta` (the hot path: nothing else changed).
@@ -87,7 +90,7 @@ final class DownloadRegistry {
         return low
     }
 
-    /// Keeps the run queue, `order`, counts and `destinations` in step with a download's state and priority
+    /// Keeps the run queue, `order`, counts and `destinations` in step with a download's state, priority and place
     /// (`nil`: added or removed).
     private func index(_ now: Download?, was: Download?) {
         if was == nil, let now {
@@ -122,8 +125,9 @@ final class DownloadRegistry {
         if let now {
             stateCounts[now.state, default: 0] += 1
             // Leaving the queue needs nothing here: the entry no longer stands when it comes up.
-            if now.state == .queued, was?.state != .queued || was?.priority != now.priority {
-                runQueue.push(now.id, priority: now.priority, sequence: now.sequence)
+            if now.state == .queued,
+               was?.state != .queued || was?.priority != now.priority || was?.queueRank != now.queueRank {
+                runQueue.push(RunQueue.Entry(now))
             }
             if !now.state.isFinished {
                 let key = Self.destination(now.url, now.directory, now.requestedFilename)

@@ -150,7 +150,7 @@ extension Engine {
         runners.removeValue(forKey: id)
         // Still queued (its start never reached the machine): back in line, or it would wait for no entry.
         if let download = machines[id]?.machine.download, download.state == .queued {
-            registry.runQueue.push(id, priority: download.priority, sequence: download.sequence)
+            registry.runQueue.push(RunQueue.Entry(download))
         }
         schedule()
     }

@@ -72,6 +72,7 @@ extension Engine {
     /// and whether more follow. Sorts all that pass: a page of a sort other than creation order costs every match.
     public func page(by order: DownloadOrder, descending: Bool, offset: Int, limit: Int,
                      where filter: (Download) -> Bool) -> (items: [DownloadSnapshot], more: Bool) {
+        if order == .queue { return queuePage(descending: descending, offset: offset, limit: limit, where: filter) }
         var rows: [(id: String, sequence: Int64, number: Double, text: String)] = []
         for (id, box) in machines where filter(box.machine.download) {
             let d = box.machine.download
@@ -84,6 +85,7 @@ extension Engine {
                     : Double(d.receivedBytes) / Double($0) } ?? -1
                 rows.append((id, d.sequence, fraction, ""))
             case .speed: rows.append((id, d.sequence, box.machine.speed, ""))
+            case .queue: break
             }
         }
         rows.sort { a, b in
@@ -94,6 +96,27 @@ extension Engine {
         let start = min(offset, rows.count)
         let slice = rows[start...].prefix(limit)
         return (slice.compactMap { snapshot($0.id) }, rows.count > start + limit)
+    }
+
+    /// `page` in the order downloads start in: running ones (oldest first), then the waiting ones in the queue's
+    /// order (priority, place, age), then the finished ones (oldest first).
+    private func queuePage(descending: Bool, offset: Int, limit: Int, where filter: (Download) -> Bool)
+        -> (items: [DownloadSnapshot], more: Bool) {
+        var rows: [(group: Int, priority: Int, order: Int64, sequence: Int64, id: String)] = []
+        for (id, box) in machines where filter(box.machine.download) {
+            let d = box.machine.download
+            if d.isWaiting {
+                rows.append((1, -d.priority, d.queueOrder, d.sequence, id))
+            } else {
+                rows.append((d.state.isFinished ? 2 : 0, 0, 0, d.sequence, id))
+            }
+        }
+        rows.sort { a, b in
+            let (x, y) = descending ? (b, a) : (a, b)
+            return (x.group, x.priority, x.order, x.sequence) < (y.group, y.priority, y.order, y.sequence)
+        }
+        let start = min(offset, rows.count)
+        return (rows[start...].prefix(limit).compactMap { snapshot($0.id) }, rows.count > start + limit)
     }
 
     /// As `page`, over the downloads of `ids` only (a `changed_since` answer): costs those, not every download.

@@ -3,7 +3,7 @@ import HaulLoop
 
 /// Scheduling over the run queue, and ids.
 extension Engine {
-    /// Starts queued downloads, highest priority first, then oldest, while slots are free: each start takes the
+    /// Starts queued downloads, highest priority first, then by place in the queue, while slots are free: each start takes the
     /// run queue's first entry, whatever the queue's length.
     func schedule() {
         registry.runQueue.compact(live: registry.stateCounts[.queued] ?? 0, where: waiting)
@@ -17,10 +17,11 @@ extension Engine {
         }
     }
 
-    /// Whether a run queue entry still stands: its download is queued, at that priority, and not running.
+    /// Whether a run queue entry still stands: its download is queued, at that priority and place, and not running.
     private func waiting(_ entry: RunQueue.Entry) -> Bool {
         guard let download = machines[entry.id]?.machine.download else { return false }
-        return download.state == .queued && download.priority == entry.priority && runners[entry.id] == nil
+        return download.state == .queued && download.priority == entry.priority
+            && download.queueOrder == entry.order && runners[entry.id] == nil
     }
 
     /// 15 characters of Crockford-style base 32: 75 random bits from two calls to the system generator. Fifteen

@@ -152,10 +152,10 @@ extension Engine {
         return value
     }
 
-    public func deliveries(of id: String, limit: Int) throws(EngineError) -> [WebhookDelivery] {
+    public func deliveries(of subject: WebhookDelivery.Subject, limit: Int) throws(EngineError) -> [WebhookDelivery] {
         flushOutcomes()
         do {
-            return try store.deliveries(webhookID: id, limit: limit)
+            return try store.deliveries(of: subject, limit: limit)
         } catch {
             throw .storage("\(error)")
         }

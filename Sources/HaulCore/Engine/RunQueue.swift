@@ -1,21 +1,34 @@
-/// The downloads waiting for a slot, highest priority first, then oldest (lowest sequence): a binary heap, so adding
+/// The downloads waiting for a slot, highest priority first, then by place in the queue (`Download.queueOrder`:
+/// creation order unless a client moved one), then oldest (lowest sequence): a binary heap, so adding
 /// one and taking the next cost O(log n) whatever the queue's length, where sorting every queued download on each
 /// scheduling step cost O(n log n) per step.
 ///
 /// Entries are not removed when a download leaves the queue (paused, removed, its priority changed): `popFirst`
 /// asks the caller whether the entry at the top still stands and drops it when not, and the heap is rebuilt from
 /// the entries that stand once the stale ones outnumber them. A download may be pushed again when it comes back or
-/// its priority changes; its older entries then no longer stand (another priority) or name the same place in the
-/// order (the same priority and sequence), which is harmless.
+/// its priority or place changes; its older entries then no longer stand (another priority or place) or name the
+/// same place in the order, which is harmless.
 struct RunQueue {
     struct Entry: Equatable {
         let priority: Int
+        let order: Int64
         let sequence: Int64
         let id: String
 
+        init(priority: Int, order: Int64, sequence: Int64, id: String) {
+            (self.priority, self.order, self.sequence, self.id) = (priority, order, sequence, id)
+        }
+
+        /// The entry of `download` as it is now.
+        init(_ download: Download) {
+            self.init(priority: download.priority, order: download.queueOrder, sequence: download.sequence,
+                      id: download.id)
+        }
+
         /// Whether `self` goes before `other`.
         func precedes(_ other: Entry) -> Bool {
-            priority != other.priority ? priority > other.priority : sequence < other.sequence
+            if priority != other.priority { return priority > other.priority }
+            return order != other.order ? order < other.order : sequence < other.sequence
         }
     }
 
@@ -27,8 +40,8 @@ struct RunQueue {
 
     var count: Int { heap.count }
 
-    mutating func push(_ id: String, priority: Int, sequence: Int64) {
-        heap.append(Entry(priority: priority, sequence: sequence, id: id))
+    mutating func push(_ entry: Entry) {
+        heap.append(entry)
         siftUp(heap.count - 1)
     }
 

@@ -156,6 +156,7 @@ extension DownloadMachine {
 
     mutating func change(_ changes: DownloadChanges) {
         if let priority = changes.priority { download.priority = priority }
+        if let rank = changes.queueRank { download.queueRank = rank }
         if let maxSpeed = changes.maxSpeed { download.maxSpeed = maxSpeed }
         if let connections = changes.connections { download.connections = connections }
         if changes.connections != nil { limitsChanged() }

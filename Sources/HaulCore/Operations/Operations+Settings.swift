@@ -53,7 +53,13 @@ extension Operations {
 
     /// At most `limit` deliveries of a webhook, as the store lists them.
     public func deliveries(of id: String, limit: Int) throws(EngineError) -> [WebhookDelivery] {
-        try engine.deliveries(of: try webhook(id).id, limit: limit)
+        try engine.deliveries(of: .webhook(try webhook(id).id), limit: limit)
+    }
+
+    /// At most `limit` deliveries about a download, to every webhook, newest first.
+    public func deliveries(about id: String, limit: Int) throws(EngineError) -> [WebhookDelivery] {
+        guard engine.snapshot(id) != nil else { throw .notFound(id) }
+        return try engine.deliveries(of: .download(id), limit: limit)
     }
 
     // MARK: settings

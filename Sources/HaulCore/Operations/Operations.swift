@@ -9,18 +9,22 @@ public struct DownloadFilter: Sendable {
     public var category: String?
     /// Only these ids (the downloads changed since a sequence number).
     public var ids: Set<String>?
+    /// Only ids that start with this (what a person types of one: `haul rm 5sbz`).
+    public var idPrefix: String?
 
     public init(states: Set<DownloadState>? = nil, search: String? = nil, category: String? = nil,
-                ids: Set<String>? = nil) {
+                ids: Set<String>? = nil, idPrefix: String? = nil) {
         self.states = states
         self.search = search
         self.category = category
         self.ids = ids
+        self.idPrefix = idPrefix
     }
 
     public func matches(_ download: Download) -> Bool {
         (states?.contains(download.state) ?? true) && (category == nil || download.category == category)
-            && (ids?.contains(download.id) ?? true) && (search.map(download.matches(search:)) ?? true)
+            && (ids?.contains(download.id) ?? true) && (idPrefix.map(download.id.hasPrefix) ?? true)
+            && (search.map(download.matches(search:)) ?? true)
     }
 }
 
@@ -55,12 +59,16 @@ public enum BulkAction: Sendable, Equatable {
     case pause
     case resume
     case remove(deleteFile: Bool)
+    /// Each to the top, up, down or to the bottom of the queue (waiting downloads only).
+    case move(QueueMove)
 }
 
 /// What became of one download a bulk action named: changed (its snapshot), removed, or why not.
 public struct BulkResult {
     public enum Outcome {
         case changed(DownloadSnapshot)
+        /// Moved in the queue: its snapshot and its place now, 0 first.
+        case moved(DownloadSnapshot, position: Int)
         case removed
         case refused(EngineError)
     }
@@ -179,6 +187,11 @@ public final class Operations {
         try engine.remove(id, deleteFile: deleteFile)
     }
 
+    /// Moves a waiting download in the queue; its position afterwards, 0 first (aria2's `changePosition` too).
+    public func move(_ id: String, _ move: QueueMove) throws(EngineError) -> Int {
+        try engine.move([id], move)[0].result.get()
+    }
+
     /// Does `action` to each of `ids` (a slice of a bulk action: callers cut long lists so the loop answers others
     /// between slices), each answered on its own. A store that fails refuses every one of the slice.
     public func act(_ action: BulkAction, on ids: ArraySlice<String>) -> [BulkResult] {
@@ -191,6 +204,17 @@ public final class Operations {
                 }
             } catch {
                 return ids.map { BulkResult(id: $0, outcome: .refused(error)) }
+            }
+        case .move(let move):
+            return engine.move(Array(ids), move).map { id, result in
+                switch result {
+                case .success(let position):
+                    guard let snapshot = engine.snapshot(id) else {
+                        return BulkResult(id: id, outcome: .refused(.notFound(id)))
+                    }
+                    return BulkResult(id: id, outcome: .moved(snapshot, position: position))
+                case .failure(let error): return BulkResult(id: id, outcome: .refused(error))
+                }
             }
         case .pause, .resume:
             let changes = DownloadChanges(state: action == .pause ? .paused : .queued)
