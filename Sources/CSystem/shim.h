@@ -40,4 +40,10 @@ static inline int haul_terminal_columns(int fd) {
     return ioctl(fd, TIOCGWINSZ, &size) == 0 ? size.ws_col : 0;
 }
 
+// The same for its height in rows.
+static inline int haul_terminal_rows(int fd) {
+    struct winsize size;
+    return ioctl(fd, TIOCGWINSZ, &size) == 0 ? size.ws_row : 0;
+}
+
 #endif

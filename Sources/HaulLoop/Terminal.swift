@@ -7,4 +7,10 @@ public enum Terminal {
         let columns = Int(haul_terminal_columns(fd))
         return columns > 0 ? columns : nil
     }
+
+    /// Its height in rows, or nil as for `columns`.
+    public static func rows(_ fd: Int32) -> Int? {
+        let rows = Int(haul_terminal_rows(fd))
+        return rows > 0 ? rows : nil
+    }
 }

@@ -46,18 +46,19 @@ struct Client {
         }
         guard (200..<300).contains(reply.status) else { throw problem(reply.status, reply.body) }
         if reply.body.isEmpty { return .null }
-        do {
-            return try JSONValue.parse(reply.body)
-        } catch {
-            throw ClientCommand.Stop(status: .failed, message: "the server at \(server) sent something other than "
-                                     + "JSON (\(error)); is it a Haul server?")
+        guard let json = try? JSONValue.parse(reply.body) else {
+            throw ClientCommand.Stop(status: .failed, message: "\(server) is not a Haul server: it answered \(path) "
+                                     + "with something other than JSON (set --server or HAUL_SERVER)")
         }
+        return json
     }
 
     /// Follows an event stream, handing each event to `onEvent` until it returns false. A stream that drops after
     /// it opened (the server restarted, the network blinked) is opened again every two seconds with
     /// `Last-Event-ID`, so nothing is missed; a refusal (401, 404, ...) ends it with the server's problem.
-    func events(_ path: String, _ onEvent: @escaping (EventParser.Event) -> Bool) throws(ClientCommand.Stop) {
+    /// `notice` says that the stream was lost and found again (on a line of its own: a bar may be drawn).
+    func events(_ path: String, notice: @escaping (String) -> Void = { printError($0) },
+                _ onEvent: @escaping (EventParser.Event) -> Bool) throws(ClientCommand.Stop) {
         var lastEventID: String?
         var opened = false
         var lost = false
@@ -78,7 +79,7 @@ struct Client {
                     }
                     opened = true
                     if lost {
-                        printError("haul: reconnected")
+                        notice("haul: reconnected")
                         lost = false
                     }
                     for event in parser.feed(chunk) {
@@ -96,7 +97,7 @@ struct Client {
             if done { return }
             if status != 0, !(200..<300).contains(status) { throw problem(status, errorBody) }
             if !lost {
-                printError("haul: lost the event stream from \(server); reconnecting")
+                notice("haul: lost the event stream from \(server); reconnecting")
                 lost = true
             }
             sleep(2)
@@ -111,7 +112,9 @@ struct Client {
     /// The message of a problem+json answer: its detail (or title); a 422's are the invalid fields.
     private func problem(_ status: Int, _ body: [UInt8]) -> ClientCommand.Stop {
         guard let json = try? JSONValue.parse(body), json["title"]?.stringValue != nil else {
-            return ClientCommand.Stop(status: .failed, message: "the server answered HTTP \(status)")
+            return ClientCommand.Stop(status: .failed, message: "\(server) answered HTTP \(status), and not as Haul "
+                                      + "does: it is not a Haul server, or none is behind it (set --server or "
+                                      + "HAUL_SERVER)")
         }
         var message = Client.message(of: json)
         if status == 401 { message += " (pass --token or set HAUL_TOKEN)" }

@@ -13,12 +13,15 @@ extension ClientCommand {
             return options.flag(flag.name) ? .bool(true) : nil
         case .integer:
             guard let text = options.value(flag.name) else { return nil }
-            guard let n = Int64(text) else { throw .usage("--\(flag.name) takes a number, not '\(text)'") }
+            guard let n = Int64(text) else {
+                throw .usage("--\(flag.name) takes a number, not '\(text)'", command: options.spec)
+            }
             return JSONValue(n)
         case .bytes:
             guard let text = options.value(flag.name) else { return nil }
             guard let bytes = ByteSize.parse(text) else {
-                throw .usage("--\(flag.name) takes bytes (per second) like 500k or 1.5M, not '\(text)'")
+                throw .usage("--\(flag.name) takes bytes (per second) like 500k or 1.5M, not '\(text)'",
+                             command: options.spec)
             }
             return JSONValue(bytes)
         case .text:
@@ -32,7 +35,7 @@ extension ClientCommand {
             var headers: [(String, JSONValue)] = []
             for header in options.values(flag.name) {
                 guard let colon = header.firstIndex(of: ":") else {
-                    throw .usage("--\(flag.name) takes 'Name: value', not '\(header)'")
+                    throw .usage("--\(flag.name) takes 'Name: value', not '\(header)'", command: options.spec)
                 }
                 headers.append((String(header[..<colon]),
                                 .string(header[header.index(after: colon)...].trimmingSpaces())))
@@ -50,12 +53,14 @@ extension ClientCommand {
         if let input = options.value("input") { urls += try readURLs(input) }
         guard !urls.isEmpty else { throw .usage("give at least one URL (or -i FILE)", command: options.spec) }
         guard urls.count <= ClientCommand.maxURLs else {
-            throw .usage("at most \(ClientCommand.maxURLs) URLs at once, not \(urls.count)")
+            throw .usage("at most \(ClientCommand.maxURLs) URLs at once, not \(urls.count)", command: options.spec)
         }
         var shared: [(String, JSONValue)] = []
         let mirrors = options.values("mirror")
         if !mirrors.isEmpty {
-            guard urls.count == 1 else { throw .usage("--mirror is another source of one download, not \(urls.count)") }
+            guard urls.count == 1 else {
+                throw .usage("--mirror is another source of one download, not \(urls.count)", command: options.spec)
+            }
             shared.append(("mirrors", .array(mirrors.map { .string($0) })))
         }
         for option in DownloadOptions.all {
@@ -133,15 +138,35 @@ extension ClientCommand {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// What `ls --sort` takes, each also with `-` before it.
+    static let sortKeys = ["created", "name", "size", "progress", "speed", "queue"]
+
     static func list(_ client: Client, _ options: Options) throws(Stop) {
-        let state = options.value("state")
-        let json = options.flag("json")
         _ = try options.positionals(0...0, "ls takes no arguments")
         var filters = ""
-        if let state { filters += "&state=" + Client.escape(state) }
+        // `retrying` is no state of its own: the downloads waiting to try again, among the running ones.
+        var wanted: Set<String>?
+        if let text = options.value("state") {
+            let states = try parseStates(text, extra: ["retrying"], spec: options.spec)
+            wanted = Set(states)
+            var asked = Set(states.filter { $0 != "retrying" })
+            if states.contains("retrying") { asked.formUnion(["probing", "downloading"]) }
+            filters += "&state=" + Client.escape(asked.sorted().joined(separator: ","))
+        }
         if let search = options.value("search") { filters += "&q=" + Client.escape(search) }
-        if let sort = options.value("sort") { filters += "&sort=" + Client.escape(sort) }
-        if let category = options.value("category") { filters += "&category=" + Client.escape(category) }
+        if let sort = options.value("sort") {
+            guard sortKeys.contains(sort.hasPrefix("-") ? String(sort.dropFirst()) : sort) else {
+                throw .usage("--sort takes " + sortKeys.joined(separator: ", ") + " (-KEY for descending), not '\(sort)'",
+                             command: options.spec)
+            }
+            filters += "&sort=" + Client.escape(sort)
+        }
+        if let category = options.value("category") {
+            if let problem = Validate.categoryName(category) {
+                throw .usage("--category: \(problem)", command: options.spec)
+            }
+            filters += "&category=" + Client.escape(category)
+        }
         var all: [JSONValue] = []
         var cursor: String?
         repeat {
@@ -151,44 +176,24 @@ extension ClientCommand {
             if case .array(let downloads) = page["downloads"] { all += downloads }
             cursor = page["next_cursor"]?.stringValue
         } while cursor != nil
-        if json {
+        if let wanted {
+            all = all.filter { item in
+                let d = DownloadView(item)
+                return wanted.contains(d.state) || wanted.contains("retrying") && d.retryIn != nil
+            }
+        }
+        if options.flag("json") {
             printOutput(JSONValue.array(all).serialized())
             return
         }
-        printOutput("\(Format.column("ID", 17)) \(Format.column("STATE", 12)) \(Format.column("DONE", 5)) "
-                    + "\(Format.column("SIZE", 24)) \(Format.column("SPEED", 12)) NAME")
-        for item in all {
-            let d = DownloadView(item)
-            let speed = d.isRunning && d.speed > 0 ? Format.bytes(Int64(d.speed)) + "/s" : ""
-            var line = "\(Format.column(d.id, 17)) \(Format.column(d.state, 12)) \(Format.column(d.percent, 5)) "
-                + "\(Format.column(d.size, 24)) \(Format.column(speed, 12)) \(d.name)"
-            if let error = d.error { line += "  (\(error.code): \(error.message))" }
-            if let note = d.retryNote { line += "  (\(note))" }
-            printOutput(line)
-        }
-    }
-
-    static func setState(_ client: Client, _ options: Options, _ state: String) throws(Stop) {
-        let ids = try options.positionals(1...Int.max, "give the id of at least one download")
-        try eachID(ids) { id throws(Stop) in
-            let download = DownloadView(try client.call("PATCH", "/downloads/" + Client.escape(id),
-                                                        body: .object([("state", .string(state))])))
-            printOutput("\(download.id) \(download.state) \(download.name)")
-        }
-    }
-
-    static func remove(_ client: Client, _ options: Options) throws(Stop) {
-        let deleteFile = options.flag("delete-file")
-        let ids = try options.positionals(1...Int.max, "give the id of at least one download")
-        try eachID(ids) { id throws(Stop) in
-            _ = try client.call("DELETE", "/downloads/" + Client.escape(id) + (deleteFile ? "?delete_file=true" : ""))
-            printOutput("\(id) removed")
-        }
+        let width = Terminal.columns(STDOUT_FILENO)
+            ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil } ?? 80
+        for line in ListTable.lines(all.map(DownloadView.init), width: width) { printOutput(line) }
     }
 
     /// Runs `body` for every id: one that fails is reported (once) and the rest go on; then the exit status is 1.
     /// No server reachable stops at once, as every other id would fail the same way.
-    private static func eachID(_ ids: [String], _ body: (String) throws(Stop) -> Void) throws(Stop) {
+    static func eachID(_ ids: [String], _ body: (String) throws(Stop) -> Void) throws(Stop) {
         var failed = 0
         for id in ids {
             do {
@@ -259,9 +264,11 @@ extension ClientCommand {
         var removed = false
         // The events replayed from `sequence` tell the whole story; `start` may be newer than the first of them.
         if !current.isFinished {
+            Interrupt.onInterrupt(say: "haul: stopped following; \(current.name) goes on on the server (haul watch "
+                                  + "\(current.id) follows it again, haul pause \(current.id) pauses it)")
             var path = "/downloads/" + Client.escape(current.id) + "/events"
             if let sequence { path += "?last_event_id=\(sequence)" }
-            try client.events(path) { event in
+            try client.events(path, notice: display.notice) { event in
                 switch event.name {
                 case "created", "progress", "state":
                     guard let data = try? JSONValue.parse(event.data) else { return true }
@@ -294,30 +301,41 @@ extension ClientCommand {
         }
     }
 
-    /// Follows several downloads until each has ended: a line for each change of state, one for each end.
+    /// Follows several downloads until each has ended: on a terminal a block of bars, one a download and a total,
+    /// redrawn in place; elsewhere a line for each change of state and one for each end.
     private static func followAll(_ client: Client, _ downloads: [DownloadView], after sequence: Int64?)
         throws(Stop) {
         var open = Set(downloads.filter { !$0.isFinished }.map(\.id))
-        var failed = downloads.filter { $0.state == "failed" }.count
-        var lastState: [String: String] = Dictionary(uniqueKeysWithValues: downloads.map { ($0.id, $0.state) })
+        var failures: [String] = downloads.filter { $0.state == "failed" }.map(failure)
+        var completed = downloads.filter { $0.state == "completed" }.count
+        var lastState: [String: String] = Dictionary(downloads.map { ($0.id, $0.state) }, uniquingKeysWith: { $1 })
+        let block = isatty(STDERR_FILENO) == 1 ? ProgressBlock(downloads) : nil
         func report(_ d: DownloadView) {
-            guard open.contains(d.id), lastState[d.id] != d.state else { return }
+            guard open.contains(d.id) else { return }
+            block?.update(d)
+            guard lastState[d.id] != d.state else { return }
             lastState[d.id] = d.state
             switch d.state {
             case "completed":
                 open.remove(d.id)
-                printError("\(d.name): completed, \(Format.bytes(d.received))" + (d.path.map { " -> \($0)" } ?? ""))
+                completed += 1
+                if block == nil {
+                    printError("\(d.name): completed, \(Format.bytes(d.received))" + (d.path.map { " -> \($0)" } ?? ""))
+                }
             case "failed":
                 open.remove(d.id)
-                failed += 1
-                let reason = d.error.map { "\($0.code): \($0.message)" } ?? "no reason given"
-                printError("haul: \(d.name) failed: " + reason)
+                failures.append(failure(d))
+                if block == nil { printError(failures.last!) }
             default:
-                printError("\(d.name): \(d.state)")
+                if block == nil { printError("\(d.name): \(d.state)") }
             }
         }
         if !open.isEmpty {
-            try client.events("/events" + (sequence.map { "?last_event_id=\($0)" } ?? "")) { event in
+            Interrupt.onInterrupt(say: "haul: stopped following; the \(downloads.count) downloads go on on the server "
+                                  + "(haul ls shows them, haul watch follows them, haul pause all pauses them)")
+            let path = "/events" + (sequence.map { "?last_event_id=\($0)" } ?? "")
+            try client.events(path, notice: { text in if let block { block.notice(text) } else { printError(text) } }) {
+                event in
                 guard let data = try? JSONValue.parse(event.data) else { return true }
                 switch event.name {
                 case "created", "state", "progress":
@@ -326,8 +344,8 @@ extension ClientCommand {
                     if case .array(let all)? = data["downloads"] { for d in all { report(DownloadView(d)) } }
                 case "removed":
                     if let id = data["id"]?.stringValue, open.remove(id) != nil {
-                        failed += 1
-                        printError("haul: \(id) was removed")
+                        failures.append("haul: \(id) was removed")
+                        if block == nil { printError(failures.last!) }
                     }
                 default:
                     break
@@ -335,6 +353,16 @@ extension ClientCommand {
                 return !open.isEmpty
             }
         }
-        if failed > 0 { throw Stop(status: .failed, message: "") }
+        if let block {
+            block.finish()
+            for line in failures { printError(line) }
+            printError("\(completed) of \(downloads.count) completed" + (failures.isEmpty ? "" : ", \(failures.count) not"))
+        }
+        if !failures.isEmpty { throw Stop(status: .failed, message: "") }
+    }
+
+    /// How a failed download is reported.
+    private static func failure(_ d: DownloadView) -> String {
+        "haul: \(d.name) failed: " + (d.error.map { "\($0.code): \($0.message)" } ?? "no reason given")
     }
 }

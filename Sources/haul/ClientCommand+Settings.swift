@@ -12,8 +12,13 @@ extension ClientCommand {
             let text = String(assignment[assignment.index(after: equals)...]).trimmingSpaces()
             members.append(try setting(String(name), text, spec: options.spec))
         }
-        let answer = members.isEmpty ? try client.call("GET", "/settings")
-            : try client.call("PATCH", "/settings", body: .object(members))
+        let answer: JSONValue
+        do {
+            answer = members.isEmpty ? try client.call("GET", "/settings")
+                : try client.call("PATCH", "/settings", body: .object(members))
+        } catch {
+            throw Stop(status: error.status, message: spoken(error.message), command: error.command)
+        }
         if options.flag("json") { return printOutput(answer.serialized()) }
         let defaults = answer["defaults"] ?? .null
         func line(_ label: String, _ key: String, _ show: (JSONValue) -> String) {
@@ -30,6 +35,19 @@ extension ClientCommand {
         line("schedule", "speed_schedule", schedule)
         line("proxy", "proxy") { $0.stringValue ?? "none" }
         printOutput(Format.column("speed limit now", 26) + speed(answer["current_max_speed"] ?? .null))
+    }
+
+    /// The server's words about settings in the words of the command line: `max-active` for `max_active`,
+    /// `schedule` for `speed_schedule`, and `default` (what NAME=default sends) for JSON's null.
+    static func spoken(_ message: String) -> String {
+        var text = message
+        for (wire, word) in [("speed_schedule", "schedule"), ("max_connections_per_host", "max-connections-per-host"),
+                             ("default_connections", "default-connections"), ("max_active", "max-active"),
+                             ("max_speed", "max-speed")] {
+            text = text.replacing(wire, with: word)
+        }
+        return text.replacing("or null for the default", with: "or default").replacing("or null for none", with: "or none")
+            .replacing("null", with: "default")
     }
 
     static func stats(_ client: Client, _ options: Options) throws(Stop) {
@@ -55,6 +73,10 @@ extension ClientCommand {
         let words = try options.positionals(1...2, "give put NAME, ls, rm NAME or clean NAME")
         let json = options.flag("json")
         let usage = Stop.usage("give put NAME, ls, rm NAME or clean NAME", command: options.spec)
+        // Said before the name goes into a path, where the server could only answer that no route has it.
+        if words.count == 2, let problem = Validate.categoryName(words[1]) {
+            throw .usage("'\(words[1])' cannot be a category's name: it \(problem)", command: options.spec)
+        }
         let path = words.count == 2 ? "/categories/" + Client.escape(words[1]) : ""
         func show(_ c: JSONValue) -> String {
             var line = "\(Format.column(c["name"]?.stringValue ?? "?", 16)) \(c["directory"]?.stringValue ?? "?")"
@@ -131,17 +153,34 @@ extension ClientCommand {
                 printOutput(line)
             }
         case ("deliveries", 2):
-            let answer = try client.call("GET", "/webhooks/" + Client.escape(words[1]) + "/deliveries")
+            var query = ""
+            if let text = options.value("limit") {
+                guard let n = Int(text), (1...1000).contains(n) else {
+                    throw .usage("--limit takes a number from 1 to 1000, not '\(text)'", command: options.spec)
+                }
+                query = "?limit=\(n)"
+            }
+            let answer = try client.call("GET", "/webhooks/" + Client.escape(words[1]) + "/deliveries" + query)
             if json { return printOutput(answer["deliveries"]?.serialized() ?? "[]") }
             guard case .array(let list)? = answer["deliveries"] else { return }
+            guard !list.isEmpty else { return printOutput("nothing sent yet") }
+            func row(_ cells: [String]) -> String {
+                zip(cells, [19, 9, 9, 5, 6, 15]).map { Format.column($0, $1) }.joined(separator: " ") + " "
+                    + (cells.count > 6 ? cells[6] : "")
+            }
+            printOutput(row(["TIME", "EVENT", "STATE", "TRIES", "STATUS", "DOWNLOAD", "ERROR / NEXT TRY"]))
             for d in list {
-                var line = "\(Format.column(d["id"]?.stringValue ?? "?", 17)) "
-                    + "\(Format.column(d["event"]?.stringValue ?? "?", 10)) "
-                    + "\(Format.column(d["state"]?.stringValue ?? "?", 10)) "
-                    + "\(Format.column(String(d["attempts"]?.integerValue ?? 0), 3)) "
-                    + (d["download_id"]?.stringValue ?? "?")
-                if let error = d["last_error"]?.stringValue { line += "  (\(error))" }
-                printOutput(line)
+                var note = d["last_error"]?.stringValue ?? ""
+                if let next = Format.time(d["next_attempt_at"]) { note += (note.isEmpty ? "" : "; ") + "next \(next)" }
+                printOutput(row([
+                    Format.time(d["created_at"]) ?? "?",
+                    d["event"]?.stringValue ?? "?",
+                    d["state"]?.stringValue ?? "?",
+                    String(d["attempts"]?.integerValue ?? 0),
+                    d["last_status"]?.integerValue.map(String.init) ?? "-",
+                    d["download_id"]?.stringValue ?? "?",
+                    note,
+                ]))
             }
         case ("rm", 2):
             _ = try client.call("DELETE", "/webhooks/" + Client.escape(words[1]))
@@ -170,7 +209,7 @@ extension ClientCommand {
         }
     }
 
-    private static func speedValue(_ text: String, spec: CommandSpec) throws(Stop) -> Int64 {
+    static func speedValue(_ text: String, spec: CommandSpec) throws(Stop) -> Int64 {
         if ["none", "unlimited"].contains(text.lowercased()) { return 0 }
         guard let bytes = ByteSize.parse(text) else {
             throw .usage("a speed is bytes per second like 500k or 2M (0 or none: no limit), not '\(text)'",

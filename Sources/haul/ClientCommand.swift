@@ -38,27 +38,48 @@ enum ClientCommand {
             }),
         CommandSpec(
             name: "ls", arguments: "",
-            summary: "Lists downloads: id, state, progress, size, speed and name (every page).",
-            details: "",
+            summary: "Lists downloads: id, state, progress, size, speed, ETA, category and name, then the totals.",
+            details: "Ids are shown as long as they need to be told apart (at least 6 characters); every command "
+                + "takes an id's first characters wherever it takes an id. Names are cut to fit the terminal "
+                + "(--json has everything).",
             options: [
-                .init(name: "state", value: "S,...", help: "only these states: queued, probing, downloading, "
-                      + "verifying, paused, completed, failed"),
+                .init(name: "state", value: "S,...", help: "only these states: " + ClientCommand.states.joined(separator: ", ")
+                      + ", or retrying (waiting to try again)"),
                 .init(name: "search", value: "TEXT", help: "only downloads whose name or URL holds TEXT, without case"),
                 .init(name: "category", value: "NAME", help: "only downloads of this category"),
-                .init(name: "sort", value: "KEY", help: "created (the default), name, size, progress or speed; -KEY "
-                      + "for descending"),
+                .init(name: "sort", value: "KEY", help: "created (the default), name, size, progress, speed or queue "
+                      + "(the order they start in); -KEY for descending"),
                 .init(name: "json", value: nil, help: "print the downloads as a JSON array"),
             ]),
-        CommandSpec(name: "pause", arguments: "ID...", summary: "Pauses downloads; the part file stays.",
-                    details: "An id that fails is reported and the others go on; the exit status is then 1.",
-                    options: []),
-        CommandSpec(name: "resume", arguments: "ID...", summary: "Resumes paused downloads and retries failed ones.",
-                    details: "An id that fails is reported and the others go on; the exit status is then 1.",
-                    options: []),
         CommandSpec(
-            name: "rm", arguments: "ID...", summary: "Removes downloads; an unfinished one's part file goes too.",
-            details: "An id that fails is reported and the others go on; the exit status is then 1.",
-            options: [.init(name: "delete-file", value: nil, help: "also delete a finished download's file")]),
+            name: "info", arguments: "ID",
+            summary: "Shows everything about one download: sources, path, times, segments, mirrors, the whole error "
+                + "and what the webhooks were sent.",
+            details: "", options: [.init(name: "json", value: nil, help: "print the download as JSON")]),
+        CommandSpec(
+            name: "set", arguments: "ID...",
+            summary: "Changes downloads' speed limit, connections, priority or place in the queue.",
+            details: "Each id is changed on its own; one that fails is reported and the others go on (exit status "
+                + "1). A position moves a waiting (queued or paused) download; moved past one of another priority "
+                + "it takes that priority, so the queue stays in priority order.",
+            options: [
+                .init(name: "max-speed", value: "SIZE", help: "bytes per second like 500k or 1.5M; none for no limit"),
+                .init(name: "connections", value: "N", help: "connections, 1-32 (a running download takes it at once)"),
+                .init(name: "priority", value: "N", help: "higher starts first, -1000 to 1000"),
+                .init(name: "position", value: "WHERE", help: "top, up, down, bottom, or a place in the queue (0 "
+                      + "starts first)"),
+            ]),
+        CommandSpec(name: "pause", arguments: "ID...|all", summary: "Pauses downloads; the part file stays.",
+                    details: ClientCommand.selectionDetails("queued or running"),
+                    options: ClientCommand.selectionOptions),
+        CommandSpec(name: "resume", arguments: "ID...|all", summary: "Resumes paused downloads and retries failed ones.",
+                    details: ClientCommand.selectionDetails("paused or failed"),
+                    options: ClientCommand.selectionOptions),
+        CommandSpec(
+            name: "rm", arguments: "ID...|all", summary: "Removes downloads; an unfinished one's part file goes too.",
+            details: ClientCommand.selectionDetails("in any state"),
+            options: ClientCommand.selectionOptions
+                + [.init(name: "delete-file", value: nil, help: "also delete a finished download's file")]),
         CommandSpec(
             name: "watch", arguments: "[ID]",
             summary: "Follows events: every download's changes, or one download's progress until it ends.",
@@ -91,13 +112,14 @@ enum ClientCommand {
             ]),
         CommandSpec(
             name: "webhook", arguments: "add URL | ls | deliveries ID | rm ID",
-            summary: "Adds, lists and removes webhooks, and shows what was sent to one.",
+            summary: "Adds, lists and removes webhooks, and shows what was sent to one, newest first.",
             details: "add prints the webhook's id and its secret (shown this once: keep it to check the "
                 + "Haul-Signature of each delivery). Events: created, completed, failed, removed (the default) and "
                 + "state (every change of state).",
             options: [
                 .init(name: "events", value: "E,...", help: "the events to send (add)"),
                 .init(name: "category", value: "NAME", help: "only downloads of this category (add)"),
+                .init(name: "limit", value: "N", help: "the newest N deliveries, 1-1000 (deliveries; default 50)"),
                 .init(name: "json", value: nil, help: "print the answer as JSON"),
             ]),
         CommandSpec(name: "stats", arguments: "",
@@ -183,9 +205,11 @@ enum ClientCommand {
             switch name {
             case "add": try add(client, options)
             case "ls": try list(client, options)
-            case "pause": try setState(client, options, "paused")
-            case "resume": try setState(client, options, "queued")
-            case "rm": try remove(client, options)
+            case "info": try info(client, options)
+            case "set": try set(client, options)
+            case "pause": try select(client, options, .pause)
+            case "resume": try select(client, options, .resume)
+            case "rm": try select(client, options, .remove)
             case "watch": try watch(client, options)
             case "settings": try settings(client, options)
             case "stats": try stats(client, options)

@@ -26,7 +26,53 @@ enum Format {
 
     /// `text` cut or padded to `width` characters.
     static func column(_ text: String, _ width: Int) -> String {
-        text.count > width ? String(text.prefix(width - 1)) + "…" : text + String(repeating: " ", count: width - text.count)
+        guard width > 0 else { return "" }
+        return text.count > width ? String(text.prefix(width - 1)) + "…"
+            : text + String(repeating: " ", count: width - text.count)
+    }
+
+    /// `text` cut to `width` characters, or padded on the left to it (numbers in a column).
+    static func right(_ text: String, _ width: Int) -> String {
+        text.count >= width ? column(text, width) : String(repeating: " ", count: width - text.count) + text
+    }
+
+    /// A size in at most 7 characters for a column: `1.25GiB`, `12.3MiB`, `1023KiB`, `512B`.
+    static func shortBytes(_ value: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
+        var scaled = Double(value)
+        var unit = 0
+        while scaled >= 1024, unit < units.count - 1 {
+            scaled /= 1024
+            unit += 1
+        }
+        if unit == 0 { return "\(value)B" }
+        let places = scaled < 10 ? 2 : scaled < 100 ? 1 : 0
+        return Decimals.format(scaled, places: places) + units[unit]
+    }
+
+    /// A duration in at most 6 characters for a column: `45s`, `12m05s`, `3h05m`, `2d03h`.
+    static func shortDuration(_ seconds: Double) -> String {
+        let s = max(0, Int(seconds.rounded(.up)))
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        if s < 60 { return "\(s)s" }
+        if s < 3600 { return "\(s / 60)m\(two(s % 60))s" }
+        if s < 86400 { return "\(s / 3600)h\(two(s % 3600 / 60))m" }
+        return s / 86400 > 99 ? ">99d" : "\(s / 86400)d\(two(s % 86400 / 3600))h"
+    }
+
+    /// A moment in the local time zone, as people read it: `2026-12-03 07:30:05`.
+    static func time(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
+    }
+
+    /// An RFC 3339 time from the API in local time, or nil.
+    static func time(_ value: JSONValue?) -> String? {
+        value?.stringValue.flatMap(Timestamp.parse).map(time)
     }
 }
 
@@ -45,6 +91,7 @@ struct DownloadView {
     /// Why it is trying again, and in how many seconds (nil while anything of it is under way).
     let lastError: (code: String, message: String)?
     let retryIn: Double?
+    let category: String?
 
     init(_ json: JSONValue) {
         id = json["id"]?.stringValue ?? "?"
@@ -65,6 +112,7 @@ struct DownloadView {
         error = reason(json["error"])
         lastError = reason(json["last_error"])
         retryIn = json["next_attempt_at"]?.stringValue.flatMap(Timestamp.parse).map { max(0, $0.timeIntervalSinceNow) }
+        category = json["category"]?.stringValue
     }
 
     var isRunning: Bool { ["probing", "downloading", "verifying"].contains(state) }
@@ -81,7 +129,60 @@ struct DownloadView {
     }
 
     var size: String {
-        total.map { "\(Format.bytes(received)) of \(Format.bytes($0))" } ?? Format.bytes(received)
+        guard let total else { return received > 0 ? "\(Format.bytes(received)) of unknown" : "size unknown" }
+        return "\(Format.bytes(received)) of \(Format.bytes(total))"
+    }
+
+    /// What its bar shows; `compact` in the short forms a narrow terminal has room for (`1.2MiB/4.8MiB`, `3s`).
+    func bar(compact: Bool = false) -> BarLine {
+        var tail: [String] = []
+        if isRunning, speed > 0 {
+            tail.append((compact ? Format.shortBytes(Int64(speed)) : Format.bytes(Int64(speed))) + "/s")
+        }
+        if isRunning, let eta { tail.append("ETA " + (compact ? Format.shortDuration(eta) : Format.duration(eta))) }
+        if let retryIn { tail.append(compact ? "retry in \(Format.shortDuration(retryIn))" : retrying!) }
+        if !isRunning { tail.append(state) }
+        var size = self.size
+        if compact {
+            size = total.map { "\(Format.shortBytes(received))/\(Format.shortBytes($0))" }
+                ?? (received > 0 ? Format.shortBytes(received) : "size unknown")
+        }
+        return BarLine(name: name, fraction: progress ?? (state == "completed" ? 1 : nil), percent: percent,
+                       size: size, tail: tail)
+    }
+}
+
+/// One line of progress: a name, a bar, then the numbers (never cut: the ETA is the last of them).
+struct BarLine {
+    var name: String
+    /// 0...1, nil while the size is unknown.
+    var fraction: Double?
+    var percent: String
+    var size: String
+    /// Speed, ETA, a wait to retry, the state: each shown after the size.
+    var tail: [String]
+
+    /// The line for a terminal `width` columns wide: name, bar, then the numbers, which are never cut (the ETA is
+    /// the last of them); the name shrinks first, then the bar, then the bar goes. The last column stays free, as
+    /// some terminals wrap a line that fills it. `tailWidth` is the widest tail drawn yet: the bar keeps its width
+    /// while the numbers after it change. Lines drawn one above the other give the same `nameWidth`, so their bars
+    /// line up.
+    func render(width: Int, tailWidth: inout Int, nameWidth wanted: Int? = nil) -> String {
+        var tail = " \(Format.column(percent, 4)) \(size)"
+        for part in self.tail { tail += "  " + part }
+        tailWidth = max(tailWidth, tail.count)
+        let room = width - 1
+        let reserved = min(tailWidth, max(tail.count, room - 8 - 3 - 5))
+        let nameWidth = max(8, min(24, wanted ?? name.count, room - reserved - 3 - 10))
+        let barWidth = room - nameWidth - 3 - reserved
+        guard barWidth >= 5 else {
+            // Too narrow for a bar: as much of the name as fits before the numbers.
+            let nameRoom = room - tail.count
+            return nameRoom >= 2 ? Format.column(name, nameRoom) + tail : String(tail.dropFirst().prefix(room))
+        }
+        let filled = min(barWidth, Int(((fraction ?? 0) * Double(barWidth)).rounded(.down)))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled)
+        return Format.column(name, nameWidth) + " [" + bar + "]" + Format.column(tail, reserved)
     }
 }
 
@@ -136,29 +237,16 @@ final class ProgressDisplay {
         drawn = true
     }
 
-    /// The bar's line for a terminal `width` columns wide: name, bar, then the numbers, which are never cut (the
-    /// ETA is the last of them); the name shrinks first, then the bar, then the bar goes. The last column stays
-    /// free, as some terminals wrap a line that fills it.
+    /// The bar's line for a terminal `width` columns wide (see `BarLine.render`).
     static func line(_ d: DownloadView, width: Int, tailWidth: inout Int) -> String {
-        var tail = " \(Format.column(d.percent, 4)) \(d.size)"
-        if d.isRunning, d.speed > 0 { tail += "  \(Format.bytes(Int64(d.speed)))/s" }
-        if d.isRunning, let eta = d.eta { tail += "  ETA \(Format.duration(eta))" }
-        if let retrying = d.retrying { tail += "  " + retrying }
-        if !d.isRunning { tail += "  \(d.state)" }
-        tailWidth = max(tailWidth, tail.count)
-        let room = width - 1
-        let reserved = min(tailWidth, max(tail.count, room - 8 - 3 - 5))
-        let nameWidth = max(8, min(24, d.name.count, room - reserved - 3 - 10))
-        let barWidth = room - nameWidth - 3 - reserved
-        guard barWidth >= 5 else {
-            // Too narrow for a bar: as much of the name as fits before the numbers.
-            let nameRoom = room - tail.count
-            return nameRoom >= 2 ? Format.column(d.name, nameRoom) + tail : String(tail.dropFirst())
-        }
-        let fraction = d.progress ?? (d.state == "completed" ? 1 : 0)
-        let filled = min(barWidth, Int((fraction * Double(barWidth)).rounded(.down)))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled)
-        return Format.column(d.name, nameWidth) + " [" + bar + "]" + Format.column(tail, reserved)
+        d.bar().render(width: width, tailWidth: &tailWidth)
+    }
+
+    /// Writes `text` on a line of its own: the bar is taken off its line first and drawn again with the next change.
+    func notice(_ text: String) {
+        if terminal && drawn { writeError("\r\u{1B}[K") }
+        drawn = false
+        printError(text)
     }
 }
 

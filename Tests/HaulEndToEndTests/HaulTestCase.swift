@@ -57,6 +57,16 @@ class HaulTestCase: XCTestCase {
 
     // MARK: helpers
 
+    var haulPath: String { buildDirectory + "/haul" }
+
+    /// Runs the client, `haul ARGS`, against this test's server (HAUL_SERVER).
+    func haulCommand(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+        var env = ProcessInfo.processInfo.environment
+        env["HAUL_SERVER"] = haul.baseURL
+        env.merge(environment) { _, new in new }
+        return try execute(haulPath, arguments, environment: env)
+    }
+
     /// Another TestOrigin serving the same files at `address` (127.0.0.2, 127.0.0.3: other hosts on loopback),
     /// logging to `name`.log; the caller stops it.
     func otherOrigin(at address: String, name: String) throws -> ServerProcess {
