@@ -26,7 +26,9 @@ build: deps-run
 run: build
 	.build/release/haul serve --listen $(LISTEN) --download-dir $(DOWNLOAD_DIR) --data-dir $(DATA_DIR)
 
+# The venv first: the end-to-end tests start its FTP server.
 test: deps
+	./scripts/venv.sh >/dev/null
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
 	$$(./scripts/venv.sh)/bin/openapi-spec-validator openapi.yaml
@@ -45,6 +47,7 @@ test: deps
 SANITIZER_ENV = HAUL_SANITIZER=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/sanitizers/lsan.supp \
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/sanitizers/tsan.supp"
 sanitize: deps
+	./scripts/venv.sh >/dev/null
 	$(SWIFT) build --build-tests --sanitize=address --build-path .build/asan
 	$(SANITIZER_ENV) $(SWIFT) test --skip-build --sanitize=address --build-path .build/asan --disable-swift-testing
 	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan

@@ -204,9 +204,18 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
     public static let proxyRefused = ErrorCode(rawValue: "proxy_refused")
     /// A redirect led somewhere other than http or https.
     public static let unsupportedScheme = ErrorCode(rawValue: "unsupported_scheme")
+    /// The FTP or SFTP server refused the login.
+    public static let loginFailed = ErrorCode(rawValue: "login_failed")
+    /// The SFTP server's host key is in neither `--ssh-known-hosts` nor the download's `host_key`.
+    public static let hostKeyUnknown = ErrorCode(rawValue: "host_key_unknown")
+    /// The SFTP server's host key is not the one known for it.
+    public static let hostKeyMismatch = ErrorCode(rawValue: "host_key_mismatch")
 
     /// `http_404`, `http_503`, ...: the origin answered with this status.
     public static func http(_ status: Int) -> ErrorCode { ErrorCode(rawValue: "http_\(status)") }
+
+    /// `ftp_550`, ...: the FTP server refused with this reply code.
+    public static func ftp(_ code: Int) -> ErrorCode { ErrorCode(rawValue: "ftp_\(code)") }
 }
 
 /// The orders a list can be sorted in (`?sort=`).

@@ -37,10 +37,10 @@ extension DownloadStore {
     private static let queueOrder = "COALESCE(queue_rank, seq * \(QueueOrder.step))"
 
     /// Takes up to `limit` downloads for `node`: queued ones no live claim holds, and running ones whose holder's
-    /// lease ran out (a node that died or lost the database), highest priority first, then by place in the queue. Only new ones,
-    /// and ones last held by a node of `peers` (those whose download directory `node` shares: their part files
-    /// are where it can go on with them). Rows another node is claiming at this moment are passed over, not
-    /// waited for.
+    /// lease ran out (a node that died or lost the database), highest priority first, then by place in the queue.
+    /// Only new ones, and ones last held by a node of `peers` (those whose download directory `node` shares: their
+    /// part files are where it can go on with them). Rows another node is claiming at this moment are passed over,
+    /// not waited for.
     public func claim(node: String, limit: Int, lease: Double, peers: [String]) throws -> [Claim] {
         guard limit > 0 else { return [] }
         let rows = try db.query("""

@@ -8,6 +8,10 @@ public final class CurlMulti {
     let loop: EventLoop
     private var multi: UnsafeMutableRawPointer?
     private var timer: OpaquePointer?
+    /// Wakes curl to run every transfer while an FTPS one runs (see `pollsEveryTransfer`), nil until one does.
+    private var sweep: OpaquePointer?
+    /// How often the sweep runs.
+    static let sweepInterval = 0.05
     /// Strong owners of the running transfers: curl only holds an unretained pointer to each.
     private var running: [ObjectIdentifier: Transfer] = [:]
     /// Strong owners of the socket watches, by socket: curl holds an unretained pointer to each, and does not say
@@ -54,11 +58,13 @@ public final class CurlMulti {
         curl_multi_cleanup(multi)
         self.multi = nil
         watches.removeAll()
-        if let timer {
-            event_del(timer)
-            event_free(timer)
+        for event in [timer, sweep] {
+            guard let event else { continue }
+            event_del(event)
+            event_free(event)
         }
         timer = nil
+        sweep = nil
     }
 
     /// Starts `transfer`. Its `onComplete` runs on the loop thread when it ends, unless it is removed first. Throws
@@ -70,6 +76,33 @@ public final class CurlMulti {
         transfer.prepareToStart()
         try CurlMulti.check(curl_multi_add_handle(multi, transfer.easy), "curl_multi_add_handle")
         running[ObjectIdentifier(transfer)] = transfer
+        if transfer.needsSweeps { armSweep() }
+    }
+
+    /// Runs every transfer's state machine every `sweepInterval` while one needs it (an FTPS transfer): curl's
+    /// socket callbacks leave its control connection unwatched while its data connection's TLS handshake waits for
+    /// the server, and the server waits for a command on the control connection (vsftpd accepts TLS on the data
+    /// connection only after RETR). curl's own poll loop wakes it every second; this does it for the event loop.
+    private func armSweep() {
+        if sweep == nil {
+            let me = Unmanaged.passUnretained(self).toOpaque()
+            sweep = event_new(loop.base, -1, 0, { _, _, arg in
+                Unmanaged<CurlMulti>.fromOpaque(arg!).takeUnretainedValue().swept()
+            }, me)
+            event_priority_set(sweep, EventLoop.Priority.transfer.rawValue)
+        }
+        guard let sweep, event_pending(sweep, Int16(haul_ev_timeout()), nil) == 0 else { return }
+        let microseconds = Int(CurlMulti.sweepInterval * 1_000_000)
+        var tv = timeval(tv_sec: microseconds / 1_000_000, tv_usec: microseconds % 1_000_000)
+        event_add(sweep, &tv)
+    }
+
+    private func swept() {
+        guard let multi else { return }
+        var stillRunning: Int32 = 0
+        haul_multi_socket_all(multi, &stillRunning)
+        drainCompleted()
+        if running.values.contains(where: \.needsSweeps) { armSweep() }
     }
 
     /// Stops `transfer` at once and closes its connection; `onComplete` is not called. Must not be called from
@@ -250,7 +283,9 @@ extension CurlMulti: Fetcher {
         guard next.redirects <= hop.request.policy.maxRedirects else {
             return fail(hop, .tooManyRedirects, "Maximum (\(hop.request.policy.maxRedirects)) redirects followed")
         }
-        guard let parts = URLParts(target), hop.request.policy.schemes.contains(parts.scheme) else {
+        // An HTTP answer redirects only to HTTP (as curl is told when it follows them itself).
+        guard let parts = URLParts(target), hop.request.policy.schemes.contains(parts.scheme),
+              parts.scheme == "http" || parts.scheme == "https" else {
             return fail(hop, .unsupportedScheme, "a redirect to \(URLPassword.redacted(target)) is not followed")
         }
         next.request.url = target

@@ -10,6 +10,8 @@ public struct URLParts: Sendable, Equatable {
     public var host: String
     /// The port given, else the scheme's default (0 when curl knows none, as for socks5h).
     public var port: Int
+    /// The port the URL names itself, nil for its scheme's default.
+    public var givenPort: Int?
 
     public init?(_ url: String) {
         guard let handle = curl_url() else { return nil }
@@ -30,6 +32,7 @@ public struct URLParts: Sendable, Equatable {
         self.scheme = scheme.lowercased()
         self.host = host.lowercased()
         port = part(CURLUPART_PORT, CURLU_DEFAULT_PORT).flatMap { Int($0) } ?? 0
+        givenPort = part(CURLUPART_PORT).flatMap { Int($0) }
     }
 
     /// The host's address bytes (4 or 16) when the host is an IP literal.

@@ -1,10 +1,16 @@
 internal import CCurl
 import Glibc
 
-/// One HTTP request on a curl easy handle, run by a `CurlMulti`. Single use: make a new one per attempt.
+/// One request on a curl easy handle, run by a `CurlMulti`: HTTP(S), FTP(S) or SFTP. Single use: make a new one per
+/// attempt.
 public final class Transfer {
+    /// How a scheme's answers are read: HTTP's headers as they come; FTP's and SFTP's made into one of what curl
+    /// reports once the data flows (size, modification time), so that a dialect reads every answer alike.
+    enum Family { case http, ftp, sftp }
+
     let easy: UnsafeMutableRawPointer
     public let request: TransferRequest
+    let family: Family
     /// Called once, when the final response's headers are complete and before any body byte is passed on.
     /// Return false to abort the transfer (it then ends with `.aborted`).
     public var onResponse: ((TransferResponse) -> Bool)?
@@ -30,6 +36,7 @@ public final class Transfer {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     private var headerParser = HeaderParser()
+    private var replies = FileTransferReplies()
     private var response: TransferResponse?
     private var responseDelivered = false
     private var aborted = false
@@ -43,6 +50,7 @@ public final class Transfer {
         guard let easy = curl_easy_init() else { throw TransferError.curl("curl_easy_init failed") }
         self.easy = easy
         self.request = request
+        family = Transfer.family(of: request.url)
         self.proxy = proxy
         self.pinned = pinned
         errorBuffer.initialize(to: 0)
@@ -62,17 +70,27 @@ public final class Transfer {
         errorBuffer.deallocate()
     }
 
+    static func family(of url: String) -> Family {
+        if ASCII.hasPrefixIgnoringCase(url, "ftp:") || ASCII.hasPrefixIgnoringCase(url, "ftps:") { return .ftp }
+        if ASCII.hasPrefixIgnoringCase(url, "sftp:") { return .sftp }
+        return .http
+    }
+
     private func configure() throws {
         let me = Unmanaged.passUnretained(self).toOpaque()
         var results: [CURLcode] = []
-        results.append(haul_easy_setopt_string(easy, CURLOPT_URL, request.url))
+        results.append(haul_easy_setopt_string(easy, CURLOPT_URL, curlURL))
         results.append(haul_easy_setopt_ptr(easy, CURLOPT_PRIVATE, me))
         results.append(haul_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer))
         results.append(haul_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
         let policy = request.policy
         let schemes = policy.schemes.joined(separator: ",")
         results.append(haul_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, schemes))
-        results.append(haul_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, schemes))
+        // An HTTP answer may redirect only to HTTP: an FTP server's answer is read otherwise (and FTP has none).
+        let redirects = policy.schemes.filter { $0 == "http" || $0 == "https" }.joined(separator: ",")
+        if !redirects.isEmpty {
+            results.append(haul_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, redirects))
+        }
         results.append(haul_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, policy.checksEachHop ? 0 : 1))
         // The proxy is always named, and none means none: left unset, libcurl reads http_proxy, https_proxy and
         // all_proxy from the server's environment on its own, and the address guard would then check the proxy's
@@ -100,6 +118,24 @@ public final class Transfer {
             })
         }
         results.append(haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, policy.maxRedirects))
+        if family != .http {
+            // The file's modification time (MDTM, the SFTP stat), which with its size tells one version from another.
+            results.append(haul_easy_setopt_long(easy, CURLOPT_FILETIME, 1))
+        }
+        if family == .ftp {
+            // Passive only (curl's default, no CURLOPT_FTPPORT), and the data connection goes to the control
+            // connection's address, never to one a PASV reply names: a hostile server could point it at an internal
+            // host, which the address policy would then be asked about instead of the server it trusted.
+            results.append(haul_easy_setopt_long(easy, CURLOPT_FTP_SKIP_PASV_IP, 1))
+            results.append(haul_easy_setopt_long(easy, CURLOPT_FTP_USE_EPSV, 1))
+            // ftps:// but not on port 990: AUTH TLS on the control connection, required (explicit FTPS); on 990 TLS
+            // from the first byte (implicit), as curl does for ftps:// itself. CURLUSESSL_ALL is 3.
+            if explicitTLS {
+                results.append(haul_easy_setopt_long(easy, CURLOPT_USE_SSL, 3))
+                // AUTH TLS first (curl's default asks AUTH SSL first, an old name some servers refuse).
+                results.append(haul_easy_setopt_long(easy, CURLOPT_FTPSSLAUTH, Int(CURLFTPAUTH_TLS.rawValue)))
+            }
+        }
         // A CONNECT's own answer is not the origin's: only the tunnelled response's headers are read.
         if proxy != nil { results.append(haul_easy_setopt_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)) }
         // HTTP/2 where a TLS origin offers it (ALPN), 1.1 elsewhere: a download's segments are then streams of one
@@ -119,7 +155,11 @@ public final class Transfer {
         results.append(haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 100 * 1024))
         results.append(haul_easy_setopt_string(easy, CURLOPT_USERAGENT, policy.userAgent))
         if let referer = request.referer { results.append(haul_easy_setopt_string(easy, CURLOPT_REFERER, referer)) }
-        if let credentials = request.credentials {
+        if let credentials = request.credentials, family != .http {
+            // The login of an FTP or SFTP server.
+            results.append(haul_easy_setopt_string(easy, CURLOPT_USERNAME, credentials.user))
+            results.append(haul_easy_setopt_string(easy, CURLOPT_PASSWORD, credentials.password))
+        } else if let credentials = request.credentials {
             results.append(haul_easy_setopt_string(easy, CURLOPT_USERNAME, credentials.user))
             results.append(haul_easy_setopt_string(easy, CURLOPT_PASSWORD, credentials.password))
             // Basic at once, as curl and aria2 send it (a server may answer 404 rather than 401 to a request
@@ -176,7 +216,8 @@ public final class Transfer {
         results.append(haul_easy_setopt_writefn(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
             let this = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
             let length = size * count
-            this.headerLine(UnsafeRawBufferPointer(start: data, count: length))
+            let line = UnsafeRawBufferPointer(start: data, count: length)
+            if this.family == .http { this.headerLine(line) } else { this.replies.feed(line) }
             return length
         })
         results.append(haul_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me))
@@ -196,6 +237,57 @@ public final class Transfer {
 
     func prepareToStart() {
         headerParser = HeaderParser()
+        replies = FileTransferReplies()
+    }
+
+    /// An FTPS transfer: its multi runs it now and then whatever its sockets say (`CurlMulti.armSweep`).
+    var needsSweeps: Bool { family == .ftp && ASCII.hasPrefixIgnoringCase(request.url, "ftps:") }
+
+    /// ftps:// on a port other than 990: explicit FTPS, which curl speaks as ftp:// with AUTH TLS required.
+    private var explicitTLS: Bool {
+        family == .ftp && ASCII.hasPrefixIgnoringCase(request.url, "ftps:") && URLParts(request.url)?.givenPort != 990
+    }
+
+    /// The URL as curl is given it: explicit FTPS as ftp:// (its TLS set apart).
+    private var curlURL: String {
+        explicitTLS ? "ftp" + request.url.dropFirst(4) : request.url
+    }
+
+    /// An FTP or SFTP answer as a dialect reads HTTP's: 200 and the size for the whole file (or a request without a
+    /// body), 206 and `Content-Range` for a range (its total from SIZE, or from where an open-ended range ends),
+    /// `Last-Modified` from the file's modification time, `Accept-Ranges` when the size is known (a server that
+    /// then refuses REST fails the range with `rangesRefused`).
+    private func fileTransferResponse() -> TransferResponse {
+        var length: curl_off_t = -1
+        haul_easy_getinfo_off_t(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+        var modified: curl_off_t = -1
+        haul_easy_getinfo_off_t(easy, CURLINFO_FILETIME_T, &modified)
+        let made = replies.headers
+        var total = replies.size
+        if total == nil, request.method == .head {
+            total = made.last { $0.name == "content-length" }.flatMap { Int64($0.value) }
+        }
+        if total == nil, request.method != .head, request.range?.end == nil, length >= 0 {
+            total = (request.range?.start ?? 0) + Int64(length)
+        }
+        var headers: [(name: String, value: String)] = []
+        if modified >= 0 {
+            headers.append(("last-modified", HTTPDate.format(secondsSince1970: Int64(modified))))
+        } else if let stated = made.last(where: { $0.name == "last-modified" }) {
+            headers.append(stated)
+        }
+        if total != nil { headers.append(("accept-ranges", "bytes")) }
+        var status = 200
+        if let range = request.range, request.method != .head {
+            status = 206
+            let last = range.end ?? total.map { $0 - 1 }
+            headers.append(("content-range", "bytes \(range.start)-\(last.map(String.init) ?? "*")/"
+                            + (total.map(String.init) ?? "*")))
+            if length >= 0 { headers.append(("content-length", String(length))) }
+        } else if let total {
+            headers.append(("content-length", String(total)))
+        }
+        return TransferResponse(status: status, headers: headers, effectiveURL: request.url)
     }
 
     // MARK: callbacks from curl
@@ -239,8 +331,9 @@ public final class Transfer {
     private func deliverResponse() -> Bool {
         if responseDelivered { return !aborted }
         responseDelivered = true
-        let final = response ?? TransferResponse(status: responseCode(), headers: headerParser.headers,
-                                                 effectiveURL: effectiveURL())
+        let final = response ?? (family == .http
+            ? TransferResponse(status: responseCode(), headers: headerParser.headers, effectiveURL: effectiveURL())
+            : fileTransferResponse())
         response = final
         if final.status == 401, request.credentials != nil, !request.digestAuth, onDigestChallenge != nil,
            final.headers.contains(where: { $0.name == "www-authenticate" && ASCII.hasPrefixIgnoringCase($0.value, "digest") }) {
@@ -315,7 +408,10 @@ public final class Transfer {
         var failure: TransferFailure? = aborted ? .aborted : Transfer.classify(code)
         var message = String(cString: errorBuffer)
         if message.isEmpty, code != CURLE_OK { message = String(cString: curl_easy_strerror(code)) }
-        if failure == .unsupportedScheme, !(300..<400).contains(headerParser.status) {
+        if family != .http, !aborted, code != CURLE_OK, let refusal = fileTransferFailure(code) {
+            failure = refusal
+            if replies.lastCode > 0 { message += " (the server said: \(replies.lastCode) \(replies.lastText))" }
+        } else if family == .http, failure == .unsupportedScheme, !(300..<400).contains(headerParser.status) {
             // curl says "unsupported protocol" for a reply that is not HTTP at all (it reads it as HTTP/0.9); only
             // after a redirect is it about a scheme.
             failure = .badResponse
@@ -333,6 +429,25 @@ public final class Transfer {
             if let shown = proxy?.shown { message += " (proxy \(shown))" }
         }
         onComplete?(TransferResult(failure: failure, message: message, response: response, bodyBytes: bodyBytes))
+    }
+
+    /// What an FTP or SFTP failure was on the server's side: a login refused, a file not there or not allowed (its
+    /// reply code), REST refused, too many sessions; nil when it was the connection's (classified as HTTP's are).
+    private func fileTransferFailure(_ code: CURLcode) -> TransferFailure? {
+        // 421: the server has no session to spare (too many from this address), whatever curl made of it.
+        if replies.lastCode == 421 { return .tooManyConnections }
+        switch code {
+        case CURLE_LOGIN_DENIED: return .loginFailed
+        case CURLE_REMOTE_FILE_NOT_FOUND, CURLE_REMOTE_ACCESS_DENIED, CURLE_FTP_COULDNT_RETR_FILE:
+            return .refused(code: replies.lastCode >= 400 ? replies.lastCode : 550)
+        case CURLE_FTP_COULDNT_USE_REST, CURLE_BAD_DOWNLOAD_RESUME: return .rangesRefused
+        case CURLE_USE_SSL_FAILED: return .tls
+        case CURLE_FTP_CANT_GET_HOST: return .connect
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_FTP_WEIRD_PASV_REPLY, CURLE_FTP_WEIRD_227_FORMAT,
+             CURLE_FTP_COULDNT_SET_TYPE, CURLE_FTP_WEIRD_PASS_REPLY:
+            return replies.lastCode >= 500 ? .refused(code: replies.lastCode) : .badResponse
+        default: return nil
+        }
     }
 
     /// What a failure through a proxy was on the proxy's side: unreachable, refusing the credentials, or refusing the

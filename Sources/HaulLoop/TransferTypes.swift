@@ -100,6 +100,14 @@ public enum TransferFailure: Sendable, Equatable {
     case unsupportedScheme
     /// Not a usable HTTP response (malformed, or headers beyond the limit).
     case badResponse
+    /// The FTP or SFTP server refused the login.
+    case loginFailed
+    /// The FTP server refused the file with this reply code (550: not there, or not allowed).
+    case refused(code: Int)
+    /// The FTP server cannot start a transfer where asked (REST refused): ranges do not work there.
+    case rangesRefused
+    /// The FTP server has no session to spare for this address (421).
+    case tooManyConnections
     case other
 }
 

@@ -283,16 +283,16 @@ def main():
         page.find("#open-add").click()
         wait.until(lambda d: page.find("#add-dialog").is_displayed())
         assert [o.text for o in Select(page.find("#category")).options] == ["none", "films"]
-        page.find("#urls").send_keys("ftp://example.com/x")
+        page.find("#urls").send_keys("gopher://example.com/x")
         page.find("#add").click()
-        wait.until(lambda d: "url: scheme must be http or https" in page.find("#add-problem").text)
+        wait.until(lambda d: "url: scheme must be http, https, ftp or ftps" in page.find("#add-problem").text)
         page.find("#urls").clear()
         # 2 MiB trickled at 256 KiB/s takes about 8 s, time enough to pause it on the way.
-        page.find("#urls").send_keys(f"{origin_url}/files/debian.iso?rate=262144\nftp://nope/x\n"
+        page.find("#urls").send_keys(f"{origin_url}/files/debian.iso?rate=262144\ngopher://nope/x\n"
                                      f"{origin_url}/files/ubuntu.iso")
         page.find("#add").click()
-        wait.until(lambda d: page.find("#urls").get_attribute("value") == "ftp://nope/x")
-        assert page.find("#add-problem").text.startswith("ftp://nope/x: url: scheme must be http or https"), \
+        wait.until(lambda d: page.find("#urls").get_attribute("value") == "gopher://nope/x")
+        assert page.find("#add-problem").text.startswith("gopher://nope/x: url: scheme must be http, https, ftp or ftps"), \
             page.find("#add-problem").text
         page.find("#urls").clear()
         Select(page.find("#category")).select_by_value("films")

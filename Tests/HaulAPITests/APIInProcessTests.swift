@@ -26,7 +26,7 @@ final class APIInProcessTests: XCTestCase {
             ("POST", "/downloads", big, [], 413, "body-too-large"),
             ("POST", "/downloads", "{\"url\":\"http://h/x\"}", [("Content-Type", "text/plain")], 415,
              "unsupported-media-type"),
-            ("POST", "/downloads", "{\"url\":\"ftp://h/x\",\"connections\":99}", [], 422, "validation"),
+            ("POST", "/downloads", "{\"url\":\"gopher://h/x\",\"connections\":99}", [], 422, "validation"),
             ("POST", "/downloads", "{\"url\":\"http://h/x\",\"size\":1125899906842624}", [], 507, "insufficient-space"),
         ]
         for (method, target, body, headers, status, type) in cases {

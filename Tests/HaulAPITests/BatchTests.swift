@@ -22,7 +22,7 @@ final class BatchTests: XCTestCase {
         let existing = fixture.addPaused("http://127.0.0.1:9/old.bin")
         let response = batch(fixture, [
             #"{"url":"http://127.0.0.1:9/a.bin","start_paused":true}"#,
-            #"{"url":"ftp://127.0.0.1/b.bin"}"#,
+            #"{"url":"gopher://127.0.0.1/b.bin"}"#,
             #"{"url":"http://127.0.0.1:9/old.bin","start_paused":true}"#,
             #"{"url":"http://127.0.0.1:9/a.bin","start_paused":true}"#,
             #""not an object""#,

@@ -118,11 +118,14 @@ final class OutboundTests: XCTestCase {
     }
 
     func testAURLsSchemeNamesItsDialect() {
-        XCTAssertEqual(Origins.schemes, ["http", "https"])
+        XCTAssertEqual(Origins.schemes, ["http", "https", "ftp", "ftps"])
         for url in ["http://a.test/x", "HTTPS://a.test/x", "Http://a.test"] {
             XCTAssertEqual(Origins.dialect(for: url)?.schemes, ["http", "https"], url)
         }
-        for url in ["ftp://a.test/x", "file:///etc/passwd", "gopher://a.test", "no-scheme", ""] {
+        for url in ["ftp://a.test/x", "FTPS://a.test:990/x"] {
+            XCTAssertEqual(Origins.dialect(for: url)?.schemes, ["ftp", "ftps"], url)
+        }
+        for url in ["file:///etc/passwd", "gopher://a.test", "no-scheme", ""] {
             XCTAssertNil(Origins.dialect(for: url), url)
         }
     }

@@ -62,10 +62,10 @@ final class ClientTests: HaulTestCase {
     }
 
     func testProblemsAreShownWithTheirFields() throws {
-        let result = try haulCommand(["add", "ftp://example.com/x", "--connections", "99"])
+        let result = try haulCommand(["add", "gopher://example.com/x", "--connections", "99"])
         XCTAssertEqual(result.status, 1, result.output)
         // Each problem once, on one line (the detail repeats the fields, so it is not printed beside them).
-        XCTAssertEqual(result.stderr, "haul: url: scheme must be http or https, not ftp; connections: must be an "
+        XCTAssertEqual(result.stderr, "haul: url: scheme must be http, https, ftp or ftps, not gopher; connections: must be an "
                        + "integer from 1 to 32\n")
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)
     }
@@ -388,11 +388,11 @@ final class ClientTests: HaulTestCase {
 
     func testSeveralURLsGoAsBatchesEachAnsweredOnItsOwn() throws {
         let hashes = try (0..<3).map { try sandbox.makeRandomFile("www/b\($0).bin", size: 100_000 + $0) }
-        let result = try haulCommand(["add", originURL("b0.bin"), "ftp://nope/x", originURL("b1.bin"), "--wait"])
+        let result = try haulCommand(["add", originURL("b0.bin"), "gopher://nope/x", originURL("b1.bin"), "--wait"])
         XCTAssertEqual(result.status, 1, result.output)
         let ids = result.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(ids.count, 2, result.stdout)
-        XCTAssertTrue(result.stderr.contains("haul: ftp://nope/x: url: scheme must be http or https, not ftp\n"),
+        XCTAssertTrue(result.stderr.contains("haul: gopher://nope/x: url: scheme must be http, https, ftp or ftps, not gopher\n"),
                       result.stderr)
         XCTAssertTrue(result.stderr.contains("b0.bin: completed"), result.stderr)
         XCTAssertTrue(result.stderr.contains("b1.bin: completed"), result.stderr)

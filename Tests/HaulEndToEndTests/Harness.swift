@@ -56,6 +56,10 @@ struct HarnessError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// The package's root directory (where Package.swift is), found from this file's path.
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
 /// The directory holding the built `haul` and `TestOrigin` (next to the test bundle).
 /// Set by `make sanitize` to the sanitizer the binaries were built with; their memory use then says nothing about
 /// Haul's, so tests skip their RSS bounds.

@@ -71,7 +71,7 @@ final class LocalProxy {
 
     deinit { stop() }
 
-    private static func accepts(host: String, port: UInt16) -> Bool {
+    static func accepts(host: String, port: UInt16) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

@@ -142,7 +142,7 @@ final class MirrorTests: HaulTestCase {
         let both = try api.request("POST", "/downloads", json: ["urls": [originURL("x")], "url": originURL("x")])
         XCTAssertEqual(both.status, 422, both.text)
         let bad = try api.request("POST", "/downloads", json: ["url": originURL("x"),
-                                                               "mirrors": ["ftp://m/x", originURL("x")]])
+                                                               "mirrors": ["gopher://m/x", originURL("x")]])
         XCTAssertEqual(bad.status, 422)
         let fields = Set((bad.json["errors"] as? [[String: Any]] ?? []).compactMap { $0["field"] as? String })
         XCTAssertEqual(fields, ["mirrors[0]"])

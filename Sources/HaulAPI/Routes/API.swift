@@ -29,8 +29,8 @@ public final class API {
         engine.webhookResource = DownloadResource.json
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
-                "GET": .read(.listDownloads, query: ["state", "limit", "cursor", "changed_since", "q", "sort", "category",
-                                                    "id_prefix"]) {
+                "GET": .read(.listDownloads, query: ["state", "limit", "cursor", "changed_since", "q", "sort",
+                                                    "category", "id_prefix"]) {
                     [unowned self] c throws(Problem) in .response(try self.listDownloads(c))
                 },
                 "POST": .write(.addDownloads) { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },

@@ -3,8 +3,8 @@ import HaulLoop
 
 /// Scheduling over the run queue, and ids.
 extension Engine {
-    /// Starts queued downloads, highest priority first, then by place in the queue, while slots are free: each start takes the
-    /// run queue's first entry, whatever the queue's length.
+    /// Starts queued downloads, highest priority first, then by place in the queue, while slots are free: each
+    /// start takes the run queue's first entry, whatever the queue's length.
     func schedule() {
         registry.runQueue.compact(live: registry.stateCounts[.queued] ?? 0, where: waiting)
         if cluster != nil { return claimWork() }

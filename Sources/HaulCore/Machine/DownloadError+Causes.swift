@@ -27,8 +27,7 @@ extension DownloadError {
             return DownloadError(.blockedAddress, "\(result.message); this server denies private networks")
         case .badResponse?: return DownloadError(.badResponse, "the server's response is not usable HTTP\(detail)")
         case .unsupportedScheme?:
-            return DownloadError(.unsupportedScheme, "only \(Origins.schemes.joined(separator: " and ")) are fetched, "
-                + "also after redirects\(detail)")
+            return DownloadError(.unsupportedScheme, "a redirect leads only to http or https\(detail)")
         case .cutOff?:
             return DownloadError(.connectionCut, "the server closed the connection early\(detail)", retryable: true)
         case .proxyUnreachable?:
@@ -37,6 +36,16 @@ extension DownloadError {
             return DownloadError(.proxyAuthFailed, "the proxy refused its credentials\(detail)")
         case .proxyRefused(let retryable)?:
             return DownloadError(.proxyRefused, "the proxy would not reach the server\(detail)", retryable: retryable)
+        case .loginFailed?: return DownloadError(.loginFailed, "the server refused the login\(detail)")
+        case .refused(let code)?:
+            // 4xx replies are transient in FTP (450: the file is busy); 5xx are permanent (550: not there, denied).
+            return DownloadError(.ftp(code), "the server refused the file (\(code))\(detail)",
+                                 retryable: (400..<500).contains(code))
+        case .rangesRefused?:
+            return DownloadError(.rangeMismatch, "the server cannot start a transfer at an offset\(detail)",
+                                 retryable: true)
+        case .tooManyConnections?:
+            return DownloadError(.connectionCut, "the server has no session to spare\(detail)", retryable: true)
         case .network?, .other?: return DownloadError(.networkError, "transfer failed\(detail)", retryable: true)
         case .aborted?, nil: return DownloadError(.internalError, "transfer stopped\(detail)")
         }

@@ -17,6 +17,12 @@ extension DownloadMachine {
             case .reachedEnd: reachedEnd = true
             }
         }
+        switch result.failure {
+        case .rangesRefused?: return refusedRanges()
+        case .tooManyConnections? where connections[index].source == 0:
+            return refusedSession(index, DownloadError.transfer(result))
+        default: break
+        }
         if result.failure != nil, !(result.failure == .aborted && reachedEnd) {
             return connectionFailed(index, DownloadError.transfer(result))
         }
@@ -114,10 +120,29 @@ extension DownloadMachine {
         probe()
     }
 
+    /// The origin cannot start a transfer at an offset (an FTP server without REST): what is written may not be
+    /// continued, so the file is fetched again from byte 0 on one connection.
+    mutating func refusedRanges() {
+        rangesRefused = true
+        restart(because: "the server cannot start a transfer at an offset; fetching it whole on one connection")
+    }
+
+    /// The origin has no session to spare (FTP 421, too many from this address): the download goes on with the
+    /// connections it has, and asks for no more than that in this run; with none left, it tries again after a wait.
+    mutating func refusedSession(_ index: Int, _ error: DownloadError) {
+        let others = connections.count - 1
+        guard others > 0 else { return connectionFailed(index, error) }
+        sessionCap = min(sessionCap ?? others, others)
+        plannedConnections = min(plannedConnections, others)
+        log(.info, "the server has no session to spare: going on with \(others) connections")
+        // Its segment waits for a connection that finishes its own.
+        connections.remove(at: index)
+    }
+
     /// A new limit: fewer connections close the extra ones (their segments wait), more are opened at once.
     mutating func limitsChanged() {
         guard phase == .transferring, download.state == .downloading else { return }
-        plannedConnections = download.resumable ? download.connections : 1
+        plannedConnections = min(download.resumable ? download.connections : 1, sessionCap ?? .max)
         while connections.count > plannedConnections { drop(connections.removeLast()) }
         fill()
     }

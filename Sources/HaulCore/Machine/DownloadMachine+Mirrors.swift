@@ -78,7 +78,8 @@ extension DownloadMachine {
     mutating func mirrorCheckResponded(_ id: TransferID, _ response: TransferResponse) {
         guard let (index, range) = mirrorChecks[id] else { return emit(.abort(id)) }
         let reply = mirrorOrigin(index).checkRange(response, start: range.first, end: range.last,
-                                                   total: download.totalBytes, etag: download.mirrors[index].etag)
+                                                   total: download.totalBytes, etag: download.mirrors[index].etag,
+                                                   lastModified: download.mirrors[index].lastModified)
         guard case .accept = reply else {
             mirrorChecks.removeValue(forKey: id)
             dropMirror(index, "it answered the check of its first bytes with HTTP \(response.status), Content-Range: "
@@ -180,10 +181,11 @@ extension DownloadMachine {
     mutating func mirrorRangeResponded(_ index: Int, _ requested: (start: Int64, end: Int64?),
                                        _ response: TransferResponse) {
         let mirror = connections[index].source - 1
-        let etag = download.mirrors.indices.contains(mirror) ? download.mirrors[mirror].etag : nil
+        let known = download.mirrors.indices.contains(mirror)
         let dialect = mirrorOrigin(mirror)
         switch dialect.checkRange(response, start: requested.start, end: requested.end, total: download.totalBytes,
-                                  etag: etag) {
+                                  etag: known ? download.mirrors[mirror].etag : nil,
+                                  lastModified: known ? download.mirrors[mirror].lastModified : nil) {
         case .accept:
             return
         case .httpError(let status) where status != 416:

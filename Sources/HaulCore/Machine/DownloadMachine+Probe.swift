@@ -103,7 +103,7 @@ extension DownloadMachine {
         if changed { log(.info, "remote file changed since the last attempt; starting over") }
         download.finalURL = probe.finalURL == download.url ? download.url : probe.finalURL
         download.totalBytes = probe.totalBytes
-        download.acceptsRanges = probe.acceptsRanges
+        download.acceptsRanges = probe.acceptsRanges && !rangesRefused
         download.etag = probe.etag
         download.lastModified = probe.lastModified
         download.contentType = probe.contentType

@@ -49,7 +49,7 @@ extension DownloadMachine {
         if resumed > 0 {
             log(.info, "resuming", ["bytes": String(resumed), "segments": String(download.segments.count)])
         }
-        plannedConnections = download.resumable ? download.connections : 1
+        plannedConnections = min(download.resumable ? download.connections : 1, sessionCap ?? .max)
         phase = .transferring
         probeMirrors()
         fill()
@@ -166,7 +166,7 @@ extension DownloadMachine {
             return
         }
         switch origin.checkRange(response, start: requested.start, end: requested.end, total: download.totalBytes,
-                                 etag: download.etag) {
+                                 etag: download.etag, lastModified: download.lastModified) {
         case .accept:
             break
         case .restartWithBody:
@@ -219,7 +219,7 @@ extension DownloadMachine {
         download.etag = etag
         download.lastModified = lastModified
         if ignoresRange { download.acceptsRanges = false }
-        plannedConnections = download.resumable ? download.connections : 1
+        plannedConnections = min(download.resumable ? download.connections : 1, sessionCap ?? .max)
         emit(.truncate(to: 0))
         if length != nil { emit(.measureFreeSpace) }
         // The others take halves of what this body has yet to bring (work stealing), once the file is cut back.

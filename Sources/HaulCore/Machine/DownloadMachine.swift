@@ -148,6 +148,11 @@ public struct DownloadMachine {
     var checkpointInFlight = false
     /// The host refused a connection: none is asked for until one is freed.
     var hostBusy = false
+    /// The origin refused to start at an offset (FTP without REST): ranges are not asked for again in this run,
+    /// whatever its probe says.
+    var rangesRefused = false
+    /// The most sessions the origin gave this download before refusing another (FTP 421), nil while none was.
+    var sessionCap: Int?
     /// The first request, answered, whose body is to become the first segment's: adopted by the connection for the
     /// segment at byte 0, else stopped.
     var probeStream: (id: TransferID, ranged: Bool)?

@@ -8,8 +8,10 @@ public enum Validate {
     /// (a name, an IPv4 address or a bracketed IPv6 one, nothing percent-encoded) and a port from 1 to 65535.
     /// Downloads, mirrors and webhooks (HTTP only) alike.
     public static func url(_ text: String, schemes: [String] = Origins.schemes) -> String? {
-        // Only a refusal names them.
-        func kinds() -> String { schemes.joined(separator: " or ") }
+        // Only a refusal names them: "http, https or ftp".
+        func kinds() -> String {
+            schemes.count < 2 ? schemes.joined() : schemes.dropLast().joined(separator: ", ") + " or " + schemes.last!
+        }
         guard text.utf8.count <= 8192, !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else {
             return "must be an absolute \(kinds()) URL without spaces or control characters"
         }

@@ -29,8 +29,9 @@ public struct HTTPDialect: OriginDialect {
         Probe.interpretFirstResponse(response)
     }
 
-    public func checkRange(_ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?)
-        -> RangeReply {
+    /// `If-Range` carried the validator: a changed file answers 200 with its new body, which `check` tells.
+    public func checkRange(_ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?,
+                           lastModified: String?) -> RangeReply {
         RangeReply.check(response, start: start, end: end, total: total, etag: etag)
     }
 

@@ -1,6 +1,6 @@
 import HaulLoop
 
-/// How Haul speaks to one family of origins (HTTP and HTTPS today; FTP and SFTP are next): the schemes it owns, how
+/// How Haul speaks to one family of origins (HTTP and HTTPS; FTP, FTPS and SFTP): the schemes it owns, how
 /// a fetch the download machine asks for becomes a request, and how the origin's answers become the machine's
 /// verdicts. The machine and the runner know only this seam; a new protocol is a new dialect, listed in `Origins`.
 public protocol OriginDialect: Sendable {
@@ -15,9 +15,9 @@ public protocol OriginDialect: Sendable {
     func probe(_ response: TransferResponse) -> ProbeOutcome
 
     /// The answer to a ranged fetch, checked against the range asked for and the version of the file last seen
-    /// (`total` bytes, strong validator `etag`), before a byte of it is written.
-    func checkRange(_ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?)
-        -> RangeReply
+    /// (`total` bytes, strong validator `etag`, modification time `lastModified`), before a byte of it is written.
+    func checkRange(_ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?,
+                    lastModified: String?) -> RangeReply
 
     /// The validators an answer carries: a strong tag, and a modification time, either of which may go back to
     /// the origin to ask for the same version.
@@ -29,7 +29,7 @@ public protocol OriginDialect: Sendable {
 
 /// The dialects Haul speaks, and which one owns a URL.
 public enum Origins {
-    public static let all: [any OriginDialect] = [HTTPDialect()]
+    public static let all: [any OriginDialect] = [HTTPDialect(), FileTransferDialect()]
 
     /// Every scheme some dialect owns, in the order listed: what URLs may use and redirects may reach.
     public static let schemes: [String] = all.flatMap(\.schemes)
@@ -55,7 +55,9 @@ enum Outbound {
     /// mirror's).
     static func policy(_ config: EngineConfig, for download: Download, category: Category?, url: String)
         -> OutboundPolicy {
-        var policy = OutboundPolicy(schemes: Origins.schemes, addressPolicy: config.addressPolicy,
+        // Only the schemes of the URL's own dialect: curl is never asked to speak another to this source.
+        var policy = OutboundPolicy(schemes: Origins.dialect(forStored: url).schemes,
+                                    addressPolicy: config.addressPolicy,
                                     userAgent: download.userAgent ?? config.userAgent,
                                     connectTimeout: config.connectTimeout)
         policy.verifyTLS = !download.insecure
