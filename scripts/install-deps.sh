@@ -14,9 +14,10 @@ run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev libssl-dev pkg-c
 # postgresql is the server the store tests and the several-node tests start (initdb in a temporary directory);
 # iproute2 brings up loopback in the network namespace the API fuzzing runs in (scripts/schemathesis.sh); tinyproxy
 # (HTTP) and microsocks (SOCKS5) are the proxies the proxy tests go through; tmux is the terminal the client's
-# progress bars are drawn in and read back from; vsftpd serves implicit FTPS (pyftpdlib, from PyPI, the rest of FTP).
+# progress bars are drawn in and read back from; vsftpd serves implicit FTPS (pyftpdlib, from PyPI, the rest of FTP);
+# openssh-server's sshd serves SFTP.
 test=(nginx curl ca-certificates aria2 axel wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver
-      prometheus postgresql iproute2 tinyproxy microsocks tmux vsftpd)
+      prometheus postgresql iproute2 tinyproxy microsocks tmux vsftpd openssh-server)
 # mmdebstrap makes the base images from Debian packages, buildah builds and runs the image (chroot isolation) and
 # podman keeps the images; docker-compose checks the compose files (podman-compose has no `config`); iproute2 gives
 # the container a network namespace of its own; nginx and openssl are the origin and the TLS proxy in the test.

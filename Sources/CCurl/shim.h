@@ -53,6 +53,11 @@ static inline CURLSHcode haul_share_setopt_long(CURLSH *_Nonnull s, CURLSHoption
     return curl_share_setopt(s, o, v);
 }
 
+// curl_easy_setopt is variadic: the SSH host key callback (CURLOPT_SSH_KEYFUNCTION).
+static inline CURLcode haul_easy_setopt_sshkeyfn(CURL *_Nonnull h, curl_sshkeycallback _Nonnull f) {
+    return curl_easy_setopt(h, CURLOPT_SSH_KEYFUNCTION, f);
+}
+
 // CURLMsg's payload is an anonymous union; this reads the transfer's result without relying on how Swift names it.
 static inline CURLcode haul_msg_result(CURLMsg *_Nonnull msg) { return msg->data.result; }
 

@@ -41,6 +41,8 @@ public struct Download: Sendable, Equatable {
     public var password: String?
     /// Cookies for the origin: a Cookie header value or a Netscape cookies.txt; never shown.
     public var cookies: String?
+    /// The SFTP server's host key fingerprint (`SHA256:...`) the download pins, instead of the known hosts.
+    public var hostKey: String?
     /// Sent as User-Agent instead of `--user-agent`.
     public var userAgent: String?
     public var referer: String?

@@ -148,5 +148,9 @@ extension DownloadStore {
         """
         ALTER TABLE downloads ADD COLUMN queue_rank INTEGER;
         """,
+        // 16: the SFTP host key a download pins.
+        """
+        ALTER TABLE downloads ADD COLUMN host_key TEXT;
+        """,
     ]
 }

@@ -30,6 +30,11 @@ public struct OutboundPolicy: Sendable {
     public var userAgent: String
     /// A .netrc file whose entries give origins credentials (`--netrc-file`), for requests that carry none.
     public var netrcFile: String?
+    /// The private key SFTP logs in with (`--ssh-key`; its `.pub` beside it is used when there is one).
+    public var sshKey: String?
+    /// The OpenSSH known_hosts file SFTP servers' host keys are checked against (`--ssh-known-hosts`); with none,
+    /// only a download's own `host_key` lets a server in.
+    public var sshKnownHosts: String?
     public var connectTimeout: Double
     /// The whole transfer's time limit in seconds, nil for none (a download may take hours).
     public var timeout: Double?

@@ -40,6 +40,9 @@ public final class Transfer {
     private var response: TransferResponse?
     private var responseDelivered = false
     private var aborted = false
+    /// What the SFTP host key check found when it refused the server: its fingerprint, and whether a key was known
+    /// (or pinned) for it that is another.
+    private var hostKeyRefusal: (fingerprint: String, mismatch: Bool)?
     /// The last address the policy refused, and why.
     private var refusedAddress: (address: String, reason: String)?
     public private(set) var bodyBytes: Int64 = 0
@@ -121,6 +124,25 @@ public final class Transfer {
         if family != .http {
             // The file's modification time (MDTM, the SFTP stat), which with its size tells one version from another.
             results.append(haul_easy_setopt_long(easy, CURLOPT_FILETIME, 1))
+        }
+        if family == .sftp {
+            // A password (from the URL or `password`) or the operator's key; never a key a client names.
+            results.append(haul_easy_setopt_long(easy, CURLOPT_SSH_AUTH_TYPES, 1 | 2 | 8))
+            if let key = policy.sshKey {
+                results.append(haul_easy_setopt_string(easy, CURLOPT_SSH_PRIVATE_KEYFILE, key))
+                if access(key + ".pub", R_OK) == 0 {
+                    results.append(haul_easy_setopt_string(easy, CURLOPT_SSH_PUBLIC_KEYFILE, key + ".pub"))
+                }
+            }
+            // The host key is always checked: against the known hosts (none: every key unknown) or the download's
+            // pin, in the callback, which says which of the two failed.
+            results.append(haul_easy_setopt_string(easy, CURLOPT_SSH_KNOWNHOSTS, policy.sshKnownHosts ?? "/dev/null"))
+            results.append(haul_easy_setopt_ptr(easy, CURLOPT_SSH_KEYDATA, me))
+            results.append(haul_easy_setopt_sshkeyfn(easy) { _, known, found, match, clientp in
+                guard let clientp, let found else { return Int32(CURLKHSTAT_REJECT.rawValue) }
+                let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
+                return transfer.checkHostKey(found.pointee, known: known != nil, match: match)
+            })
         }
         if family == .ftp {
             // Passive only (curl's default, no CURLOPT_FTPPORT), and the data connection goes to the control
@@ -238,6 +260,26 @@ public final class Transfer {
     func prepareToStart() {
         headerParser = HeaderParser()
         replies = FileTransferReplies()
+    }
+
+    /// The SFTP server's host key: the download's pin when it has one, else the known hosts' verdict.
+    private func checkHostKey(_ found: curl_khkey, known: Bool, match: curl_khmatch) -> Int32 {
+        let raw: [UInt8]
+        if found.len > 0, let key = found.key {
+            raw = Array(UnsafeRawBufferPointer(start: key, count: found.len))
+        } else {
+            raw = found.key.flatMap { Base64.decode(String(cString: $0)) } ?? []
+        }
+        let fingerprint = SSHHostKey.fingerprint(raw)
+        let accepted: Bool
+        if let pin = request.hostKey {
+            accepted = SSHHostKey.normalized(pin) == fingerprint
+            if !accepted { hostKeyRefusal = (fingerprint, true) }
+        } else {
+            accepted = match == CURLKHMATCH_OK
+            if !accepted { hostKeyRefusal = (fingerprint, match == CURLKHMATCH_MISMATCH) }
+        }
+        return Int32((accepted ? CURLKHSTAT_FINE : CURLKHSTAT_REJECT).rawValue)
     }
 
     /// An FTPS transfer: its multi runs it now and then whatever its sockets say (`CurlMulti.armSweep`).
@@ -408,7 +450,7 @@ public final class Transfer {
         var failure: TransferFailure? = aborted ? .aborted : Transfer.classify(code)
         var message = String(cString: errorBuffer)
         if message.isEmpty, code != CURLE_OK { message = String(cString: curl_easy_strerror(code)) }
-        if family != .http, !aborted, code != CURLE_OK, let refusal = fileTransferFailure(code) {
+        if family != .http, !aborted, code != CURLE_OK, let refusal = fileTransferFailure(code, message) {
             failure = refusal
             if replies.lastCode > 0 { message += " (the server said: \(replies.lastCode) \(replies.lastText))" }
         } else if family == .http, failure == .unsupportedScheme, !(300..<400).contains(headerParser.status) {
@@ -433,9 +475,17 @@ public final class Transfer {
 
     /// What an FTP or SFTP failure was on the server's side: a login refused, a file not there or not allowed (its
     /// reply code), REST refused, too many sessions; nil when it was the connection's (classified as HTTP's are).
-    private func fileTransferFailure(_ code: CURLcode) -> TransferFailure? {
-        // 421: the server has no session to spare (too many from this address), whatever curl made of it.
+    private func fileTransferFailure(_ code: CURLcode, _ message: String) -> TransferFailure? {
+        // 421: the server has no session to spare (too many from this address), whatever curl made of it. An SSH
+        // server says so by closing the connection before its banner (sshd's MaxStartups, PerSourceMaxStartups).
         if replies.lastCode == 421 { return .tooManyConnections }
+        if family == .sftp, code == CURLE_FAILED_INIT || code == CURLE_SSH, message.contains("getting banner") {
+            return .tooManyConnections
+        }
+        if let refusal = hostKeyRefusal {
+            return refusal.mismatch ? .hostKeyMismatch(fingerprint: refusal.fingerprint)
+                : .hostKeyUnknown(fingerprint: refusal.fingerprint)
+        }
         switch code {
         case CURLE_LOGIN_DENIED: return .loginFailed
         case CURLE_REMOTE_FILE_NOT_FOUND, CURLE_REMOTE_ACCESS_DENIED, CURLE_FTP_COULDNT_RETR_FILE:

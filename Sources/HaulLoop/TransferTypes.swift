@@ -22,6 +22,9 @@ public struct TransferRequest: Sendable {
     public var digestAuth = false
     /// The download's cookies, shared with its other transfers; nil for no cookie engine.
     public var cookieJar: CookieJar?
+    /// The SFTP server's host key as the download pins it, `SHA256:` and the key's base64 digest (as OpenSSH prints
+    /// it): then only that key is let in, whatever the known hosts say.
+    public var hostKey: String?
     public var referer: String?
     /// A body makes the request a POST of these bytes (set `Content-Type` in `headers`).
     public var body: [UInt8]?
@@ -108,6 +111,10 @@ public enum TransferFailure: Sendable, Equatable {
     case rangesRefused
     /// The FTP server has no session to spare for this address (421).
     case tooManyConnections
+    /// The SFTP server's host key is not known (`fingerprint`: `SHA256:...`, for the operator to check and pin).
+    case hostKeyUnknown(fingerprint: String)
+    /// The SFTP server's host key is not the one known or pinned for it.
+    case hostKeyMismatch(fingerprint: String)
     case other
 }
 

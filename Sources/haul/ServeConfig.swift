@@ -45,6 +45,8 @@ struct ServeConfig {
     var webhookProxy: ProxyServer?
     var userAgent: String?
     var netrcFile: String?
+    var sshKey: String?
+    var sshKnownHosts: String?
     var logLevel = Logger.Level.info
     var logFormat = Logger.Format.text
 
@@ -117,6 +119,10 @@ struct ServeConfig {
           --user-agent TEXT      the User-Agent of downloads that name none (HAUL_USER_AGENT, default haul/VERSION)
           --netrc-file PATH      a .netrc whose machine entries give origins credentials, for downloads that
                                  carry none (HAUL_NETRC_FILE)
+          --ssh-key PATH         the private key SFTP logs in with (its .pub beside it is used if there), for
+                                 downloads without a password (HAUL_SSH_KEY); never given through the API
+          --ssh-known-hosts PATH an OpenSSH known_hosts file SFTP servers' host keys must be in, unless a
+                                 download pins its own host_key (HAUL_SSH_KNOWN_HOSTS)
           --log-level LEVEL      debug, info, warning or error (HAUL_LOG_LEVEL, default info)
           --log-format FORMAT    text (logfmt-style key=value) or json, one object per line, on standard error
                                  (HAUL_LOG_FORMAT, default text)
@@ -312,6 +318,11 @@ struct ServeConfig {
                 throw Invalid(description: "\(label("netrc-file")) cannot be read: \(v)")
             }
             config.netrcFile = v
+        }
+        for name in ["ssh-key", "ssh-known-hosts"] {
+            guard let v = values[name] else { continue }
+            guard access(v, R_OK) == 0 else { throw Invalid(description: "\(label(name)) cannot be read: \(v)") }
+            if name == "ssh-key" { config.sshKey = Files.absolute(v) } else { config.sshKnownHosts = Files.absolute(v) }
         }
         if let v = values["token"] {
             guard v.utf8.count >= 16, v.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {

@@ -66,6 +66,8 @@ func serve(_ arguments: [String]) -> Int32 {
         engineConfig.webhookProxy = config.webhookProxy
         if let userAgent = config.userAgent { engineConfig.userAgent = userAgent }
         engineConfig.netrcFile = config.netrcFile
+        engineConfig.sshKey = config.sshKey
+        engineConfig.sshKnownHosts = config.sshKnownHosts
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
         var events = EventStreamConfig()
         events.heartbeat = config.heartbeat

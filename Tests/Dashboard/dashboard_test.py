@@ -285,14 +285,14 @@ def main():
         assert [o.text for o in Select(page.find("#category")).options] == ["none", "films"]
         page.find("#urls").send_keys("gopher://example.com/x")
         page.find("#add").click()
-        wait.until(lambda d: "url: scheme must be http, https, ftp or ftps" in page.find("#add-problem").text)
+        wait.until(lambda d: "url: scheme must be http, https, ftp, ftps or sftp" in page.find("#add-problem").text)
         page.find("#urls").clear()
         # 2 MiB trickled at 256 KiB/s takes about 8 s, time enough to pause it on the way.
         page.find("#urls").send_keys(f"{origin_url}/files/debian.iso?rate=262144\ngopher://nope/x\n"
                                      f"{origin_url}/files/ubuntu.iso")
         page.find("#add").click()
         wait.until(lambda d: page.find("#urls").get_attribute("value") == "gopher://nope/x")
-        assert page.find("#add-problem").text.startswith("gopher://nope/x: url: scheme must be http, https, ftp or ftps"), \
+        assert page.find("#add-problem").text.startswith("gopher://nope/x: url: scheme must be http, https, ftp, ftps or sftp"), \
             page.find("#add-problem").text
         page.find("#urls").clear()
         Select(page.find("#category")).select_by_value("films")
@@ -369,6 +369,12 @@ def main():
         resource = [d for d in page.api("GET", "/downloads")["downloads"] if d["filename"] == "debian.iso"][0]
         assert page.detail_field("URL") == resource["url"] and page.detail_field("Path") == "debian.iso"
         assert len(driver.find_elements(By.CSS_SELECTOR, "#detail-segments .segment")) == len(resource["segments"])
+        assert page.find("#detail-scheme").text == resource["url"].split(":")[0].upper()
+        # Each row names the protocol its file comes over.
+        page.api("POST", "/downloads", {"url": "ftp://127.0.0.1:9/pub/mirror.iso", "start_paused": True})
+        wait.until(lambda d: page.state("mirror.iso") == "paused")
+        assert page.row("mirror.iso").find_element(By.CSS_SELECTOR, ".scheme").text == "FTP"
+        assert page.row("debian.iso").find_element(By.CSS_SELECTOR, ".scheme").text == "HTTP"
         page.find("#detail-close").click()
         wait.until(lambda d: not page.find("#detail").is_displayed())
 

@@ -118,12 +118,12 @@ final class OutboundTests: XCTestCase {
     }
 
     func testAURLsSchemeNamesItsDialect() {
-        XCTAssertEqual(Origins.schemes, ["http", "https", "ftp", "ftps"])
+        XCTAssertEqual(Origins.schemes, ["http", "https", "ftp", "ftps", "sftp"])
         for url in ["http://a.test/x", "HTTPS://a.test/x", "Http://a.test"] {
             XCTAssertEqual(Origins.dialect(for: url)?.schemes, ["http", "https"], url)
         }
-        for url in ["ftp://a.test/x", "FTPS://a.test:990/x"] {
-            XCTAssertEqual(Origins.dialect(for: url)?.schemes, ["ftp", "ftps"], url)
+        for url in ["ftp://a.test/x", "FTPS://a.test:990/x", "sftp://a.test/x"] {
+            XCTAssertEqual(Origins.dialect(for: url)?.schemes, ["ftp", "ftps", "sftp"], url)
         }
         for url in ["file:///etc/passwd", "gopher://a.test", "no-scheme", ""] {
             XCTAssertNil(Origins.dialect(for: url), url)

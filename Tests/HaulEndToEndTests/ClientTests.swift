@@ -65,7 +65,7 @@ final class ClientTests: HaulTestCase {
         let result = try haulCommand(["add", "gopher://example.com/x", "--connections", "99"])
         XCTAssertEqual(result.status, 1, result.output)
         // Each problem once, on one line (the detail repeats the fields, so it is not printed beside them).
-        XCTAssertEqual(result.stderr, "haul: url: scheme must be http, https, ftp or ftps, not gopher; connections: must be an "
+        XCTAssertEqual(result.stderr, "haul: url: scheme must be http, https, ftp, ftps or sftp, not gopher; connections: must be an "
                        + "integer from 1 to 32\n")
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)
     }
@@ -392,7 +392,7 @@ final class ClientTests: HaulTestCase {
         XCTAssertEqual(result.status, 1, result.output)
         let ids = result.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(ids.count, 2, result.stdout)
-        XCTAssertTrue(result.stderr.contains("haul: gopher://nope/x: url: scheme must be http, https, ftp or ftps, not gopher\n"),
+        XCTAssertTrue(result.stderr.contains("haul: gopher://nope/x: url: scheme must be http, https, ftp, ftps or sftp, not gopher\n"),
                       result.stderr)
         XCTAssertTrue(result.stderr.contains("b0.bin: completed"), result.stderr)
         XCTAssertTrue(result.stderr.contains("b1.bin: completed"), result.stderr)

@@ -290,6 +290,12 @@ function scheduleRender() {
   });
 }
 
+/** The scheme of a download's URL, lower case ("https", "sftp", ...). */
+function schemeOf(d) {
+  const colon = d.url.indexOf(":");
+  return colon > 0 ? d.url.slice(0, colon).toLowerCase() : "";
+}
+
 function displayName(d) {
   if (d.filename) return d.filename;
   try {
@@ -561,6 +567,7 @@ function update(row, d) {
   row.classList.toggle("retrying", isRetrying(d));
   row.setAttribute("aria-current", String(state.detail === d.id));
   set(".label", name);
+  set(".scheme", schemeOf(d));
   const link = row.querySelector(".file");
   const done = d.state === "completed";
   link.hidden = !done;
@@ -683,6 +690,7 @@ function renderDetail() {
   if (!d) return;
   const running = ACTIVE.has(d.state);
   $("detail-name").textContent = displayName(d);
+  $("detail-scheme").textContent = schemeOf(d);
   const badge = $("detail-state");
   badge.dataset.state = d.state;
   badge.dataset.retrying = String(isRetrying(d));

@@ -41,6 +41,9 @@ public struct EngineConfig: Sendable {
     public var userAgent = "haul/\(HaulVersion.current)"
     /// A .netrc file with origins' credentials (`--netrc-file`), for downloads that carry none.
     public var netrcFile: String?
+    /// The private key SFTP logs in with (`--ssh-key`) and the known hosts its servers are checked against.
+    public var sshKey: String?
+    public var sshKnownHosts: String?
     /// The proxy webhook deliveries go through (`--webhook-proxy`), nil for none.
     public var webhookProxy: ProxyServer?
     /// The free space kept and the largest file accepted.
@@ -80,6 +83,8 @@ public struct NewDownload: Sendable {
     public var cookies: String?
     public var userAgent: String?
     public var referer: String?
+    /// The SFTP server's host key fingerprint the download pins.
+    public var hostKey: String?
 
     /// Moves user information in `url` (`https://user:pass@host/`) to `username` and `password`, unless those are
     /// given, so that the URL shown back carries none.

@@ -44,6 +44,11 @@ extension DownloadError {
         case .rangesRefused?:
             return DownloadError(.rangeMismatch, "the server cannot start a transfer at an offset\(detail)",
                                  retryable: true)
+        case .hostKeyUnknown(let fingerprint)?:
+            return DownloadError(.hostKeyUnknown, "the server's host key \(fingerprint) is not known: add it to "
+                + "--ssh-known-hosts, or give it as the download's host_key once it is checked")
+        case .hostKeyMismatch(let fingerprint)?:
+            return DownloadError(.hostKeyMismatch, "the server's host key \(fingerprint) is not the one known for it")
         case .tooManyConnections?:
             return DownloadError(.connectionCut, "the server has no session to spare\(detail)", retryable: true)
         case .network?, .other?: return DownloadError(.networkError, "transfer failed\(detail)", retryable: true)

@@ -297,6 +297,22 @@ public enum DownloadOptions {
                        },
                        flag: .init(name: "referer", placeholder: "URL", help: "the Referer sent to the origin"),
                        aria2: ["referer"]),
+        DownloadOption(name: "host_key", kind: .text, otherwise: "--ssh-known-hosts", column: "host_key",
+                       apply: { option, value, request, problems in
+                           guard let text = checkedString(value, option, &problems) else { return }
+                           guard SSHHostKey.isFingerprint(text) else {
+                               return problems.append((option.name, "must be an SSH host key fingerprint, SHA256: and "
+                                                       + "43 base64 characters, as ssh-keygen -lf prints it"))
+                           }
+                           request.hostKey = SSHHostKey.normalized(text)
+                       },
+                       carry: { request, download in download.hostKey = request.hostKey },
+                       show: { JSONValue($0.hostKey) },
+                       storage: DownloadColumn(name: "host_key", write: { text($0.hostKey) }) { d, v in
+                           d.hostKey = v.string
+                       },
+                       flag: .init(name: "host-key", placeholder: "SHA256:...",
+                                   help: "the SFTP server's host key fingerprint, instead of --ssh-known-hosts")),
         DownloadOption(name: "size", kind: .bytes(0...maxBytes), otherwise: "unknown until the probe",
                        column: "expected_bytes",
                        apply: { option, value, request, problems in

@@ -9,7 +9,7 @@ import HaulLoop
 public struct FileTransferDialect: OriginDialect {
     public init() {}
 
-    public var schemes: [String] { ["ftp", "ftps"] }
+    public var schemes: [String] { ["ftp", "ftps", "sftp"] }
 
     public func request(_ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy)
         -> TransferRequest {

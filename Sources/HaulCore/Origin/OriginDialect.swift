@@ -62,6 +62,8 @@ enum Outbound {
                                     connectTimeout: config.connectTimeout)
         policy.verifyTLS = !download.insecure
         policy.netrcFile = config.netrcFile
+        policy.sshKey = config.sshKey
+        policy.sshKnownHosts = config.sshKnownHosts
         policy.proxy = proxy(config, for: download, category: category, url: url)
         return policy
     }
@@ -109,6 +111,8 @@ enum Outbound {
         }
         request.cookieJar = cookieJar
         request.referer = download.referer
+        // The pin is the download's server's: a mirror elsewhere is checked against the known hosts.
+        if url == download.url { request.hostKey = download.hostKey }
         return request
     }
 
