@@ -2,10 +2,12 @@
 
 Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,W; --quick shrinks every input so `make test` can run the harness):
   A  one large file, unthrottled: Haul with 1 and 8 connections, curl -o, aria2c -x1 and -x8; the ceilings
-     curl -o /dev/null and dd (with and without conv=fdatasync).
+     curl -o /dev/null and dd (with and without conv=fdatasync); then the same file over FTP (vsftpd) and SFTP
+     (sshd): Haul -c1 and -c8, curl, aria2c -x1 and -x8 (FTP only: no SFTP key login in aria2).
   B  one file from an nginx limiting each connection to 8 MiB/s: Haul with 1, 4, 8 and 16 connections, curl,
      aria2c -x8 and -x16.
-  C  1,000 files of 64 KiB, 16 at a time: Haul, aria2c -i -j16, curl -Z --parallel-max 16; on tmpfs and disk.
+  C  1,000 files of 64 KiB, 16 at a time: Haul, aria2c -i -j16, curl -Z --parallel-max 16; on tmpfs and disk;
+     then over FTP (vsftpd) and SFTP (sshd) on tmpfs.
   D  API latency with wrk (-t2 -c32) on one download's status and on a list of 100, idle and while 4 throttled
      downloads run: Haul's GET /downloads/{id} and GET /downloads?limit=100 against aria2's RPC aria2.tellStatus
      and aria2.tellWaiting; an event-stream client follows the busy downloads meanwhile (events, longest gap).
@@ -109,6 +111,88 @@ http {{ access_log off; sendfile on; client_body_temp_path {prefix}/b; proxy_tem
     proc = spawn(["nginx", "-p", prefix, "-c", prefix + "/nginx.conf"], stderr=subprocess.DEVNULL)
     wait_for_port(port, "nginx")
     return proc, ("https" if "ssl" in listen_extra else "http") + f"://127.0.0.1:{port}"
+
+
+def start_vsftpd(root, prefix):
+    """vsftpd serving `root` to anonymous logins on a free loopback port, passive only: (stop, ftp:// origin). Its
+    sessions are processes of their own, killed with the listener by their process group."""
+    os.makedirs(prefix + "/empty", exist_ok=True)
+    port = free_port()
+    with open(prefix + "/vsftpd.conf", "w") as f:
+        f.write(f"""listen=YES
+listen_address=127.0.0.1
+listen_port={port}
+background=NO
+anonymous_enable=YES
+no_anon_password=YES
+anon_root={root}
+local_enable=NO
+write_enable=NO
+secure_chroot_dir={prefix}/empty
+seccomp_sandbox=NO
+max_clients=0
+max_per_ip=0
+xferlog_enable=NO
+use_sendfile=YES
+""")
+    proc = spawn(["vsftpd", prefix + "/vsftpd.conf"], stderr=subprocess.DEVNULL, start_new_session=True)
+    CLEANUPS.append(lambda: os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None)
+    wait_for_port(port, "vsftpd")
+    return proc, f"ftp://127.0.0.1:{port}"
+
+
+class SSHServer:
+    """OpenSSH's sshd on a free loopback port with a host key and a user key made for the run, SFTP only, root
+    logging in with the key (sshd needs root). `url(path)` names an absolute path on this machine."""
+
+    def __init__(self, prefix):
+        os.makedirs(prefix, exist_ok=True)
+        os.makedirs("/run/sshd", exist_ok=True)
+        self.prefix = prefix
+        for key in ("host_key", "user_key"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", f"{prefix}/{key}"], check=True)
+        shutil.copy(f"{prefix}/user_key.pub", f"{prefix}/authorized_keys")
+        self.port = free_port()
+        with open(f"{prefix}/host_key.pub") as f:
+            host_key = f.read()
+        with open(f"{prefix}/known_hosts", "w") as f:
+            f.write(f"[127.0.0.1]:{self.port} {host_key}")
+        printed = subprocess.run(["ssh-keygen", "-lf", f"{prefix}/host_key.pub"], capture_output=True, text=True,
+                                 check=True).stdout
+        # curl --hostpubsha256 takes the fingerprint's base64 without its "SHA256:".
+        self.host_sha256 = printed.split()[1].split(":", 1)[1]
+        with open(f"{prefix}/sshd_config", "w") as f:
+            f.write(f"""Port {self.port}
+ListenAddress 127.0.0.1
+HostKey {prefix}/host_key
+PidFile {prefix}/sshd.pid
+AuthorizedKeysFile {prefix}/authorized_keys
+PermitRootLogin yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+MaxStartups 100
+Subsystem sftp internal-sftp
+""")
+        config = f"{prefix}/sshd_config"
+        self.proc = spawn(["/usr/sbin/sshd", "-D", "-f", config, "-E", f"{prefix}/sshd.log"])
+        CLEANUPS.append(lambda: subprocess.run(["pkill", "-KILL", "-f", f"sshd.*{config}"]))
+        wait_for_port(self.port, "sshd")
+
+    @staticmethod
+    def available():
+        return os.getuid() == 0 and os.path.exists("/usr/sbin/sshd")
+
+    def url(self, path):
+        return f"sftp://root@127.0.0.1:{self.port}{path}"
+
+    def haul_options(self):
+        return ["--ssh-key", f"{self.prefix}/user_key", "--ssh-known-hosts", f"{self.prefix}/known_hosts"]
+
+    def curl_options(self):
+        return ["--key", f"{self.prefix}/user_key", "--pubkey", f"{self.prefix}/user_key.pub",
+                "--hostpubsha256", self.host_sha256]
 
 
 def wait_for_port(port, what):
@@ -345,7 +429,64 @@ def scenario_a(args, report, work, disk):
     report.table(["contender", "wall", "wall + sync", "x curl wall+sync", "CPU (user+sys)", "peak RSS"], rows)
     haul.stop()
     nginx.terminate()
+    scenario_a_file_transfer(args, report, work, disk, src, expected)
     os.remove(src)
+
+
+def scenario_a_file_transfer(args, report, work, disk, src, expected):
+    """Scenario A's file over FTP (vsftpd) and SFTP (sshd): Haul with 1 and 8 connections against curl and aria2c
+    on the same server. aria2c logs in to SFTP only with a password (aria2 #1443), so it has no SFTP row."""
+    size = os.path.getsize(src)
+    vsftpd, ftp = start_vsftpd(os.path.dirname(src), disk + "/vsftpd-a")
+    ssh = SSHServer(disk + "/sshd-a") if SSHServer.available() else None
+    dest = disk + "/a-ft"
+    os.makedirs(dest)
+    haul = Haul(args.haul, disk + "/haul-a-ft", *(ssh.haul_options() if ssh else []))
+    urls = {"ftp": f"{ftp}/{os.path.basename(src)}"}
+    contenders = ["haul ftp -c1", "haul ftp -c8", "curl ftp", "aria2c ftp -x1", "aria2c ftp -x8"]
+    if ssh:
+        urls["sftp"] = ssh.url(src)
+        contenders += ["haul sftp -c1", "haul sftp -c8", "curl sftp"]
+
+    def run(name):
+        reread(src)
+        tool, scheme = name.split()[:2]
+        url = urls[scheme]
+        out = f"{dest}/out.bin"
+        if tool == "haul":
+            wall, cpu, out = haul.download(url, "out.bin", int(name.rsplit("c", 1)[1]))
+            rss = haul.peak_rss()
+        elif tool == "curl":
+            wall, cpu, rss = timed(["curl", "-s", "-o", out, *(ssh.curl_options() if scheme == "sftp" else []), url])
+        else:
+            n = name[-1]
+            wall, cpu, rss = timed(["aria2c", "-q", f"-x{n}", f"-s{n}", "-k1M", "--file-allocation=none",
+                                    "--allow-overwrite=true", "-d", dest, "-o", "out.bin", url])
+        synced = wall + sync_file(out)
+        if sha256(out) != expected:
+            raise RuntimeError(f"{name} wrote a wrong file")
+        os.remove(out)
+        return wall, synced, cpu, rss
+
+    results = rounds(contenders, 1 if args.quick else min(args.rounds, 3), run)
+    rows = []
+    for name in contenders:
+        scheme = name.split()[1]
+        anchor = statistics.median([r[1] for r in results[f"curl {scheme}"]])
+        synced = [r[1] for r in results[name]]
+        rows.append([name, fmt([r[0] for r in results[name]]), fmt(synced), f"{statistics.median(synced) / anchor:.2f}",
+                     fmt([r[2] for r in results[name]]), f"{max(r[3] for r in results[name]) / 1024:.1f} MiB"])
+    for scheme in urls:
+        best = min(statistics.median([r[1] for r in results[f"haul {scheme} -c{n}"]]) for n in (1, 8))
+        report.ratios.append((f"A {scheme.upper()} vs curl+sync",
+                              best / statistics.median([r[1] for r in results[f"curl {scheme}"]])))
+    report.section(f"A over FTP and SFTP: the same {size // MIB} MiB file from vsftpd and OpenSSH's sshd",
+                   "Ratios against curl on the same protocol (wall + sync). "
+                   + ("" if ssh else "No SFTP rows: sshd is not installed or the run is not root. ")
+                   + "aria2c has no SFTP row: it logs in only with a password (aria2 #1443), Haul and curl with a key.")
+    report.table(["contender", "wall", "wall + sync", "x curl wall+sync", "CPU (user+sys)", "peak RSS"], rows)
+    haul.stop()
+    vsftpd.kill()
 
 
 def scenario_b(args, report, work, disk):
@@ -711,6 +852,76 @@ def scenario_c(args, report, work, disk):
     report.section(f"C: {count} files of 64 KiB, 16 at a time",
                    "Haul: one POST per file over one keep-alive connection, then until the last completes.")
     report.table(["where", "contender", "wall", "x aria2"], rows)
+    scenario_c_file_transfer(args, report, work, count)
+
+
+def scenario_c_file_transfer(args, report, work, count):
+    """Scenario C's files over FTP (vsftpd) and SFTP (sshd), on tmpfs: Haul against aria2c (FTP only: it has no
+    SFTP key login) and curl -Z on the same list."""
+    www = f"{work}/www-cft"
+    os.makedirs(www)
+    os.chmod(www, 0o755)
+    hashes = {f"f{i:04d}.bin": make_file(f"{www}/f{i:04d}.bin", 64 * 1024) for i in range(count)}
+    vsftpd, ftp = start_vsftpd(www, f"{work}/vsftpd-c")
+    ssh = SSHServer(f"{work}/sshd-c") if SSHServer.available() else None
+    lists = {"ftp": [f"{ftp}/{name}" for name in hashes]}
+    if ssh:
+        lists["sftp"] = [ssh.url(f"{www}/{name}") for name in hashes]
+    rows = []
+
+    def check(directory):
+        for name, digest in hashes.items():
+            if sha256(f"{directory}/{name}") != digest:
+                raise RuntimeError(f"wrong file {name}")
+        shutil.rmtree(directory)
+
+    for scheme, urls in lists.items():
+        with open(f"{work}/list-{scheme}.txt", "w") as f:
+            f.write("\n".join(urls) + "\n")
+
+        def run(name):
+            out = f"{work}/out-cft"
+            os.makedirs(out, exist_ok=True)
+            if name == "haul":
+                haul = Haul(args.haul, f"{work}/haul-cft", "--max-active", "16", "--connections", "1",
+                            *(ssh.haul_options() if scheme == "sftp" else []))
+                start = time.monotonic()
+                haul.call("POST", "/downloads", {"downloads": [{"url": url} for url in urls]})
+                haul.wait_all(count, poll=0.005)
+                wall = time.monotonic() - start
+                haul.stop()
+                shutil.rmtree(out)
+                check(f"{work}/haul-cft/dl")
+                shutil.rmtree(f"{work}/haul-cft")
+                return wall
+            if name == "aria2c -j16":
+                # --timeout=5: with vsftpd, aria2c waits out its timeout (60 s) for the 226 of a few sessions
+                # whose bytes it already has (3 of 20 in a trial); its row would measure that wait, not transfers.
+                wall, _, _ = timed(["aria2c", "-q", "-i", f"{work}/list-{scheme}.txt", "-j16", "--timeout=5",
+                                    "--file-allocation=none", "-d", out])
+            else:
+                wall, _, _ = timed(["curl", "-s", "-Z", "--parallel-max", "16", "--remote-name-all",
+                                    *(ssh.curl_options() if scheme == "sftp" else []), *urls], cwd=out)
+            check(out)
+            return wall
+
+        contenders = ["haul", "curl -Z"] + (["aria2c -j16"] if scheme == "ftp" else [])
+        results = rounds(contenders, 1 if args.quick else 3, run)
+        curl = statistics.median(results["curl -Z"])
+        aria = statistics.median(results["aria2c -j16"]) if "aria2c -j16" in results else None
+        for name, values in results.items():
+            rows.append([scheme, name, fmt(values), f"{statistics.median(values) / curl:.2f}",
+                         f"{statistics.median(values) / aria:.2f}" if aria else "-"])
+        report.ratios.append((f"C small files {scheme.upper()} vs " + ("aria2" if aria else "curl"),
+                              statistics.median(results["haul"]) / (aria or curl)))
+    report.section(f"C over FTP and SFTP: {count} files of 64 KiB, 16 at a time, on tmpfs",
+                   "Haul: the list as one batch POST, then until the last completes. "
+                   + ("" if ssh else "No SFTP rows: sshd is not installed or the run is not root. ")
+                   + "aria2c has no SFTP row: it logs in only with a password (aria2 #1443); it runs with "
+                   "--timeout=5, as it waits out its timeout for the 226 of some vsftpd sessions.")
+    report.table(["protocol", "contender", "wall", "x curl", "x aria2"], rows)
+    vsftpd.kill()
+    shutil.rmtree(www)
 
 
 def start_postgres(base):

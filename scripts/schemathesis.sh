@@ -30,8 +30,10 @@ base=$(sed -n 's/.*listening on //p' "$work/address")
 [ -n "$base" ] || { echo "haul did not start"; cat "$work/haul.log"; exit 1; }
 
 # Event streams never end, so they are left to the end-to-end tests.
+# Event streams never end; /jsonrpc answers a body that is not JSON with 500 as aria2 does (its decoder is
+# fuzzed by HaulFuzz, its answers checked against aria2c by Aria2DifferentialTests).
 "$venv/bin/st" --config-file scripts/schemathesis.toml run openapi.yaml --url "$base" --checks all \
     --max-examples "$examples" --seed 1 --workers 1 \
-    --exclude-path-regex 'events$' --request-timeout 10 --generation-database none --no-color --output-sanitize false \
+    --exclude-path-regex '(events|jsonrpc)$' --request-timeout 10 --generation-database none --no-color --output-sanitize false \
     --suppress-health-check all --report junit,har --report-dir "${REPORT_DIR:-$work/report}"
 kill -0 "$pid" || { echo "haul died"; cat "$work/haul.log"; exit 1; }

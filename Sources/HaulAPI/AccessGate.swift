@@ -98,6 +98,20 @@ final class AccessGate {
         return unauthorized(path, "the token is not right")
     }
 
+    /// Whether the server has a token at all.
+    var hasToken: Bool { tokenDigest != nil }
+
+    /// Whether a secret presented inside a request (aria2's `token:SECRET` parameter) opens the server: always
+    /// without a token; with one, only the token itself, wrong ones counted against the address as a wrong bearer
+    /// token is (and refused while it is blocked).
+    func admitsSecret(_ presented: String?, address: String, now: Double) -> Bool {
+        guard let tokenDigest else { return true }
+        guard let presented else { return false }
+        if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) { return true }
+        if retryAfter(address, now: now) == nil { recordFailure(address, now: now) }
+        return false
+    }
+
     /// The CORS headers `response` gets for `request`: only for a configured origin.
     func corsHeaders(for request: HTTPRequest) -> [(name: String, value: String)] {
         guard let origin = request.header("Origin"), policy.corsOrigins.contains(origin) else { return [] }

@@ -7,6 +7,9 @@ import HaulLoop
 struct ServeConfig {
     var host = "127.0.0.1"
     var port: UInt16 = 8080
+    /// A second address serving the same API, for aria2 clients that expect port 6800 (`--rpc-listen`).
+    var rpcListen: (host: String, port: UInt16)?
+    var rpcAllowShutdown = false
     var downloadDir = "./downloads"
     var dataDir = "./data"
     var store: String?
@@ -98,6 +101,9 @@ struct ServeConfig {
           --token TOKEN          require 'Authorization: Bearer TOKEN' on every route but /healthz and the
                                  dashboard's page (HAUL_TOKEN; prefer the variable: arguments show in ps)
           --allow-unauthenticated  allow listening beyond loopback without a token (HAUL_ALLOW_UNAUTHENTICATED=1)
+          --rpc-listen HOST:PORT a second address serving the same API, for aria2 clients that expect
+                                 127.0.0.1:6800/jsonrpc (HAUL_RPC_LISTEN; the JSON-RPC is on --listen too)
+          --rpc-allow-shutdown   let aria2.shutdown stop the server (HAUL_RPC_ALLOW_SHUTDOWN=1, default refused)
           --allowed-hosts NAMES  comma-separated names the Host header may carry (HAUL_ALLOWED_HOSTS; default on
                                  loopback: localhost, 127.0.0.1, ::1; elsewhere any)
           --cors-origin ORIGINS  comma-separated origins browsers may call the API from, like
@@ -136,7 +142,8 @@ struct ServeConfig {
     }
 
     /// Options that take no value (`--name` alone means on; `--name=0` off, see `Switch`).
-    static let switches: Set<String> = ["allow-unauthenticated", "deny-private-networks", "proxy-from-env"]
+    static let switches: Set<String> = ["allow-unauthenticated", "deny-private-networks", "proxy-from-env",
+                                        "rpc-allow-shutdown"]
 
     /// The flags as the command-line reader takes them.
     static let known: [FlagParser.Flag] = names.map { FlagParser.Flag(name: $0, takesValue: !switches.contains($0)) }
@@ -350,6 +357,18 @@ struct ServeConfig {
             }
             config.logFormat = format
         }
+        if let listen = values["rpc-listen"] {
+            guard let address = ListenAddress(listen) else {
+                throw Invalid(description: "\(label("rpc-listen")) must be HOST:PORT, got '\(listen)'")
+            }
+            config.rpcListen = (address.host, address.port)
+        }
+        config.rpcAllowShutdown = try toggle(values["rpc-allow-shutdown"], label("rpc-allow-shutdown")) ?? false
+        if let rpc = config.rpcListen, !ServeConfig.isLoopback(rpc.host), config.token == nil,
+           !config.allowUnauthenticated {
+            throw Invalid(description: "refusing to listen on \(rpc.host) without a token: anyone who can reach "
+                + "it could make this machine download; set HAUL_TOKEN, or pass --allow-unauthenticated")
+        }
         if !config.isLoopback, config.token == nil, !config.allowUnauthenticated {
             throw Invalid(description: "refusing to listen on \(config.host) without a token: anyone who can reach "
                 + "it could make this machine download; set HAUL_TOKEN, or pass --allow-unauthenticated")
@@ -378,9 +397,9 @@ struct ServeConfig {
         (text ?? "").split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
     }
 
-    var isLoopback: Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
+    var isLoopback: Bool { ServeConfig.isLoopback(host) && rpcListen.map { ServeConfig.isLoopback($0.host) } ?? true }
+
+    static func isLoopback(_ host: String) -> Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
 
     /// A byte count, with an optional k, m or g suffix (powers of 1024).
     private static func bytes(_ text: String?, _ name: String, _ range: ClosedRange<Int64>) throws -> Int64? {

@@ -78,7 +78,8 @@ func serve(_ arguments: [String]) -> Int32 {
         var limits = APILimits()
         limits.maxDownloads = config.maxDownloads
         limits.maxEventStreams = config.maxEventStreams
-        let api = API(engine: engine, loop: loop, events: events, access: access, limits: limits, log: log)
+        let api = API(engine: engine, loop: loop, events: events, access: access, limits: limits,
+                      aria2: Aria2Config(allowShutdown: config.rpcAllowShutdown), log: log)
         let connections = ConnectionPolicy(maxPerClient: config.maxConnectionsPerClient,
                                            requestDeadline: Double(config.httpTimeout))
         let server = try HTTPServer(loop: loop, timeout: Int32(config.httpTimeout),
@@ -96,8 +97,22 @@ func serve(_ arguments: [String]) -> Int32 {
             }
         }
         let port = try server.bind(host: config.host, port: config.port)
+        if let rpc = config.rpcListen {
+            let rpcPort = try server.bind(host: rpc.host, port: rpc.port)
+            log.info("aria2 JSON-RPC also listening", ["http.address": "\(rpc.host):\(rpcPort)"])
+        }
         try engine.start()
         Memory.returnFreePages()
+        let clock = LoopClock(loop: loop)
+        var shutdownTimer: ClockTimer?
+        api.onShutdown = {
+            // After the answer has been written.
+            shutdownTimer = clock.after(0.2) {
+                log.info("shutting down (aria2.shutdown)")
+                engine.shutdown()
+                loop.stop()
+            }
+        }
         for signalNumber in [SIGTERM, SIGINT] {
             signal(signalNumber, SIG_IGN)
             loop.onSignal(signalNumber) {
@@ -115,7 +130,7 @@ func serve(_ arguments: [String]) -> Int32 {
         // Torn down in order while the event base still exists: open event streams are ended before their
         // connections are freed.
         server.close()
-        withExtendedLifetime((server, api, engine, store)) {}
+        withExtendedLifetime((server, api, engine, store, shutdownTimer)) {}
         return 0
     } catch {
         log.error("cannot start: \(error)")

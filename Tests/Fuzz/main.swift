@@ -5,7 +5,7 @@ import HaulLoop
 
 // The parsers that read what strangers send: origins (header lines, Content-Disposition, Content-Range,
 // Retry-After-like dates, file names) and API clients (JSON bodies of POST /downloads, request targets, network
-// lists, Host headers, header fields for origins) and operators (config files, switch values). The first byte of an input picks the parser; the rest is its input.
+// lists, Host headers, header fields for origins) and operators (config files, switch values), and aria2 clients (addUri's options). The first byte of an input picks the parser; the rest is its input.
 //
 // Built with `make fuzz` (`swift build --sanitize=fuzzer -Xswiftc -DFUZZING`), this is a libFuzzer target. Built
 // normally it replays the files given as arguments, so the corpus in Tests/Fuzz/corpus stays a regression test.
@@ -70,6 +70,15 @@ func exercise(_ data: [UInt8]) {
     case 6:
         _ = AddressPolicy.network(text)
         if input.count == 4 || input.count == 16 { _ = AddressPolicy().allows(input) }
+    case 7:
+        // aria2.addUri's options as Haul's: never a folder outside the root, whatever `dir` says.
+        if let download = API.decodeAria2AddURI(input, root: "/srv/haul") {
+            precondition(!download.url.isEmpty)
+            precondition(!download.directory.hasPrefix("/"), "absolute directory \(download.directory)")
+            precondition(!download.directory.split(separator: "/").contains(".."), download.directory)
+            precondition(!(download.filename ?? "").contains("/"))
+            precondition((download.connections ?? 1) >= 1 && (download.connections ?? 1) <= 32)
+        }
     case 8:
         // A Host header passes only as a name or address with a port; what it yields has no separator that could
         // let `127.0.0.1:80@evil.example` pass for loopback.

@@ -53,6 +53,11 @@ final class EveryOperationTests: XCTestCase {
         ("GET /healthz", Call(method: "GET", target: "/healthz", status: 200)),
         ("GET /readyz", Call(method: "GET", target: "/readyz", status: 200)),
         ("GET /openapi.yaml", Call(method: "GET", target: "/openapi.yaml", status: 200)),
+        ("POST /jsonrpc", Call(method: "POST", target: "/jsonrpc",
+                               body: #"{"jsonrpc": "2.0", "id": 1, "method": "aria2.getGlobalStat"}"#, status: 200)),
+        // params: [0, 10] in base64.
+        ("GET /jsonrpc", Call(method: "GET", target: "/jsonrpc?method=aria2.tellWaiting&id=2&params=WzAsIDEwXQ==",
+                              status: 200)),
     ]
 
     func testEveryRouteHasACallHere() throws {

@@ -14,17 +14,21 @@ public final class API {
     let gate: AccessGate
     let limits: APILimits
     let metrics = RequestMetrics()
+    /// The aria2-compatible JSON-RPC front.
+    let aria2: Aria2RPC
     private let log: Logger?
     /// For `process_start_time_seconds`: the API starts with the process.
     let startedAt = Date().timeIntervalSince1970
 
     public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
-                access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(), log: Logger? = nil) {
+                access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(),
+                aria2: Aria2Config = Aria2Config(), log: Logger? = nil) {
         self.engine = engine
         operations = Operations(engine: engine, maxDownloads: limits.maxDownloads)
         self.limits = limits
         self.log = log
         gate = AccessGate(policy: access)
+        self.aria2 = Aria2RPC(operations: operations, gate: gate, config: aria2)
         self.events = EventHub(engine: engine, config: events)
         engine.webhookResource = DownloadResource.json
         router = Router(routes: [
@@ -119,7 +123,7 @@ public final class API {
                                            body: Assets.openAPI))
                 },
             ]),
-        ] + webhookRoutes + categoryRoutes)
+        ] + webhookRoutes + categoryRoutes + aria2Routes)
     }
 
     /// Answers `request`, counting it in the metrics and logging one line for it. A response that comes later
@@ -204,6 +208,12 @@ public final class API {
     public func attach(_ sink: EventSink, for request: EventStreamRequest) {
         events.subscribe(sink, downloadID: request.downloadID, category: request.category,
                          lastEventID: request.lastEventID)
+    }
+
+    /// Stops the server soon: what `aria2.shutdown` calls when `--rpc-allow-shutdown` allows it.
+    public var onShutdown: (() -> Void)? {
+        get { aria2.onShutdown }
+        set { aria2.onShutdown = newValue }
     }
 
     /// Every `(path, method)` the API serves, for the contract test.

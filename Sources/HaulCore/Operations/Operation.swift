@@ -54,14 +54,19 @@ public enum Operation: String, CaseIterable, Sendable {
     case health = "server.health"
     /// The dashboard's page and assets: no data in them, for anyone.
     case dashboard = "server.dashboard"
+    /// aria2's JSON-RPC by POST (or WebSocket): each method is one of the operations above, its `token:`
+    /// parameter checked by the front itself, so the route needs no bearer token.
+    case rpc = "rpc.call"
+    /// aria2's JSON-RPC by GET (and JSONP): methods that only read, unless the call carries the server's token.
+    case rpcRead = "rpc.read"
 
     public var changesState: Bool {
         switch self {
         case .addDownloads, .changeDownload, .removeDownload, .actOnDownloads, .removeDownloads, .issueTicket,
-             .changeSettings, .putCategory, .removeCategory, .addWebhook, .removeWebhook:
+             .changeSettings, .putCategory, .removeCategory, .addWebhook, .removeWebhook, .rpc:
             return true
         case .listDownloads, .getDownload, .readFile, .followEvents, .stats, .metrics, .getSettings, .listCategories,
-             .getCategory, .listWebhooks, .getWebhook, .listDeliveries, .describeAPI, .health, .dashboard:
+             .getCategory, .listWebhooks, .getWebhook, .listDeliveries, .describeAPI, .health, .dashboard, .rpcRead:
             return false
         }
     }
@@ -69,7 +74,7 @@ public enum Operation: String, CaseIterable, Sendable {
     /// The scope a caller needs; nil for what anyone may call.
     public var scope: Scope? {
         switch self {
-        case .health, .dashboard: return nil
+        case .health, .dashboard, .rpc, .rpcRead: return nil
         case .listDownloads, .getDownload, .readFile, .followEvents, .issueTicket, .stats, .metrics, .getSettings,
              .listCategories, .getCategory, .describeAPI:
             return .read

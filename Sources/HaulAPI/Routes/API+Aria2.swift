@@ -1,0 +1,91 @@
+import FoundationEssentials
+import HaulCore
+import HaulLoop
+
+/// aria2's JSON-RPC at `/jsonrpc`, as aria2 serves it: a POST of one call or a batch, a GET with `method`, `id` and
+/// base64 `params` (with `jsoncallback`, JSONP). Answers are `application/json-rpc`: 200, or 400 for an error
+/// (500 for a body that is not JSON), as aria2 1.36 answers.
+extension API {
+    var aria2Routes: [Route] {
+        [Route(pattern: "/jsonrpc", access: .open, handlers: [
+            "POST": .write(.rpc) { [unowned self] c throws(Problem) in .response(self.rpcPost(c)) },
+            "GET": .read(.rpcRead, query: ["method", "id", "params", "jsoncallback"]) { [unowned self] c throws(Problem) in
+                .response(self.rpcGet(c))
+            },
+        ])]
+    }
+
+    private func rpcPost(_ c: RequestContext) -> HTTPResponse {
+        let caller = Aria2RPC.Caller(address: c.request.peer, mayChange: true)
+        guard c.request.body.count <= RequestBody.maxBytes else {
+            return rpcResponse(.null, status: 413, error: Aria2RPC.RPCError("the request is larger than "
+                                   + "\(RequestBody.maxBytes) bytes", code: -32600))
+        }
+        return rpcResponse(aria2.answer(c.request.body, caller: caller))
+    }
+
+    private func rpcGet(_ c: RequestContext) -> HTTPResponse {
+        let caller = Aria2RPC.Caller(address: c.request.peer, mayChange: false)
+        var request: [(String, JSONValue)] = [("jsonrpc", .string("2.0"))]
+        if let id = c.query["id"] { request.append(("id", .string(id))) }
+        if let method = c.query["method"] { request.append(("method", .string(method))) }
+        var answer: JSONValue
+        if let encoded = c.query["params"] {
+            // Base64 in a query: a '+' may arrive as a space, and some clients use the URL-safe alphabet.
+            let normalized = String(encoded.map { $0 == " " || $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
+            if let bytes = Base64.decode(normalized), let params = try? JSONValue.parse(bytes) {
+                request.append(("params", params))
+                answer = aria2.answer(.object(request), caller: caller)
+            } else {
+                answer = .object([("id", JSONValue(c.query["id"])), ("jsonrpc", .string("2.0")),
+                                  ("error", Aria2RPC.RPCError("Parse error.", code: -32700).json)])
+            }
+        } else {
+            answer = aria2.answer(.object(request), caller: caller)
+        }
+        guard let callback = c.query["jsoncallback"] else { return rpcResponse(answer) }
+        guard API.isCallbackName(callback) else {
+            return rpcResponse(.object([("id", JSONValue(c.query["id"])), ("jsonrpc", .string("2.0")),
+                                        ("error", Aria2RPC.RPCError("Invalid jsoncallback.", code: -32600).json)]))
+        }
+        var body = Array(callback.utf8) + Array("(".utf8)
+        body += answer.serializedBytes()
+        body += Array(");".utf8)
+        return HTTPResponse(status: 200, headers: [("Content-Type", "text/javascript")], body: body)
+    }
+
+    /// A response of `answer`: 400 when it is one error, 500 for a parse error, 200 otherwise (a batch).
+    private func rpcResponse(_ answer: JSONValue, status: Int? = nil, error: Aria2RPC.RPCError? = nil) -> HTTPResponse {
+        var answer = answer
+        if let error { answer = .object([("id", .null), ("jsonrpc", .string("2.0")), ("error", error.json)]) }
+        var code = 200
+        if let failure = answer["error"] {
+            code = failure["code"]?.integerValue == -32700 ? 500 : 400
+        }
+        return HTTPResponse(status: status ?? code, headers: [("Content-Type", "application/json-rpc")],
+                            body: answer.serializedBytes())
+    }
+
+    /// What `aria2.addUri` makes of a JSON-RPC body without adding anything (nil when it is refused), for the
+    /// fuzzer, which feeds it anything: the options through aria2's names, `dir` against `root`.
+    public static func decodeAria2AddURI(_ body: [UInt8], root: String) -> NewDownload? {
+        guard let call = try? JSONValue.parse(body), case .array(let params)? = call["params"],
+              case .array(let uris)? = params.first else { return nil }
+        var options: [(String, JSONValue)] = []
+        if params.count > 1, case .object(let members) = params[1] { options = members }
+        guard let converted = try? Aria2Options.downloadMembers(options, root: root, sources: uris.count) else {
+            return nil
+        }
+        var body = RequestBody(members: [("urls", .array(uris))] + converted)
+        let request = newDownload(&body)
+        return body.errors.isEmpty ? request : nil
+    }
+
+    /// A JSONP callback: a JavaScript name or dotted path, nothing that could end the call and start another.
+    static func isCallbackName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 128 && name.utf8.allSatisfy { byte in
+            (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "$") || byte == UInt8(ascii: ".")
+        }
+    }
+}
