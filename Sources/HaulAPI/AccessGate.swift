@@ -98,6 +98,11 @@ final class AccessGate {
         return unauthorized(path, "the token is not right")
     }
 
+    /// Whether a page of `origin` may change things here: one of --cors-origin, or this server's own.
+    func allowsOrigin(_ origin: String, _ request: HTTPRequest) -> Bool {
+        policy.corsOrigins.contains(origin) || AccessGate.isSameOrigin(origin, request)
+    }
+
     /// Whether the server has a token at all.
     var hasToken: Bool { tokenDigest != nil }
 

@@ -54,7 +54,11 @@ public final class EventHub {
 
     // MARK: engine -> events
 
+    /// Told every change too (the aria2 front's notifications).
+    var onEngineChange: ((EngineChange) -> Void)?
+
     private func engineChanged(_ change: EngineChange) {
+        onEngineChange?(change)
         switch change {
         case .created(let id):
             publish(.created, about: id)

@@ -6,12 +6,14 @@ import Glibc
 /// libevent's evhttp bound to the loop's `event_base`. Each request is handed to `handler` on the loop thread, as
 /// an `HTTPExchange` to answer at once or to stream into.
 public final class HTTPServer {
-    private let loop: EventLoop
+    let loop: EventLoop
     private var http: OpaquePointer?
     private let handler: (HTTPExchange) -> Void
     /// Exchanges streaming a reply, which `close` ends before it frees their connections.
     fileprivate var streams: [ObjectIdentifier: HTTPExchange] = [:]
-    fileprivate let connectionGuard: ConnectionGuard
+    let connectionGuard: ConnectionGuard
+    /// WebSockets taken over from evhttp, which `close` frees before the server.
+    var webSockets: [ObjectIdentifier: WebSocketConnection] = [:]
 
     /// `maxBodySize`: evhttp refuses bodies larger than this with its own 413 before they are read;
     /// `maxHeadersSize`: a request line and headers larger than this are refused the same way.
@@ -55,6 +57,8 @@ public final class HTTPServer {
         guard let http else { return }
         for exchange in streams.values { exchange.end() }
         streams.removeAll()
+        for socket in webSockets.values { socket.finish() }
+        webSockets.removeAll()
         evhttp_free(http)
         self.http = nil
     }
@@ -158,6 +162,20 @@ public final class HTTPExchange {
             }, Unmanaged.passUnretained(self).toOpaque())
         }
         evhttp_send_reply_start(request, Int32(status), HTTPExchange.reason(status))
+    }
+
+    /// Answers `101 Switching Protocols` with `headers` (the handshake's) and hands the connection over to a
+    /// WebSocket; nil when the client has gone.
+    public func upgradeToWebSocket(headers: [(name: String, value: String)]) -> WebSocketConnection? {
+        guard let request, let server, let connection = evhttp_request_get_connection(request),
+              let bufferEvent = evhttp_connection_get_bufferevent(connection) else { return nil }
+        setHeaders(headers, on: request)
+        evhttp_connection_set_closecb(connection, nil, nil)
+        // A 101 has no body: evhttp writes the status line and headers, with no chunked encoding.
+        evhttp_send_reply_start(request, 101, "Switching Protocols")
+        self.request = nil
+        return WebSocketConnection(connection: connection, bufferEvent: bufferEvent, server: server,
+                                   loop: server.loop, peer: message.peer)
     }
 
     /// Queues `bytes`. `drained` runs once everything queued so far has been handed to the kernel (use it for

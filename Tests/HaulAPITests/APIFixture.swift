@@ -48,6 +48,7 @@ final class APIFixture {
         switch api.handle(request) {
         case .response(let response): return response
         case .eventStream(let stream): return HTTPResponse(status: 200, headers: stream.headers)
+        case .webSocket(let upgrade): return HTTPResponse(status: 101, headers: upgrade.headers)
         case .pending(let pending):
             // A bulk change goes a slice per loop turn: the turns are the manual clock's.
             turnsTaken = 0

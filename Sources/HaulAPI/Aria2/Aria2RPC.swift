@@ -52,6 +52,16 @@ final class Aria2RPC {
     private static let maxRemoved = 1000
     /// `getSessionInfo`: one per process, as aria2's.
     let sessionID: String
+    /// The WebSockets open, each told aria2's notifications.
+    private var sockets: [ObjectIdentifier: WebSocketConnection] = [:]
+    /// The aria2 status last told of each download that changed state while a socket was open: a start is told
+    /// once however many active states it passes through, a removal is a stop only when it had not finished.
+    private var lastStatus: [String: String] = [:]
+    /// While a socket's call is answered: notifications wait in `held` until its answer has gone.
+    private var holding = false
+    private var held: [[UInt8]] = []
+    /// A socket whose client leaves this much unread is closed (a slow reader costs no more than this).
+    static let maxQueuedBytes = 4 << 20
     /// Stops the server soon (`shutdown` when allowed), after the answer is written.
     var onShutdown: (() -> Void)?
 
@@ -116,6 +126,74 @@ final class Aria2RPC {
 
     private func response(id: JSONValue, error: RPCError) -> JSONValue {
         .object([("id", id), ("jsonrpc", .string("2.0")), ("error", error.json)])
+    }
+
+    // MARK: WebSocket
+
+    /// Answers each text message on `socket` (a call or a batch, as a POST body) and sends it aria2's notifications.
+    func attach(_ socket: WebSocketConnection) {
+        let key = ObjectIdentifier(socket)
+        sockets[key] = socket
+        let caller = Caller(address: socket.peer, mayChange: true)
+        socket.onText = { [unowned self, unowned socket] text in
+            // Notifications the call itself causes (a start, on adding) follow its answer, as aria2 sends them.
+            self.holding = true
+            let answer = self.answer(Array(text.utf8), caller: caller)
+            self.holding = false
+            self.send(answer.serializedBytes(), to: socket)
+            let held = self.held
+            self.held.removeAll()
+            for message in held { self.notify(message) }
+        }
+        socket.onClose = { [weak self] in
+            self?.sockets[key] = nil
+            if self?.sockets.isEmpty == true { self?.lastStatus.removeAll() }
+        }
+    }
+
+    private func send(_ bytes: [UInt8], to socket: WebSocketConnection) {
+        guard socket.queuedBytes <= Aria2RPC.maxQueuedBytes else {
+            return socket.close(code: 1008, reason: "the client does not read what it is sent")
+        }
+        socket.send(bytes)
+    }
+
+    /// Tells the sockets what aria2 would: a download started, paused, stopped (removed), completed or failed.
+    func engineChanged(_ change: EngineChange) {
+        guard !sockets.isEmpty else { return }
+        let id: String
+        var notification: String?
+        switch change {
+        case .created: return
+        case .updated(let changed, let stateChanged):
+            guard stateChanged, let snapshot = engine.snapshot(changed) else { return }
+            id = changed
+            let now = Aria2Status.status(snapshot.download.state)
+            let before = lastStatus.updateValue(now, forKey: id)
+            guard now != before else { return }
+            switch now {
+            case "active": notification = "aria2.onDownloadStart"
+            case "paused": notification = "aria2.onDownloadPause"
+            case "complete": notification = "aria2.onDownloadComplete"
+            case "error": notification = "aria2.onDownloadError"
+            default: return
+            }
+        case .removed(let removed):
+            id = removed
+            let before = lastStatus.removeValue(forKey: id)
+            guard before != "complete", before != "error" else { return }
+            notification = "aria2.onDownloadStop"
+        }
+        guard let notification else { return }
+        let message = JSONValue.object([
+            ("jsonrpc", .string("2.0")), ("method", .string(notification)),
+            ("params", .array([.object([("gid", .string(Aria2GIDs.gid(of: id)))])])),
+        ]).serializedBytes()
+        if holding { held.append(message) } else { notify(message) }
+    }
+
+    private func notify(_ message: [UInt8]) {
+        for socket in sockets.values { send(message, to: socket) }
     }
 
     // MARK: methods

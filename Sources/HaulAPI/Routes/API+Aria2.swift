@@ -10,7 +10,10 @@ extension API {
         [Route(pattern: "/jsonrpc", access: .open, handlers: [
             "POST": .write(.rpc) { [unowned self] c throws(Problem) in .response(self.rpcPost(c)) },
             "GET": .read(.rpcRead, query: ["method", "id", "params", "jsoncallback"]) { [unowned self] c throws(Problem) in
-                .response(self.rpcGet(c))
+                if let upgrade = c.request.header("Upgrade"), ASCII.equalsIgnoringCase(upgrade, "websocket") {
+                    return .webSocket(try self.webSocketHandshake(c.request))
+                }
+                return .response(self.rpcGet(c))
             },
         ])]
     }
@@ -22,6 +25,29 @@ extension API {
                                    + "\(RequestBody.maxBytes) bytes", code: -32600))
         }
         return rpcResponse(aria2.answer(c.request.body, caller: caller))
+    }
+
+    /// The 101's headers for a valid handshake (RFC 6455 section 4.2.1), else the problem. A page's WebSocket
+    /// carries its Origin, which must be this server's own or one of --cors-origin: a socket may change things,
+    /// and browsers let any page open one (cross-site WebSocket hijacking).
+    private func webSocketHandshake(_ request: HTTPRequest) throws(Problem) -> WebSocketUpgrade {
+        guard request.header("Connection")?.lowercased().split(separator: ",")
+            .contains(where: { HTTPField.trimmed(String($0)) == "upgrade" }) == true else {
+            throw Problem.badRequest("a WebSocket handshake needs 'Connection: Upgrade'")
+        }
+        guard request.header("Sec-WebSocket-Version") == "13" else {
+            throw Problem(status: 426, slug: "upgrade-required", title: "Upgrade required",
+                          detail: "only WebSocket version 13 is spoken", headers: [("Sec-WebSocket-Version", "13")])
+        }
+        guard let key = request.header("Sec-WebSocket-Key"), Base64.decode(key)?.count == 16 else {
+            throw Problem.badRequest("Sec-WebSocket-Key must be 16 bytes in base64")
+        }
+        if let origin = request.header("Origin"), !gate.allowsOrigin(origin, request) {
+            throw Problem(status: 403, slug: "origin-not-allowed", title: "Origin not allowed",
+                          detail: "WebSockets from \(origin) are not allowed; see --cors-origin")
+        }
+        return WebSocketUpgrade(headers: [("Upgrade", "websocket"), ("Connection", "Upgrade"),
+                                          ("Sec-WebSocket-Accept", WebSocketFrames.accept(key: key))])
     }
 
     private func rpcGet(_ c: RequestContext) -> HTTPResponse {

@@ -30,6 +30,7 @@ public final class API {
         gate = AccessGate(policy: access)
         self.aria2 = Aria2RPC(operations: operations, gate: gate, config: aria2)
         self.events = EventHub(engine: engine, config: events)
+        self.events.onEngineChange = { [unowned aria2 = self.aria2] change in aria2.engineChanged(change) }
         engine.webhookResource = DownloadResource.json
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
@@ -159,7 +160,9 @@ public final class API {
             }
         }
         send(result)
-        record(request, path: path, route: matched?.route.pattern, status: result.response?.status ?? 200,
+        var status = result.response?.status ?? 200
+        if case .webSocket = result { status = 101 }
+        record(request, path: path, route: matched?.route.pattern, status: status,
                receivedAt: receivedAt)
     }
 
@@ -197,12 +200,18 @@ public final class API {
         case .pending(let pending):
             pending.headers += cors
             return .pending(pending)
+        case .webSocket(let upgrade):
+            return .webSocket(upgrade)
         }
     }
 
     /// Headers on every answer. No page, file or stream of this server tells the next site where it came from: a
     /// URL of it may carry a ticket (or, from older clients, the token).
     static let everyAnswer: [(name: String, value: String)] = [("Referrer-Policy", "no-referrer")]
+
+    /// Serves aria2's JSON-RPC on a WebSocket the transport opened after `.webSocket`: calls answered in order,
+    /// with aria2's notifications.
+    public func attach(_ socket: WebSocketConnection) { aria2.attach(socket) }
 
     /// Starts sending events to `sink`, a stream the transport opened for `request`.
     public func attach(_ sink: EventSink, for request: EventStreamRequest) {

@@ -76,12 +76,20 @@ public enum APIResult {
     case response(HTTPResponse)
     case eventStream(EventStreamRequest)
     case pending(PendingResponse)
+    /// A WebSocket handshake accepted: the transport answers 101 with these headers and hands the connection to
+    /// `API.attach(_:)`.
+    case webSocket(WebSocketUpgrade)
 
     /// The response, for callers that know the route does not stream.
     public var response: HTTPResponse? {
         if case .response(let response) = self { return response }
         return nil
     }
+}
+
+/// A WebSocket handshake the API accepted (RFC 6455 section 4.2.2): the 101's headers.
+public struct WebSocketUpgrade: Sendable {
+    public let headers: [(name: String, value: String)]
 }
 
 /// A validated request for an event stream.
