@@ -32,6 +32,11 @@ final class Aria2FormatTests: XCTestCase {
         let index = Aria2GIDs()
         XCTAssertEqual(index.id(of: gids[500].uppercased(), count: ids.count, now: 0) { ids }, ids[500])
         XCTAssertNil(index.id(of: "0123456789abcdef", count: ids.count, now: 0.5) { XCTFail("walked again"); return [] })
+        for gid in ["0123456789abcdef", "ffffffffffffffff", "8000000000000001"] {
+            let made = try? XCTUnwrap(Aria2GIDs.id(forGID: gid))
+            XCTAssertEqual(made?.utf8.count, 15)
+            XCTAssertEqual(made.map(Aria2GIDs.gid(of:)), gid, "an id made for a GID has that GID")
+        }
         XCTAssertFalse(Aria2GIDs.isGID("0123456789abcdeg"))
         XCTAssertFalse(Aria2GIDs.isGID("0123"))
     }

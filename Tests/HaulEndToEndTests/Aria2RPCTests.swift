@@ -132,6 +132,21 @@ final class Aria2RPCTests: HaulTestCase {
         XCTAssertEqual(try error("aria2.tellStatus", [gids[1]]).message, "GID \(gids[1]) is not found")
     }
 
+    func testAGIDIsTheCallersIfItChoseOneAndSurvivesARestart() throws {
+        let chosen = "00c0ffee00c0ffee"
+        XCTAssertEqual(try result("aria2.addUri", [["http://127.0.0.1:9/a.iso"], ["gid": chosen, "pause": "true"]])
+            as? String, chosen)
+        XCTAssertEqual(try error("aria2.addUri", [["http://127.0.0.1:9/b.iso"], ["gid": chosen]]).message,
+                       "GID \(chosen) is not unique.")
+        XCTAssertEqual(try error("aria2.addUri", [["http://127.0.0.1:9/b.iso"], ["gid": "xyz"]]).code, 1)
+        let made = try XCTUnwrap(try result("aria2.addUri", [["http://127.0.0.1:9/c.iso"], ["pause": "true"]]) as? String)
+        XCTAssertEqual(haul.stop(signal: SIGTERM), 0)
+        try startHaul()
+        for gid in [chosen, made] {
+            XCTAssertEqual(try status(gid)["status"] as? String, "paused", "GID \(gid) after a restart")
+        }
+    }
+
     func testWhatAnAria2ClientMayNotDo() throws {
         let url = "http://127.0.0.1:9/x.iso"
         XCTAssertTrue(try error("aria2.addUri", [[url], ["dir": "/etc"]]).message.contains("outside the download"))

@@ -387,8 +387,19 @@ final class Aria2RPC {
         } catch {
             throw RPCError(error.message)
         }
+        // aria2's `gid`: the caller names the download's GID (16 hex digits, not all zero, not taken).
+        var chosen: String?
+        if let gid = options.last(where: { $0.0 == "gid" })?.1 {
+            guard let text = gid.stringValue, Aria2GIDs.isGID(text), text != "0000000000000000",
+                  let id = Aria2GIDs.id(forGID: text.lowercased()) else {
+                throw RPCError("option gid must be 16 hex digits, not all zero")
+            }
+            guard idOf(text.lowercased()) == nil else { throw RPCError("GID \(text.lowercased()) is not unique.") }
+            chosen = id
+        }
         var body = RequestBody(members: members)
-        let request = API.newDownload(&body)
+        var request = API.newDownload(&body)
+        request.id = chosen
         if let first = body.errors.first {
             throw RPCError(body.errors.count == 1 ? "\(first.field): \(first.message)"
                 : body.errors.map { "\($0.field): \($0.message)" }.joined(separator: "; "))

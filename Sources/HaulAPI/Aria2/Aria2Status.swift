@@ -169,6 +169,24 @@ final class Aria2GIDs {
         return String(repeating: "0", count: max(0, 16 - hex.utf8.count)) + hex
     }
 
+    /// A new id whose GID is `gid` (aria2's `gid` option): its first 64 bits, the rest random.
+    static func id(forGID gid: String) -> String? {
+        guard isGID(gid), let value = UInt64(gid, radix: 16) else { return nil }
+        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
+        var random = SystemRandomNumberGenerator()
+        var bits = value
+        var id: [UInt8] = []
+        for position in 0..<15 {
+            var digit = Int(bits & 31)
+            bits >>= 5
+            // The 13th digit holds the GID's top four bits; its fifth and the last two digits are random.
+            if position == 12 { digit |= Int.random(in: 0...1, using: &random) << 4 }
+            if position > 12 { digit = Int.random(in: 0...31, using: &random) }
+            id.append(alphabet[digit])
+        }
+        return String(decoding: id, as: UTF8.self)
+    }
+
     static func isGID(_ text: String) -> Bool {
         text.utf8.count == 16 && text.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102)
             || ($0 >= 65 && $0 <= 70) }

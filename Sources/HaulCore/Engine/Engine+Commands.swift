@@ -75,10 +75,14 @@ extension Engine {
                 plans.append(.refused(.insufficientStorage(refusal)))
                 continue
             }
+            if let id = request.id, machines[id] != nil || fresh.contains(where: { $0.id == id }) {
+                plans.append(.refused(.conflict("the id \(id) is taken")))
+                continue
+            }
             reservedBytes += request.expectedBytes ?? 0
             // The category's connections and priority are the defaults.
             var download = Download(
-                id: Engine.newID(), sequence: nextSequence + Int64(fresh.count), url: request.url,
+                id: request.id ?? Engine.newID(), sequence: nextSequence + Int64(fresh.count), url: request.url,
                 headers: request.headers, requestedFilename: request.filename, directory: directory,
                 state: request.startPaused ? .paused : .queued,
                 connections: request.connections ?? category?.connections ?? config.defaultConnections,

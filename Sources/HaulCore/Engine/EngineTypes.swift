@@ -62,6 +62,9 @@ public struct EngineConfig: Sendable {
 /// What a client asks for when adding a download (already validated by the API layer).
 public struct NewDownload: Sendable {
     public var url: String
+    /// The id, when the caller chose it (aria2's `gid` option, through an id made for that GID); nil for a new one.
+    /// One already taken refuses the download.
+    public var id: String?
     public var headers: [HeaderField] = []
     public var filename: String?
     public var directory = ""
