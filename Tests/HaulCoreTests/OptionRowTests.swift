@@ -27,6 +27,7 @@ final class OptionRowTests: XCTestCase {
             case "cookies": return .string("a=1; b=2")
             case "user_agent": return .string("Sample/1")
             case "referer": return .string("https://from.example/")
+            case "host_key": return .string("SHA256:" + String(repeating: "A", count: 43))
             default:
                 XCTFail("no sample for \(option.name): add one here")
                 return .null
