@@ -35,6 +35,8 @@ final class AccessGate {
     let tickets: Tickets
     /// Failed attempts per client address, as a leaky bucket: the attempts still counted and when last updated.
     private var failures: [String: (count: Double, at: Double)] = [:]
+    /// The scoped token a presented secret is (`POST /tokens`), nil for none: the engine's store.
+    var lookup: ((String) -> AccessToken?)?
     private static let maxTrackedAddresses = 4096
 
     init(policy: AccessPolicy) {
@@ -88,6 +90,14 @@ final class AccessGate {
         // same NAT) must not lock out its owner. Guessing is slowed per address instead, and a token is at least 16
         // characters (ServeConfig), so the answers to wrong guesses tell an attacker nothing useful.
         if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) { return nil }
+        if let token = lookup?(presented) {
+            // A scoped token: the operation must be within its scope.
+            guard let operation = route?.handler(for: request.method)?.operation, let needed = operation.scope,
+                  needed > token.scope else { return nil }
+            return Problem(status: 403, slug: "insufficient-scope", title: "Insufficient scope",
+                           detail: "the token '\(token.name)' has the \(token.scope.name) scope; \(operation.rawValue) "
+                               + "needs \(needed.name)").response(instance: path)
+        }
         let address = request.peer
         if let blocked = retryAfter(address, now: now) {
             return Problem(status: 429, slug: "too-many-attempts", title: "Too many failed attempts",
@@ -106,15 +116,16 @@ final class AccessGate {
     /// Whether the server has a token at all.
     var hasToken: Bool { tokenDigest != nil }
 
-    /// Whether a secret presented inside a request (aria2's `token:SECRET` parameter) opens the server: always
-    /// without a token; with one, only the token itself, wrong ones counted against the address as a wrong bearer
+    /// The scope a secret presented inside a request (aria2's `token:SECRET` parameter) opens: all without a
+    /// server token; with one, the token's own or a scoped token's, wrong ones counted against the address as a wrong bearer
     /// token is (and refused while it is blocked).
-    func admitsSecret(_ presented: String?, address: String, now: Double) -> Bool {
-        guard let tokenDigest else { return true }
-        guard let presented else { return false }
-        if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) { return true }
+    func admitsSecret(_ presented: String?, address: String, now: Double) -> Scope? {
+        guard let tokenDigest else { return .admin }
+        guard let presented else { return nil }
+        if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) { return .admin }
+        if let token = lookup?(presented) { return token.scope }
         if retryAfter(address, now: now) == nil { recordFailure(address, now: now) }
-        return false
+        return nil
     }
 
     /// The CORS headers `response` gets for `request`: only for a configured origin.

@@ -152,5 +152,12 @@ extension DownloadStore {
         """
         ALTER TABLE downloads ADD COLUMN host_key TEXT;
         """,
+        // 17: tokens with a scope, by the hash of their secret.
+        """
+        CREATE TABLE tokens (
+            id TEXT PRIMARY KEY, name TEXT NOT NULL, scope TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,
+            expires_at REAL, created_at REAL NOT NULL
+        );
+        """,
     ]
 }

@@ -190,6 +190,35 @@ extension ClientCommand {
         }
     }
 
+    static func token(_ client: Client, _ options: Options) throws(Stop) {
+        let words = try options.positionals(1...2, "give create NAME, ls or rm ID")
+        let json = options.flag("json")
+        switch (words[0], words.count) {
+        case ("create", 2):
+            var members: [(String, JSONValue)] = [("name", .string(words[1])),
+                                                  ("scope", .string(options.value("scope") ?? "read"))]
+            if let expires = options.value("expires") { members.append(("expires_at", .string(expires))) }
+            let token = try client.call("POST", "/tokens", body: .object(members))
+            if json { return printOutput(token.serialized()) }
+            printOutput("\(token["id"]?.stringValue ?? "?") \(token["secret"]?.stringValue ?? "?")")
+        case ("ls", 1):
+            let answer = try client.call("GET", "/tokens")
+            if json { return printOutput(answer["tokens"]?.serialized() ?? "[]") }
+            guard case .array(let tokens)? = answer["tokens"], !tokens.isEmpty else { return printOutput("no tokens") }
+            for token in tokens {
+                var line = "\(Format.column(token["id"]?.stringValue ?? "?", 17)) "
+                    + "\(Format.column(token["scope"]?.stringValue ?? "?", 7)) \(token["name"]?.stringValue ?? "?")"
+                if let expires = Format.time(token["expires_at"]) { line += "  expires \(expires)" }
+                printOutput(line)
+            }
+        case ("rm", 2):
+            _ = try client.call("DELETE", "/tokens/" + Client.escape(words[1]))
+            printOutput("\(words[1]) revoked")
+        default:
+            throw .usage("give create NAME, ls or rm ID", command: options.spec)
+        }
+    }
+
     private static func setting(_ name: String, _ text: String, spec: CommandSpec) throws(Stop) -> (String, JSONValue) {
         if text == "default" { return (name == "schedule" ? "speed_schedule" : name, .null) }
         switch name {

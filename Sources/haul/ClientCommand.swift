@@ -122,6 +122,18 @@ enum ClientCommand {
                 .init(name: "limit", value: "N", help: "the newest N deliveries, 1-1000 (deliveries; default 50)"),
                 .init(name: "json", value: nil, help: "print the answer as JSON"),
             ]),
+        CommandSpec(
+            name: "token", arguments: "create NAME | ls | rm ID",
+            summary: "Makes, lists and revokes tokens with a scope (read, add, manage or admin).",
+            details: "create prints the token's id and its secret (shown this once: hand it to the client, which "
+                + "uses it as --token or HAUL_TOKEN). read looks; add also adds, pauses, resumes and removes "
+                + "downloads; manage also changes settings and categories; admin also webhooks and tokens. "
+                + "Needs the server's own token.",
+            options: [
+                .init(name: "scope", value: "SCOPE", help: "read, add, manage or admin (create; default read)"),
+                .init(name: "expires", value: "TIME", help: "when it stops working, like 2027-06-30T00:00:00Z (create)"),
+                .init(name: "json", value: nil, help: "print the answer as JSON"),
+            ]),
         CommandSpec(name: "stats", arguments: "",
                     summary: "Shows the totals: downloads by state, speed, connections and the disk's free space.",
                     details: "", options: [.init(name: "json", value: nil, help: "print /stats as JSON")]),
@@ -214,6 +226,7 @@ enum ClientCommand {
             case "settings": try settings(client, options)
             case "stats": try stats(client, options)
             case "webhook": try webhook(client, options)
+            case "token": try token(client, options)
             case "category": try category(client, options)
             default: try health(client, options)
             }

@@ -53,6 +53,10 @@ final class EveryOperationTests: XCTestCase {
         ("GET /healthz", Call(method: "GET", target: "/healthz", status: 200)),
         ("GET /readyz", Call(method: "GET", target: "/readyz", status: 200)),
         ("GET /openapi.yaml", Call(method: "GET", target: "/openapi.yaml", status: 200)),
+        // Without --token every caller is admin already: no token is made.
+        ("POST /tokens", Call(method: "POST", target: "/tokens", body: #"{"name": "ro", "scope": "read"}"#, status: 409)),
+        ("GET /tokens", Call(method: "GET", target: "/tokens", status: 200)),
+        ("DELETE /tokens/{id}", Call(method: "DELETE", target: "/tokens/nothere", status: 404)),
         ("POST /jsonrpc", Call(method: "POST", target: "/jsonrpc",
                                body: #"{"jsonrpc": "2.0", "id": 1, "method": "aria2.getGlobalStat"}"#, status: 200)),
         // params: [0, 10] in base64.

@@ -228,8 +228,11 @@ final class Aria2RPC {
         let presented = params.first?.stringValue.flatMap { $0.hasPrefix("token:") ? String($0.dropFirst(6)) : nil }
         if presented != nil { params.removeFirst() }
         if method.hasPrefix("aria2.") {
-            guard gate.admitsSecret(presented, address: caller.address,
-                                    now: ProcessInfo.processInfo.systemUptime) else { throw .unauthorized }
+            guard let scope = gate.admitsSecret(presented, address: caller.address,
+                                                now: ProcessInfo.processInfo.systemUptime) else { throw .unauthorized }
+            if let needed = operation.scope, needed > scope {
+                throw RPCError("the token has the \(scope.name) scope; \(method) needs \(needed.name)")
+            }
         }
         if operation.changesState || method == "aria2.shutdown" || method == "aria2.forceShutdown",
            !caller.mayChange, !(presented != nil && gate.hasToken) {

@@ -29,6 +29,7 @@ public final class API {
         self.log = log
         gate = AccessGate(policy: access)
         self.aria2 = Aria2RPC(operations: operations, gate: gate, config: aria2)
+        gate.lookup = { [unowned engine] secret in engine.token(forSecret: secret) }
         self.events = EventHub(engine: engine, config: events)
         self.events.onEngineChange = { [unowned aria2 = self.aria2] change in aria2.engineChanged(change) }
         engine.webhookResource = DownloadResource.json
@@ -124,7 +125,7 @@ public final class API {
                                            body: Assets.openAPI))
                 },
             ]),
-        ] + webhookRoutes + categoryRoutes + aria2Routes)
+        ] + webhookRoutes + categoryRoutes + tokenRoutes + aria2Routes)
     }
 
     /// Answers `request`, counting it in the metrics and logging one line for it. A response that comes later

@@ -1,5 +1,5 @@
 /// What a caller may be allowed to do. Each scope holds those before it: `manage` may `add`, `add` may `read`.
-/// Today's one token holds all four; scoped tokens hand out fewer.
+/// The server's own token (`--token`) holds all four; tokens made with `POST /tokens` one each.
 public enum Scope: Int, Comparable, CaseIterable, Sendable {
     /// Look: downloads, events, files, totals, settings, categories, metrics.
     case read
@@ -54,6 +54,9 @@ public enum Operation: String, CaseIterable, Sendable {
     case health = "server.health"
     /// The dashboard's page and assets: no data in them, for anyone.
     case dashboard = "server.dashboard"
+    case listTokens = "tokens.list"
+    case addToken = "tokens.add"
+    case removeToken = "tokens.remove"
     /// aria2's JSON-RPC by POST (or WebSocket): each method is one of the operations above, its `token:`
     /// parameter checked by the front itself, so the route needs no bearer token.
     case rpc = "rpc.call"
@@ -63,10 +66,11 @@ public enum Operation: String, CaseIterable, Sendable {
     public var changesState: Bool {
         switch self {
         case .addDownloads, .changeDownload, .removeDownload, .actOnDownloads, .removeDownloads, .issueTicket,
-             .changeSettings, .putCategory, .removeCategory, .addWebhook, .removeWebhook, .rpc:
+             .changeSettings, .putCategory, .removeCategory, .addWebhook, .removeWebhook, .rpc, .addToken, .removeToken:
             return true
         case .listDownloads, .getDownload, .readFile, .followEvents, .stats, .metrics, .getSettings, .listCategories,
-             .getCategory, .listWebhooks, .getWebhook, .listDeliveries, .describeAPI, .health, .dashboard, .rpcRead:
+             .getCategory, .listWebhooks, .getWebhook, .listDeliveries, .describeAPI, .health, .dashboard, .rpcRead,
+             .listTokens:
             return false
         }
     }
@@ -80,7 +84,9 @@ public enum Operation: String, CaseIterable, Sendable {
             return .read
         case .addDownloads, .changeDownload, .removeDownload, .actOnDownloads: return .add
         case .removeDownloads, .changeSettings, .putCategory, .removeCategory: return .manage
-        case .listWebhooks, .addWebhook, .getWebhook, .removeWebhook, .listDeliveries: return .admin
+        case .listWebhooks, .addWebhook, .getWebhook, .removeWebhook, .listDeliveries, .listTokens, .addToken,
+             .removeToken:
+            return .admin
         }
     }
 }
