@@ -609,8 +609,8 @@ final class Aria2RPC {
             ("uploadSpeed", .string("0")),
             ("numActive", .string(String(totals.active))),
             ("numWaiting", .string(String(totals.count(.queued) + totals.count(.paused)))),
-            ("numStopped", .string(String(min(stopped, Aria2RPC.maxRemoved + totals.count(.completed)
-                                                  + totals.count(.failed))))),
+            // Capped as aria2 caps it (--max-download-result, 1000 as getGlobalOption says); the total is not.
+            ("numStopped", .string(String(min(stopped, Aria2RPC.maxRemoved)))),
             ("numStoppedTotal", .string(String(stopped))),
         ])
     }
