@@ -177,17 +177,16 @@ public final class Transfer {
         results.append(haul_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 100 * 1024))
         results.append(haul_easy_setopt_string(easy, CURLOPT_USERAGENT, policy.userAgent))
         if let referer = request.referer { results.append(haul_easy_setopt_string(easy, CURLOPT_REFERER, referer)) }
-        if let credentials = request.credentials, family != .http {
-            // The login of an FTP or SFTP server.
+        if let credentials = request.credentials {
+            // The origin's login: an HTTP server's, or an FTP or SFTP server's.
             results.append(haul_easy_setopt_string(easy, CURLOPT_USERNAME, credentials.user))
             results.append(haul_easy_setopt_string(easy, CURLOPT_PASSWORD, credentials.password))
-        } else if let credentials = request.credentials {
-            results.append(haul_easy_setopt_string(easy, CURLOPT_USERNAME, credentials.user))
-            results.append(haul_easy_setopt_string(easy, CURLOPT_PASSWORD, credentials.password))
-            // Basic at once, as curl and aria2 send it (a server may answer 404 rather than 401 to a request
-            // without); Digest when a 401 asked for it (CURLAUTH_BASIC 1, CURLAUTH_DIGEST 2: the macros are casts
-            // Swift cannot import).
-            results.append(haul_easy_setopt_long(easy, CURLOPT_HTTPAUTH, request.digestAuth ? 2 : 1))
+            if family == .http {
+                // Basic at once, as curl and aria2 send it (a server may answer 404 rather than 401 to a request
+                // without); Digest when a 401 asked for it (CURLAUTH_BASIC 1, CURLAUTH_DIGEST 2: the macros are
+                // casts Swift cannot import).
+                results.append(haul_easy_setopt_long(easy, CURLOPT_HTTPAUTH, request.digestAuth ? 2 : 1))
+            }
         } else if let netrc = policy.netrcFile {
             results.append(haul_easy_setopt_long(easy, CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue)))
             results.append(haul_easy_setopt_string(easy, CURLOPT_NETRC_FILE, netrc))

@@ -466,7 +466,7 @@ final class Aria2RPC {
         return .string(gid)
     }
 
-    /// Pauses or resumes every download in `states`, a slice at a time as REST's bulk actions.
+    /// Does `action` to every download in `states`, a slice at a time as REST's bulk actions.
     private func act(_ action: BulkAction, states: Set<DownloadState>) {
         let ids = operations.ids(matching: DownloadFilter(states: states))
         var start = 0
@@ -539,7 +539,8 @@ final class Aria2RPC {
     private func changePosition(_ gid: String, _ position: Int, _ how: String) throws(RPCError) -> JSONValue {
         let snapshot = try snapshot(gid)
         guard snapshot.download.isWaiting else { throw RPCError("GID#\(gid) not found in the waiting queue.") }
-        let waiting = operations.totals().count(.queued) + operations.totals().count(.paused)
+        let totals = operations.totals()
+        let waiting = totals.count(.queued) + totals.count(.paused)
         let target: Int
         switch how {
         case "POS_SET": target = position
@@ -619,13 +620,7 @@ final class Aria2RPC {
     /// stay) and the removed ones it kept.
     private func purge() -> JSONValue {
         removed.removeAll()
-        let ids = operations.ids(matching: DownloadFilter(states: [.completed, .failed]))
-        var start = 0
-        while start < ids.count {
-            let end = min(ids.count, start + 500)
-            _ = operations.act(.remove(deleteFile: false), on: ids[start..<end])
-            start = end
-        }
+        act(.remove(deleteFile: false), states: [.completed, .failed])
         return .string("OK")
     }
 
