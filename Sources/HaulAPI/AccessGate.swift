@@ -37,6 +37,8 @@ final class AccessGate {
     private var failures: [String: (count: Double, at: Double)] = [:]
     /// The scoped token a presented secret is (`POST /tokens`), nil for none: the engine's store.
     var lookup: ((String) -> AccessToken?)?
+    /// The scoped token with an id (a ticket names it), nil when it is gone or expired.
+    var byID: ((String) -> AccessToken?)?
     private static let maxTrackedAddresses = 4096
 
     init(policy: AccessPolicy) {
@@ -53,8 +55,26 @@ final class AccessGate {
         return preflight(origin: origin)
     }
 
-    /// The response that ends `request` here, or nil to let it through.
-    func check(_ request: HTTPRequest, path: String, route: Route?, now: Double) -> HTTPResponse? {
+    /// What the gate decides of a request: who it is from, or the response that ends it here.
+    enum Decision {
+        case admitted(Caller)
+        case refused(HTTPResponse)
+    }
+
+    /// Who `request` is from, or the response that ends it here.
+    func check(_ request: HTTPRequest, path: String, route: Route?, now: Double) -> Decision {
+        switch refusal(request, path: path, route: route, now: now) {
+        case .some(let response): return .refused(response)
+        case .none: return .admitted(admitted ?? .server)
+        }
+    }
+
+    /// The caller `refusal` admitted, when it was a scoped token.
+    private var admitted: Caller?
+
+    /// The response that ends `request` here, or nil to let it through (as `admitted`).
+    private func refusal(_ request: HTTPRequest, path: String, route: Route?, now: Double) -> HTTPResponse? {
+        admitted = nil
         if let problem = HostHeader.problem(in: request) {
             return Problem.badRequest(problem).response(instance: path)
         }
@@ -77,9 +97,19 @@ final class AccessGate {
         guard let tokenDigest, route?.access != .open else { return nil }
         let inURL = route?.access == .streamToken
         if inURL, AccessGate.bearer(request.header("Authorization")) == nil, let ticket = request.query["ticket"] {
-            if tickets.admits(ticket, path: path, now: Date().timeIntervalSince1970) { return nil }
-            // An expired ticket is no guess at the token: no count against the address.
-            return unauthorized(path, "the ticket is expired or not for this path; ask POST /tickets for a new one")
+            switch tickets.admits(ticket, path: path, now: Date().timeIntervalSince1970) {
+            case .server?: return nil
+            case .token(let id)?:
+                // The ticket opens what its token sees, while the token stands.
+                guard let token = byID?(id) else {
+                    return unauthorized(path, "the token that asked for this ticket is removed or expired")
+                }
+                admitted = Caller(token)
+                return nil
+            case nil:
+                // An expired ticket is no guess at the token: no count against the address.
+                return unauthorized(path, "the ticket is expired or not for this path; ask POST /tickets for a new one")
+            }
         }
         let presented = AccessGate.bearer(request.header("Authorization"))
             ?? (inURL ? request.query["access_token"] : nil)
@@ -92,6 +122,7 @@ final class AccessGate {
         if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) { return nil }
         if let token = lookup?(presented) {
             // A scoped token: the operation must be within its scope.
+            admitted = Caller(token)
             guard let operation = route?.handler(for: request.method)?.operation, let needed = operation.scope,
                   needed > token.scope else { return nil }
             return Problem(status: 403, slug: "insufficient-scope", title: "Insufficient scope",
@@ -116,14 +147,14 @@ final class AccessGate {
     /// Whether the server has a token at all.
     var hasToken: Bool { tokenDigest != nil }
 
-    /// The scope a secret presented inside a request (aria2's `token:SECRET` parameter) opens: all without a
-    /// server token; with one, the token's own or a scoped token's, wrong ones counted against the address as a wrong bearer
-    /// token is (and refused while it is blocked).
-    func admitsSecret(_ presented: String?, address: String, now: Double) -> Scope? {
-        guard let tokenDigest else { return .admin }
+    /// Who a secret presented inside a request (aria2's `token:SECRET` parameter) is: the server without a server
+    /// token; with one, the server's token or a scoped token, wrong ones counted against the address as a wrong
+    /// bearer token is (and refused while it is blocked).
+    func admitsSecret(_ presented: String?, address: String, now: Double) -> Caller? {
+        guard let tokenDigest else { return .server }
         guard let presented else { return nil }
-        if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) { return .admin }
-        if let token = lookup?(presented) { return token.scope }
+        if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) { return .server }
+        if let token = lookup?(presented) { return Caller(token) }
         if retryAfter(address, now: now) == nil { recordFailure(address, now: now) }
         return nil
     }

@@ -1,9 +1,10 @@
 import HaulCore
 
 /// The download resource of the API contract, built from an engine snapshot, with the options the option table
-/// shows. Request headers are never included and credentials in URLs are redacted.
+/// shows. Request headers are never included and credentials in URLs are redacted. `owner` (the name of the token
+/// that added it) is shown to managers and admins only.
 enum DownloadResource {
-    static func json(_ snapshot: DownloadSnapshot) -> JSONValue {
+    static func json(_ snapshot: DownloadSnapshot, owner: Bool) -> JSONValue {
         let d = snapshot.download
         let progress: JSONValue
         if let total = d.totalBytes {
@@ -48,6 +49,7 @@ enum DownloadResource {
             ("queue_order", JSONValue(d.queueOrder)),
         ]
         DownloadOptions.show(d, into: &members)
+        if owner { members.append(("owner", JSONValue(d.ownerName))) }
         return .object(members)
     }
 

@@ -17,10 +17,12 @@ public final class EventHub {
     private var lastChange: [String: Int64] = [:]
     /// The category of each download that has one and was announced: a `removed` event names it too.
     private var categories: [String: String] = [:]
+    /// The token that added each download announced that a token added: a `removed` event goes to its streams.
+    private var owners: [String: String] = [:]
     /// The numbers of `lastChange` in the order they were given out (older entries of an id linger until the log
     /// is compacted): `changed_since` reads from the first number past it instead of visiting every download.
     private var changeLog: [(sequence: Int64, id: String)] = []
-    private var tombstones: [(sequence: Int64, id: String)] = []
+    private var tombstones: [(sequence: Int64, id: String, owner: String?)] = []
     /// changed_since below this may have missed removals that were forgotten.
     private var forgottenBefore: Int64
     /// Received bytes as of each download's last event, to send progress only when it moved.
@@ -77,12 +79,13 @@ public final class EventHub {
             if moved || snapshot.download.state == .completed { publish(.progress, snapshot) }
         case .removed(let id):
             sequence += 1
+            let owner = owners.removeValue(forKey: id)
             let event = StreamEvent(sequence: sequence, kind: .removed, downloadID: id,
-                                    category: categories.removeValue(forKey: id), payload: .removed(id))
+                                    category: categories.removeValue(forKey: id), owner: owner, payload: .removed(id))
             lastChange.removeValue(forKey: id)
             announcedBytes.removeValue(forKey: id)
             dirty.remove(id)
-            tombstones.append((sequence, id))
+            tombstones.append((sequence, id, owner))
             if tombstones.count > config.tombstoneCapacity {
                 forgottenBefore = tombstones.removeFirst().sequence
             }
@@ -114,8 +117,9 @@ public final class EventHub {
         let category = snapshot.download.category
         // Kept for the `removed` event, which comes when the download is gone.
         if let category { categories[id] = category }
+        if let owner = snapshot.download.owner { owners[id] = owner }
         let event = StreamEvent(sequence: sequence, kind: kind, downloadID: id, category: category,
-                                payload: .download(snapshot))
+                                owner: snapshot.download.owner, payload: .download(snapshot))
         lastChange[id] = sequence
         changeLog.append((sequence, id))
         if changeLog.count > 2 * lastChange.count + 1024 {
@@ -146,9 +150,10 @@ public final class EventHub {
     /// Starts streaming to `sink`: first what a reconnecting client missed since `lastEventID` (or one snapshot
     /// when that is no longer in the buffer), or for a new follower of one download its current state; then every
     /// new event.
-    func subscribe(_ sink: EventSink, downloadID: String?, category: String? = nil, lastEventID: Int64?) {
+    func subscribe(_ sink: EventSink, downloadID: String?, category: String? = nil, caller: Caller = .server,
+                   lastEventID: Int64?) {
         let now = self.clock.now
-        let subscriber = EventSubscriber(sink: sink, downloadID: downloadID, category: category,
+        let subscriber = EventSubscriber(sink: sink, downloadID: downloadID, category: category, caller: caller,
                                          queueLimit: config.slowClientQueue, now: now)
         let key = ObjectIdentifier(sink)
         sink.onClose = { [unowned self] in self.subscribers.removeValue(forKey: key) }
@@ -160,7 +165,8 @@ public final class EventHub {
             // numbered with the current sequence, so a reconnect from it misses nothing.
             if let downloadID, let snapshot = engine.snapshot(downloadID) {
                 subscriber.offer(StreamEvent(sequence: sequence, kind: .state, downloadID: downloadID,
-                                             category: snapshot.download.category, payload: .download(snapshot)),
+                                             category: snapshot.download.category, owner: snapshot.download.owner,
+                                             payload: .download(snapshot)),
                                  now: now)
             }
             return
@@ -173,7 +179,7 @@ public final class EventHub {
             // Every download now (or the one followed), as one event carrying the current sequence number,
             // written as the client reads it.
             subscriber.send(SnapshotStream(engine: engine, sequence: sequence, downloadID: downloadID,
-                                           category: category), now: now)
+                                           category: category, caller: caller), now: now)
         }
     }
 
@@ -194,9 +200,9 @@ public final class EventHub {
 
     // MARK: polling
 
-    /// What changed after `since`: the ids of downloads with newer events, and the ids removed. nil when removals
-    /// that old are forgotten (the caller then sends everything).
-    func changes(since: Int64) -> (changed: Set<String>, removed: [String])? {
+    /// What changed after `since`: the ids of downloads with newer events, and the ids removed (those `caller`
+    /// sees). nil when removals that old are forgotten (the caller then sends everything).
+    func changes(since: Int64, for caller: Caller) -> (changed: Set<String>, removed: [String])? {
         guard since >= forgottenBefore else { return nil }
         // Changes not yet announced (coalesced until the next progress tick) are newer than any number given out.
         var low = 0, high = changeLog.count
@@ -208,7 +214,9 @@ public final class EventHub {
         var changed = dirty
         for entry in changeLog[low...] where lastChange[entry.id] != nil { changed.insert(entry.id) }
         for id in engine.runningIDs where engine.receivedBytes(id) != announcedBytes[id] { changed.insert(id) }
-        let removed = tombstones.filter { $0.sequence > since }.map(\.id)
+        let confinedTo = caller.confinedTo
+        let removed = tombstones.filter { $0.sequence > since && (confinedTo == nil || $0.owner == confinedTo) }
+            .map(\.id)
         return (changed, removed)
     }
 }

@@ -1,3 +1,4 @@
+import HaulCore
 
 /// One client's event stream: events pass straight through while the client keeps up; once its queue passes the
 /// limit, only the latest event per download is kept until the queue drains, so a stalled client costs at most
@@ -11,6 +12,8 @@ final class EventSubscriber {
     let downloadID: String?
     /// Only events about downloads of this category, or all when nil.
     let category: String?
+    /// Whose stream it is: a token with a root hears only of its own downloads; managers see owners.
+    let caller: Caller
     private let queueLimit: Int
     /// Since when the client has not taken its queue (it is slow, or a snapshot waits for it to read).
     private(set) var slowSince: Double?
@@ -19,8 +22,10 @@ final class EventSubscriber {
     /// The snapshot being written, if any.
     private var snapshot: SnapshotStream?
 
-    init(sink: EventSink, downloadID: String?, category: String? = nil, queueLimit: Int, now: Double) {
+    init(sink: EventSink, downloadID: String?, category: String? = nil, caller: Caller = .server, queueLimit: Int,
+         now: Double) {
         self.sink = sink
+        self.caller = caller
         self.downloadID = downloadID
         self.category = category
         self.queueLimit = queueLimit
@@ -29,6 +34,7 @@ final class EventSubscriber {
 
     func wants(_ event: StreamEvent) -> Bool {
         if let category, event.category != category { return false }
+        if let confinedTo = caller.confinedTo, event.owner != confinedTo { return false }
         guard let downloadID else { return true }
         return event.downloadID == downloadID
     }
@@ -39,7 +45,7 @@ final class EventSubscriber {
             pending[event.downloadID] = event
             return
         }
-        write(event.wire, now: now)
+        write(event.wire(owner: caller.seesOwners), now: now)
     }
 
     /// Starts writing `stream` (it goes before any event offered from now on).

@@ -70,7 +70,7 @@ enum FileResponse {
 extension API {
     func file(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let id = c.parameters["id"]!
-        let (file, download) = try attempt(operations.file(id))
+        let (file, download) = try attempt(c.operations.file(id))
         let tag = FileResponse.etag(file)
         let modified = HTTPDate.format(Date(timeIntervalSince1970: file.modified.rounded(.down)))
         let inline = c.query["download"] == "0"

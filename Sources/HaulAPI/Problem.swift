@@ -104,6 +104,8 @@ extension Problem {
         case .full(let kind, let limit):
             self = Problem(status: 409, slug: "too-many-\(kind)", title: "Too many \(kind)",
                            detail: "this server keeps at most \(limit) \(kind); remove one first")
+        case .notOwner(let message):
+            self = Problem(status: 403, slug: "not-owner", title: "Not this token's download", detail: message)
         case .notAdded:
             self = Problem(status: 424, slug: "batch-refused", title: "Not added",
                            detail: "this download was valid, but the batch is all-or-nothing and another was refused")

@@ -15,14 +15,17 @@ final class SnapshotStream {
     private let downloadID: String?
     /// Only the downloads of this category.
     private let category: String?
+    /// Whose stream: only what its token sees, with owners for managers.
+    private let caller: Caller
     /// The sequence number of the last download written.
     private var cursor: Int64 = 0
     private var stage = Stage.header
 
     private enum Stage { case header, items(first: Bool), done }
 
-    init(engine: Engine, sequence: Int64, downloadID: String?, category: String? = nil) {
+    init(engine: Engine, sequence: Int64, downloadID: String?, category: String? = nil, caller: Caller = .server) {
         self.engine = engine
+        self.caller = caller
         self.sequence = sequence
         self.downloadID = downloadID
         self.category = category
@@ -42,7 +45,8 @@ final class SnapshotStream {
             }
             cursor = items.last!.download.sequence
             stage = more ? .items(first: false) : .done
-            let json = items.map { DownloadResource.json($0).serialized() }.joined(separator: ",")
+            let json = items.map { DownloadResource.json($0, owner: caller.seesOwners).serialized() }
+                .joined(separator: ",")
             return "data: " + (first ? "" : ",") + json + "\n" + (more ? "" : "data: ]}\n\n")
         case .done:
             return nil
@@ -51,11 +55,18 @@ final class SnapshotStream {
 
     private func page() -> (items: [DownloadSnapshot], more: Bool) {
         guard let downloadID else {
+            if let owner = caller.confinedTo {
+                return engine.page(of: engine.ids(ownedBy: owner), after: cursor, limit: SnapshotStream.pageSize) {
+                    category == nil || $0.category == category
+                }
+            }
             guard let category else { return engine.page(after: cursor, limit: SnapshotStream.pageSize) }
             return engine.page(after: cursor, limit: SnapshotStream.pageSize) { $0.category == category }
         }
         // A per-download stream's snapshot is that download, if it is still there.
-        guard cursor == 0, let snapshot = engine.snapshot(downloadID) else { return ([], false) }
+        guard cursor == 0, let snapshot = engine.snapshot(downloadID), caller.sees(snapshot.download) else {
+            return ([], false)
+        }
         return ([snapshot], false)
     }
 }

@@ -17,26 +17,34 @@ final class StreamEvent {
     let downloadID: String
     /// The download's category, for streams that follow one (`?category=`).
     let category: String?
+    /// The token that added the download: a stream of a token with a root carries only its own.
+    let owner: String?
     private let payload: Payload
 
-    init(sequence: Int64, kind: Kind, downloadID: String, category: String?, payload: Payload) {
+    init(sequence: Int64, kind: Kind, downloadID: String, category: String?, owner: String?, payload: Payload) {
         self.sequence = sequence
         self.kind = kind
         self.downloadID = downloadID
         self.category = category
+        self.owner = owner
         self.payload = payload
     }
 
-    /// The `data:` payload, JSON on one line.
-    lazy var data: String = {
+    /// The `data:` payload, JSON on one line; and with the download's `owner`, for managers' streams.
+    lazy var data: String = serialized(owner: false)
+    lazy var dataWithOwner: String = serialized(owner: true)
+
+    private func serialized(owner: Bool) -> String {
         switch payload {
         case .download(let snapshot):
-            return DownloadResource.json(snapshot).serialized()
+            return DownloadResource.json(snapshot, owner: owner).serialized()
         case .removed(let id):
             return JSONValue.object([("id", .string(id))]).serialized()
         }
-    }()
+    }
 
-    /// The event in `text/event-stream` form.
-    var wire: String { "id: \(sequence)\nevent: \(kind.rawValue)\ndata: \(data)\n\n" }
+    /// The event in `text/event-stream` form, with the owner or without.
+    func wire(owner: Bool) -> String {
+        "id: \(sequence)\nevent: \(kind.rawValue)\ndata: \(owner ? dataWithOwner : data)\n\n"
+    }
 }

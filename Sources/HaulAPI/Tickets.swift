@@ -23,22 +23,32 @@ struct Tickets {
         }
     }
 
-    /// A ticket for `path` from `now` (Unix seconds), and when it expires.
-    func issue(path: String, now: Double) -> (ticket: String, expires: Double) {
+    /// Who a ticket was issued to: the server's token, or a scoped token (by id), whose view the ticket opens.
+    enum Holder: Equatable {
+        case server
+        case token(String)
+    }
+
+    /// A ticket for `path` from `now` (Unix seconds) for `holder`, and when it expires.
+    func issue(path: String, now: Double, for holder: Holder = .server) -> (ticket: String, expires: Double) {
         let expires = (now + Tickets.lifetime).rounded(.up)
         var generator = SystemRandomNumberGenerator()
         let nonce = String(generator.next() as UInt64, radix: 16)
-        let head = "\(Int64(expires)).\(nonce)"
+        var head = "\(Int64(expires)).\(nonce)"
+        if case .token(let id) = holder { head += "." + id }
         return (head + "." + signature(head, path), expires)
     }
 
-    /// Whether `ticket` opens `path` at `now`: signed for it, and not expired.
-    func admits(_ ticket: String, path: String, now: Double) -> Bool {
+    /// Whom `ticket` opens `path` for at `now` (signed for it, and not expired), nil for nobody.
+    func admits(_ ticket: String, path: String, now: Double) -> Holder? {
         let parts = ticket.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let expires = Int64(parts[0]), parts[1].utf8.count <= 16 else { return false }
-        guard Double(expires) >= now, Double(expires) <= now + Tickets.lifetime + 1 else { return false }
-        let expected = Array(signature("\(parts[0]).\(parts[1])", path).utf8)
-        return AccessGate.equalInConstantTime(Array(parts[2].utf8), expected)
+        guard parts.count == 3 || parts.count == 4, let expires = Int64(parts[0]), parts[1].utf8.count <= 16,
+              parts.count == 3 || (1...32).contains(parts[2].utf8.count) else { return nil }
+        guard Double(expires) >= now, Double(expires) <= now + Tickets.lifetime + 1 else { return nil }
+        let head = parts.dropLast().joined(separator: ".")
+        let expected = Array(signature(head, path).utf8)
+        guard AccessGate.equalInConstantTime(Array(parts.last!.utf8), expected) else { return nil }
+        return parts.count == 4 ? .token(String(parts[2])) : .server
     }
 
     private func signature(_ head: String, _ path: String) -> String {

@@ -68,6 +68,10 @@ public struct Download: Sendable, Equatable {
     public var fence: Int64 = 0
     /// The file its name was given to, once completed (nil for one completed by an earlier version).
     public var fileStamp: FileStamp?
+    /// The id of the scoped token that added it (`POST /tokens`), nil for the server's own token; and the token's
+    /// name then, shown to managers (a token is never renamed, and its downloads outlive it).
+    public var owner: String?
+    public var ownerName: String?
 
     public init(id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
                 directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,
@@ -185,6 +189,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
     public static let diskFull = ErrorCode(rawValue: "disk_full")
     /// The file would leave less than `--min-free-space` free: refused before a block is reserved.
     public static let insufficientSpace = ErrorCode(rawValue: "insufficient_space")
+    /// The token that added it may hold no more bytes (its `quota_bytes`).
+    public static let quotaExceeded = ErrorCode(rawValue: "quota_exceeded")
     /// The file is larger than `--max-file-size`.
     public static let fileTooLarge = ErrorCode(rawValue: "file_too_large")
     public static let sizeMismatch = ErrorCode(rawValue: "size_mismatch")

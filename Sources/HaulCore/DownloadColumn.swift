@@ -70,6 +70,8 @@ struct DownloadColumn: Sendable {
             d.fileStamp = v.string.flatMap(FileStamp.init(text:))
         },
         DownloadColumn(name: "queue_rank", write: { integer($0.queueRank) }) { d, v in d.queueRank = v.int },
+        DownloadColumn(name: "owner", write: { text($0.owner) }) { d, v in d.owner = v.string },
+        DownloadColumn(name: "owner_name", write: { text($0.ownerName) }) { d, v in d.ownerName = v.string },
         DownloadColumn(name: "claimed_by", write: nil) { d, v in d.node = v.string },
         DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]

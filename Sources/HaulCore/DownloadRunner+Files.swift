@@ -49,7 +49,7 @@ extension DownloadRunner {
         let usage = try opened.usage()
         queue.append(.fileOpened(PartFileInfo(name: name, size: usage.size, allocated: usage.allocated,
                                               free: try opened.directory.freeBytes(), adopted: adopted,
-                                              passedOver: passedOver)))
+                                              passedOver: passedOver, allowance: engine.quotaAllowance(for: id))))
     }
 
     /// fdatasync off the loop; the machine then journals what the sync covered.

@@ -33,6 +33,12 @@ extension DownloadStore {
     public var isShared: Bool { db.dialect == .postgres }
 
     private static let now = "extract(epoch from clock_timestamp())"
+    /// A token's `max_active` is not reached by its downloads any node holds (a claim counts until its lease ends).
+    private static let ownerHasRoom = """
+        COALESCE((SELECT t.max_active FROM tokens t WHERE t.id = d.owner), 2147483647) >
+            (SELECT count(*) FROM downloads r WHERE r.owner = d.owner
+                AND r.state IN ('queued', 'probing', 'downloading', 'verifying') AND r.lease_until >= \(now))
+        """
     /// `Download.queueOrder` in SQL: the place a client moved it to, else creation order.
     private static let queueOrder = "COALESCE(queue_rank, seq * \(QueueOrder.step))"
 
@@ -45,10 +51,11 @@ extension DownloadStore {
         guard limit > 0 else { return [] }
         let rows = try db.query("""
             UPDATE downloads SET claimed_by = ?, lease_until = \(Self.now) + ?, fence = fence + 1
-            WHERE id IN (SELECT id FROM downloads
+            WHERE id IN (SELECT id FROM downloads d
                          WHERE state IN ('queued', 'probing', 'downloading', 'verifying')
                            AND (lease_until IS NULL OR lease_until < \(Self.now))
                            AND (claimed_by IS NULL OR claimed_by = ANY(?::text[]))
+                           AND (owner IS NULL OR \(Self.ownerHasRoom))
                          ORDER BY priority DESC, \(Self.queueOrder), seq LIMIT ? FOR UPDATE SKIP LOCKED)
             RETURNING id, fence, priority, \(Self.queueOrder) AS queue_order, seq
             """, [.text(node), .real(lease), .text(Self.array(peers + [node])), .integer(Int64(limit))])

@@ -159,5 +159,13 @@ extension DownloadStore {
             expires_at REAL, created_at REAL NOT NULL
         );
         """,
+        // 18: a token's folder, quota and running limit; the token that added each download (and its name).
+        """
+        ALTER TABLE tokens ADD COLUMN root TEXT;
+        ALTER TABLE tokens ADD COLUMN quota_bytes INTEGER;
+        ALTER TABLE tokens ADD COLUMN max_active INTEGER;
+        ALTER TABLE downloads ADD COLUMN owner TEXT;
+        ALTER TABLE downloads ADD COLUMN owner_name TEXT;
+        """,
     ]
 }

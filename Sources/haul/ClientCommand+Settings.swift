@@ -198,6 +198,19 @@ extension ClientCommand {
             var members: [(String, JSONValue)] = [("name", .string(words[1])),
                                                   ("scope", .string(options.value("scope") ?? "read"))]
             if let expires = options.value("expires") { members.append(("expires_at", .string(expires))) }
+            if let root = options.value("root") { members.append(("root", .string(root))) }
+            if let text = options.value("quota") {
+                guard let bytes = ByteSize.parse(text) else {
+                    throw .usage("--quota takes a size like 50G or 500M, not '\(text)'", command: options.spec)
+                }
+                members.append(("quota_bytes", JSONValue(bytes)))
+            }
+            if let text = options.value("max-active") {
+                guard let count = Int64(text) else {
+                    throw .usage("--max-active takes a number, not '\(text)'", command: options.spec)
+                }
+                members.append(("max_active", JSONValue(count)))
+            }
             let token = try client.call("POST", "/tokens", body: .object(members))
             if json { return printOutput(token.serialized()) }
             printOutput("\(token["id"]?.stringValue ?? "?") \(token["secret"]?.stringValue ?? "?")")
@@ -208,6 +221,11 @@ extension ClientCommand {
             for token in tokens {
                 var line = "\(Format.column(token["id"]?.stringValue ?? "?", 17)) "
                     + "\(Format.column(token["scope"]?.stringValue ?? "?", 7)) \(token["name"]?.stringValue ?? "?")"
+                if let root = token["root"]?.stringValue { line += "  root \(root)" }
+                if let quota = token["quota_bytes"]?.integerValue {
+                    line += "  quota \(Format.bytes(token["used_bytes"]?.integerValue ?? 0))/\(Format.bytes(quota))"
+                }
+                if let most = token["max_active"]?.integerValue { line += "  max-active \(most)" }
                 if let expires = Format.time(token["expires_at"]) { line += "  expires \(expires)" }
                 printOutput(line)
             }

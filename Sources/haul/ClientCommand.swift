@@ -128,10 +128,15 @@ enum ClientCommand {
             details: "create prints the token's id and its secret (shown this once: hand it to the client, which "
                 + "uses it as --token or HAUL_TOKEN). read looks; add also adds, pauses, resumes and removes "
                 + "downloads; manage also changes settings and categories; admin also webhooks and tokens. "
+                + "A token with a root sees only its own downloads, which land under that folder. "
                 + "Needs the server's own token.",
             options: [
                 .init(name: "scope", value: "SCOPE", help: "read, add, manage or admin (create; default read)"),
                 .init(name: "expires", value: "TIME", help: "when it stops working, like 2027-06-30T00:00:00Z (create)"),
+                .init(name: "root", value: "DIR", help: "a folder under the download root for its downloads; it then "
+                      + "sees only its own (create)"),
+                .init(name: "quota", value: "SIZE", help: "the most its downloads may hold together, like 50G (create)"),
+                .init(name: "max-active", value: "N", help: "the most of its downloads running at once (create)"),
                 .init(name: "json", value: nil, help: "print the answer as JSON"),
             ]),
         CommandSpec(name: "stats", arguments: "",

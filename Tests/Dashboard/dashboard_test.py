@@ -9,7 +9,8 @@ instead of "Failed to fetch") and starts it again (all clears, the download comp
 details (the whole error, the segments, changes speed, connections and priority), moves waiting downloads in the
 queue from the row menu, asks before removing a file, removing a selection and clearing the completed (files kept or
 deleted as chosen), refuses a schedule window without a limit, shows a webhook's deliveries, searches, sorts, and
-scrolls through 10,000 downloads, of which only the rows on screen are drawn, keeping each view's scroll position.
+scrolls through 10,000 downloads, of which only the rows on screen are drawn, keeping each view's scroll position;
+with a read-only token it shows no button the token cannot use.
 
 Then the same tour at 1400, 1024 and 420 px wide: the list, the details, the menu, each dialog, the confirmation and
 the banner of a server stopped and started again, each with a screenshot, checking on each that nothing leaves the
@@ -569,6 +570,19 @@ def main():
         wait.until(lambda d: abs(page.js("return document.getElementById('viewport').scrollTop") - 40000) < 2)
         page.search("/9999.bin")
         wait.until(lambda d: page.names_in_order() == ["9999.bin"])
+
+        # A read-only token (a wall dashboard) sees the downloads but no button it could not use.
+        reader = page.api("POST", "/tokens", {"name": "wall", "scope": "read"})["secret"]
+        page.js("localStorage.setItem('haul.token', arguments[0]); location.reload();", reader)
+        wait.until(lambda d: page.js("return document.body.dataset.scope") == "read")
+        wait.until(lambda d: len(page.rows()) > 0)
+        for selector in ["#open-add", "#open-webhooks", "#clear-completed", ".item .pause", ".item .resume"]:
+            shown = [e for e in driver.find_elements(By.CSS_SELECTOR, selector) if e.is_displayed()]
+            assert not shown, f"a read token is shown {selector}"
+        assert page.find("#open-settings").is_displayed()
+        page.js("localStorage.setItem('haul.token', arguments[0]); location.reload();", TOKEN)
+        wait.until(lambda d: page.js("return document.body.dataset.scope") == "admin")
+        assert page.find("#open-add").is_displayed() and page.find("#open-webhooks").is_displayed()
 
         # No URL the page asked for carried the token (streams and files open with tickets).
         page.requested()

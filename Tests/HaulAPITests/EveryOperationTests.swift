@@ -57,6 +57,7 @@ final class EveryOperationTests: XCTestCase {
         ("POST /tokens", Call(method: "POST", target: "/tokens", body: #"{"name": "ro", "scope": "read"}"#, status: 409)),
         ("GET /tokens", Call(method: "GET", target: "/tokens", status: 200)),
         ("DELETE /tokens/{id}", Call(method: "DELETE", target: "/tokens/nothere", status: 404)),
+        ("GET /token", Call(method: "GET", target: "/token", status: 200)),
         ("POST /jsonrpc", Call(method: "POST", target: "/jsonrpc",
                                body: #"{"jsonrpc": "2.0", "id": 1, "method": "aria2.getGlobalStat"}"#, status: 200)),
         // params: [0, 10] in base64.

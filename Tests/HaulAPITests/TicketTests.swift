@@ -54,15 +54,21 @@ final class TicketTests: XCTestCase {
         let now = Date().timeIntervalSince1970
         let issued = tickets.issue(path: "/events", now: now)
         XCTAssertLessThanOrEqual(issued.expires - now, Tickets.lifetime + 1)
-        XCTAssertTrue(tickets.admits(issued.ticket, path: "/events", now: now + 30))
-        XCTAssertFalse(tickets.admits(issued.ticket, path: "/events", now: issued.expires + 1))
-        XCTAssertFalse(tickets.admits(issued.ticket, path: "/events/", now: now))
+        XCTAssertEqual(tickets.admits(issued.ticket, path: "/events", now: now + 30), .server)
+        XCTAssertNil(tickets.admits(issued.ticket, path: "/events", now: issued.expires + 1))
+        XCTAssertNil(tickets.admits(issued.ticket, path: "/events/", now: now))
         // Another node with the same token accepts it; one with another token does not.
-        XCTAssertTrue(Tickets(token: token).admits(issued.ticket, path: "/events", now: now))
-        XCTAssertFalse(Tickets(token: token + "x").admits(issued.ticket, path: "/events", now: now))
+        XCTAssertEqual(Tickets(token: token).admits(issued.ticket, path: "/events", now: now), .server)
+        XCTAssertNil(Tickets(token: token + "x").admits(issued.ticket, path: "/events", now: now))
         // An expiry far ahead cannot be signed by anyone else, nor passes if it somehow were.
         let parts = issued.ticket.split(separator: ".")
-        XCTAssertFalse(tickets.admits("\(Int64(now) + 86400).\(parts[1]).\(parts[2])", path: "/events", now: now))
+        XCTAssertNil(tickets.admits("\(Int64(now) + 86400).\(parts[1]).\(parts[2])", path: "/events", now: now))
+        // A scoped token's ticket names it, signed: it cannot be passed off as the server's or another token's.
+        let scoped = tickets.issue(path: "/events", now: now, for: .token("abc123"))
+        XCTAssertEqual(tickets.admits(scoped.ticket, path: "/events", now: now), .token("abc123"))
+        let pieces = scoped.ticket.split(separator: ".")
+        XCTAssertNil(tickets.admits("\(pieces[0]).\(pieces[1]).\(pieces[3])", path: "/events", now: now))
+        XCTAssertNil(tickets.admits("\(pieces[0]).\(pieces[1]).other.\(pieces[3])", path: "/events", now: now))
     }
 
     func testNoAnswerTellsWhereTheBrowserCameFrom() throws {

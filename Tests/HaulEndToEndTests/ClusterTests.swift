@@ -286,4 +286,47 @@ final class ClusterTests: XCTestCase {
         let finished = try api(survivor).get("/downloads/\(id)").json
         XCTAssertEqual(finished["node"] as? String, holder, "\(finished)")
     }
+
+    /// A token made on one node is a tenant on every node: its walls, its running limit (counted over the nodes)
+    /// and its revocation hold whichever node a request reaches.
+    func testATenantTokenHoldsOnEveryNode() throws {
+        let admin = "the-cluster-token-0123456"
+        for name in ["n1", "n2"] { try startNode(name, extra: ["--token", admin]) }
+        let auth = { (token: String) in ["Authorization": "Bearer " + token] }
+        let made = try api("n1").request("POST", "/tokens", json: ["name": "tenant", "scope": "add", "root": "tenant",
+                                                                   "max_active": 1], headers: auth(admin))
+        XCTAssertEqual(made.status, 201, made.text)
+        let (tokenID, secret) = (made.json["id"] as? String ?? "", made.json["secret"] as? String ?? "")
+        _ = try sandbox.makeRandomFile("www/slow.bin", size: 150_000)
+        let theirs = try api("n1").request("POST", "/downloads", json: ["url": origins[0].baseURL + "/files/slow.bin",
+                                                                        "start_paused": true], headers: auth(admin))
+        var own: [String] = []
+        for index in 0..<4 {
+            let reply = try api(["n1", "n2"][index % 2]).request(
+                "POST", "/downloads", json: ["url": origins[0].baseURL + "/files/slow.bin?rate=100000",
+                                            "filename": "s\(index).bin"], headers: auth(secret))
+            XCTAssertEqual(reply.status, 201, reply.text)
+            XCTAssertEqual((reply.json["path"] as? String).map { $0.hasPrefix("tenant/") } ?? true, true)
+            own.append(reply.json["id"] as? String ?? "")
+        }
+        let listed = try api("n2").request("GET", "/downloads?limit=1000", headers: auth(secret))
+        XCTAssertEqual(Set((listed.json["downloads"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }),
+                       Set(own))
+        let theirsID = theirs.json["id"] as? String ?? ""
+        XCTAssertEqual(try api("n2").request("GET", "/downloads/\(theirsID)", headers: auth(secret)).status, 404)
+        // One of its downloads runs at a time over both nodes, until all four are done.
+        var done = false
+        try waitFor("the tenant's downloads to finish", timeout: 60) {
+            let states = try own.map { id in
+                try self.api("n1").request("GET", "/downloads/\(id)", headers: auth(admin)).json["state"] as? String
+            }
+            XCTAssertLessThanOrEqual(states.filter { ["probing", "downloading", "verifying"].contains($0 ?? "") }.count,
+                                     1, "\(states)")
+            done = states.allSatisfy { $0 == "completed" }
+            return done
+        }
+        XCTAssertTrue(done)
+        XCTAssertEqual(try api("n2").request("DELETE", "/tokens/\(tokenID)", headers: auth(admin)).status, 204)
+        XCTAssertEqual(try api("n1").request("GET", "/downloads", headers: auth(secret)).status, 401)
+    }
 }

@@ -30,9 +30,9 @@ final class Aria2RPC {
         var json: JSONValue { .object([("code", .number(Double(code))), ("message", .string(message))]) }
     }
 
-    /// Who is calling: their address (wrong tokens are counted per address) and whether the transport lets them
-    /// change anything (a GET without the server's token may only read).
-    struct Caller {
+    /// Where a call comes from: the client's address (wrong tokens are counted per address) and whether the
+    /// transport lets it change anything (a GET without the server's token may only read).
+    struct Peer {
         let address: String
         let mayChange: Bool
     }
@@ -42,30 +42,42 @@ final class Aria2RPC {
     /// The most calls one batch or multicall may hold.
     static let maxBatch = 1000
 
-    let operations: Operations
+    /// The operations for the server's own token ...
+    let base: Operations
+    /// ... and for the caller of the method being answered (its token's view: set as each call is admitted).
+    private var operations: Operations
     private let gate: AccessGate
     private let config: Aria2Config
     private let gids = Aria2GIDs()
     /// Downloads removed through this front, as aria2 keeps them (`status: removed`) until a purge: their last
     /// status, newest last, at most `maxRemoved` (aria2's --max-download-result).
-    private var removed: [(gid: String, status: [(String, JSONValue)])] = []
+    private var removed: [(gid: String, owner: String?, status: [(String, JSONValue)])] = []
     private static let maxRemoved = 1000
     /// `getSessionInfo`: one per process, as aria2's.
     let sessionID: String
-    /// The WebSockets open, each told aria2's notifications.
-    private var sockets: [ObjectIdentifier: WebSocketConnection] = [:]
+    /// The WebSockets open, each told aria2's notifications about the downloads the token of its last admitted
+    /// call sees (on a server with a token, none before such a call).
+    private var sockets: [ObjectIdentifier: (socket: WebSocketConnection, caller: Caller?)] = [:]
+    /// The socket whose message is being answered.
+    private var answering: ObjectIdentifier?
     /// The aria2 status last told of each download that changed state while a socket was open: a start is told
     /// once however many active states it passes through, a removal is a stop only when it had not finished.
     private var lastStatus: [String: String] = [:]
     /// While a socket's call is answered: notifications wait in `held` until its answer has gone.
     private var holding = false
-    private var held: [[UInt8]] = []
+    private var held: [(message: [UInt8], owner: String?)] = []
+    /// The token that added each download a notification may be about (kept for its removal, when it is gone).
+    private var owners: [String: String?] = [:]
     /// A socket whose client leaves this much unread is closed (a slow reader costs no more than this).
     static let maxQueuedBytes = 4 << 20
     /// Stops the server soon (`shutdown` when allowed), after the answer is written.
     var onShutdown: (() -> Void)?
 
-    init(operations: Operations, gate: AccessGate, config: Aria2Config) {
+    private let log: Logger?
+
+    init(operations: Operations, gate: AccessGate, config: Aria2Config, log: Logger? = nil) {
+        self.log = log
+        base = operations
         self.operations = operations
         self.gate = gate
         self.config = config
@@ -76,14 +88,14 @@ final class Aria2RPC {
         }.joined()
     }
 
-    private var engine: Engine { operations.engine }
+    private var engine: Engine { base.engine }
     private var root: String { engine.config.downloadRoot }
 
     // MARK: requests
 
     /// The answer to a request body: one response, or an array for a batch. A body that is not JSON is answered
     /// -32700 as aria2 does.
-    func answer(_ body: [UInt8], caller: Caller) -> JSONValue {
+    func answer(_ body: [UInt8], caller: Peer) -> JSONValue {
         let request: JSONValue
         do {
             request = try JSONValue.parse(body)
@@ -93,7 +105,7 @@ final class Aria2RPC {
         return answer(request, caller: caller)
     }
 
-    func answer(_ request: JSONValue, caller: Caller) -> JSONValue {
+    func answer(_ request: JSONValue, caller: Peer) -> JSONValue {
         guard case .array(let calls) = request else { return answerOne(request, caller: caller) }
         guard calls.count <= Aria2RPC.maxBatch else {
             return response(id: .null, error: RPCError("a batch holds at most \(Aria2RPC.maxBatch) calls",
@@ -102,7 +114,7 @@ final class Aria2RPC {
         return .array(calls.map { answerOne($0, caller: caller) })
     }
 
-    private func answerOne(_ request: JSONValue, caller: Caller) -> JSONValue {
+    private func answerOne(_ request: JSONValue, caller: Peer) -> JSONValue {
         guard case .object = request, let method = request["method"]?.stringValue else {
             return response(id: request["id"] ?? .null, error: RPCError("Invalid Request.", code: -32600))
         }
@@ -133,21 +145,26 @@ final class Aria2RPC {
     /// Answers each text message on `socket` (a call or a batch, as a POST body) and sends it aria2's notifications.
     func attach(_ socket: WebSocketConnection) {
         let key = ObjectIdentifier(socket)
-        sockets[key] = socket
-        let caller = Caller(address: socket.peer, mayChange: true)
+        sockets[key] = (socket, nil)
+        let caller = Peer(address: socket.peer, mayChange: true)
         socket.onText = { [unowned self, unowned socket] text in
             // Notifications the call itself causes (a start, on adding) follow its answer, as aria2 sends them.
             self.holding = true
+            self.answering = key
             let answer = self.answer(Array(text.utf8), caller: caller)
+            self.answering = nil
             self.holding = false
             self.send(answer.serializedBytes(), to: socket)
             let held = self.held
             self.held.removeAll()
-            for message in held { self.notify(message) }
+            for (message, owner) in held { self.notify(message, about: owner) }
         }
         socket.onClose = { [weak self] in
             self?.sockets[key] = nil
-            if self?.sockets.isEmpty == true { self?.lastStatus.removeAll() }
+            if self?.sockets.isEmpty == true {
+                self?.lastStatus.removeAll()
+                self?.owners.removeAll()
+            }
         }
     }
 
@@ -168,6 +185,7 @@ final class Aria2RPC {
         case .updated(let changed, let stateChanged):
             guard stateChanged, let snapshot = engine.snapshot(changed) else { return }
             id = changed
+            owners[id] = snapshot.download.owner
             let now = Aria2Status.status(snapshot.download.state)
             let before = lastStatus.updateValue(now, forKey: id)
             guard now != before else { return }
@@ -181,6 +199,7 @@ final class Aria2RPC {
         case .removed(let removed):
             id = removed
             let before = lastStatus.removeValue(forKey: id)
+            defer { owners.removeValue(forKey: id) }
             guard before != "complete", before != "error" else { return }
             notification = "aria2.onDownloadStop"
         }
@@ -189,11 +208,23 @@ final class Aria2RPC {
             ("jsonrpc", .string("2.0")), ("method", .string(notification)),
             ("params", .array([.object([("gid", .string(Aria2GIDs.gid(of: id)))])])),
         ]).serializedBytes()
-        if holding { held.append(message) } else { notify(message) }
+        let owner = owners[id] ?? nil
+        if holding { held.append((message, owner)) } else { notify(message, about: owner) }
     }
 
-    private func notify(_ message: [UInt8]) {
-        for socket in sockets.values { send(message, to: socket) }
+    /// Sends a notification about a download `owner` added to the sockets that may hear of it: those whose last
+    /// call's token sees it, and those that have made no call (aria2p listens without calling) unless a token with
+    /// a root added it, whose downloads only its own calls hear of.
+    private func notify(_ message: [UInt8], about owner: String?) {
+        let confined = owner.flatMap { engine.ownerToken($0)?.root } != nil
+        for (socket, caller) in sockets.values {
+            if let caller {
+                guard caller.confinedTo == nil || caller.confinedTo == owner else { continue }
+            } else if confined {
+                continue
+            }
+            send(message, to: socket)
+        }
     }
 
     // MARK: methods
@@ -221,17 +252,27 @@ final class Aria2RPC {
                                 "aria2.onDownloadComplete", "aria2.onDownloadError", "aria2.onBtDownloadComplete"]
 
     /// Calls `method`: its token checked (aria2's methods, when the server has one), then the method.
-    func call(_ method: String, _ given: [JSONValue], caller: Caller, nested: Bool = false) throws(RPCError)
+    func call(_ method: String, _ given: [JSONValue], caller: Peer, nested: Bool = false) throws(RPCError)
         -> JSONValue {
         guard let operation = Aria2RPC.methods[method] else { throw RPCError("No such method: \(method)") }
         var params = given
         let presented = params.first?.stringValue.flatMap { $0.hasPrefix("token:") ? String($0.dropFirst(6)) : nil }
         if presented != nil { params.removeFirst() }
         if method.hasPrefix("aria2.") {
-            guard let scope = gate.admitsSecret(presented, address: caller.address,
-                                                now: ProcessInfo.processInfo.systemUptime) else { throw .unauthorized }
-            if let needed = operation.scope, needed > scope {
-                throw RPCError("the token has the \(scope.name) scope; \(method) needs \(needed.name)")
+            guard let admitted = gate.admitsSecret(presented, address: caller.address,
+                                                   now: ProcessInfo.processInfo.systemUptime) else {
+                throw .unauthorized
+            }
+            // Stopping the server is the admin's, as REST's tokens and webhooks are.
+            let needed = method.hasSuffix("hutdown") ? .admin : operation.scope
+            if let needed, needed > admitted.scope {
+                throw RPCError("the token has the \(admitted.scope.name) scope; \(method) needs \(needed.name)")
+            }
+            operations = base.acting(as: admitted)
+            if let answering { sockets[answering]?.caller = admitted }
+            if operation.changesState, let log, log.minimum <= .info {
+                log.info("rpc call", admitted.logFields.merging(["rpc.method": method, "client.address": caller.address])
+                    { first, _ in first })
             }
         }
         if operation.changesState || method == "aria2.shutdown" || method == "aria2.forceShutdown",
@@ -351,13 +392,14 @@ final class Aria2RPC {
     // MARK: downloads
 
     private func idOf(_ gid: String) -> String? {
+        // The GIDs of every download (the map is shared by every caller); what the caller sees is checked after.
         gids.id(of: gid, count: engine.count, now: ProcessInfo.processInfo.systemUptime) {
-            operations.ids(matching: DownloadFilter())
+            base.ids(matching: DownloadFilter())
         }
     }
 
     private func snapshot(_ gid: String) throws(RPCError) -> DownloadSnapshot {
-        guard let id = idOf(gid), let snapshot = engine.snapshot(id) else {
+        guard let id = idOf(gid), let snapshot = try? operations.get(id) else {
             throw RPCError("GID \(gid) is not found")
         }
         return snapshot
@@ -369,8 +411,10 @@ final class Aria2RPC {
     }
 
     private func status(of gid: String, keys: [String]?) throws(RPCError) -> JSONValue {
-        if let id = idOf(gid), let snapshot = engine.snapshot(id) { return status(snapshot, keys: keys) }
-        if let gone = removed.last(where: { $0.gid == gid }) { return Aria2Status.select(gone.status, keys: keys) }
+        if let id = idOf(gid), let snapshot = try? operations.get(id) { return status(snapshot, keys: keys) }
+        if let gone = removed.last(where: { $0.gid == gid && sees($0.owner) }) {
+            return Aria2Status.select(gone.status, keys: keys)
+        }
         throw RPCError("GID \(gid) is not found")
     }
 
@@ -434,12 +478,22 @@ final class Aria2RPC {
         } catch {
             throw RPCError(Problem(error).detail)
         }
-        keepRemoved(gid, last)
+        keepRemoved(gid, snapshot.download.owner, last)
         return .string(gid)
     }
 
-    private func keepRemoved(_ gid: String, _ status: [(String, JSONValue)]) {
-        removed.append((gid, status))
+    /// Whether the caller sees a download `owner` added (a token with a root sees only its own).
+    private func sees(_ owner: String?) -> Bool {
+        operations.caller.confinedTo.map { $0 == owner } ?? true
+    }
+
+    /// The removed downloads kept that the caller sees.
+    private var visibleRemoved: [(gid: String, owner: String?, status: [(String, JSONValue)])] {
+        operations.caller.confinedTo == nil ? removed : removed.filter { sees($0.owner) }
+    }
+
+    private func keepRemoved(_ gid: String, _ owner: String?, _ status: [(String, JSONValue)]) {
+        removed.append((gid, owner, status))
         if removed.count > Aria2RPC.maxRemoved { removed.removeFirst(removed.count - Aria2RPC.maxRemoved) }
     }
 
@@ -509,7 +563,7 @@ final class Aria2RPC {
         let totals = operations.totals()
         let states: Set<DownloadState> = waiting ? [.queued, .paused] : [.completed, .failed]
         let stored = states.reduce(0) { $0 + totals.count($1) }
-        let extra = waiting ? [] : removed
+        let extra = waiting ? [] : visibleRemoved
         let total = stored + extra.count
         guard count > 0 else { return .array([]) }
         var positions: [Int] = []
@@ -604,7 +658,7 @@ final class Aria2RPC {
 
     private func globalStat() -> JSONValue {
         let totals = operations.totals()
-        let stopped = totals.count(.completed) + totals.count(.failed) + removed.count
+        let stopped = totals.count(.completed) + totals.count(.failed) + visibleRemoved.count
         return .object([
             ("downloadSpeed", .string(String(Int64(totals.speed.rounded())))),
             ("uploadSpeed", .string("0")),
@@ -619,13 +673,13 @@ final class Aria2RPC {
     /// aria2 forgets its finished results, not their files: Haul removes the finished downloads' records (files
     /// stay) and the removed ones it kept.
     private func purge() -> JSONValue {
-        removed.removeAll()
+        removed.removeAll { sees($0.owner) }
         act(.remove(deleteFile: false), states: [.completed, .failed])
         return .string("OK")
     }
 
     private func removeResult(_ gid: String) throws(RPCError) -> JSONValue {
-        if let index = removed.lastIndex(where: { $0.gid == gid }) {
+        if let index = removed.lastIndex(where: { $0.gid == gid && sees($0.owner) }) {
             removed.remove(at: index)
             return .string("OK")
         }
@@ -641,7 +695,7 @@ final class Aria2RPC {
         return .string("OK")
     }
 
-    private func multicall(_ p: Params, caller: Caller) throws(RPCError) -> JSONValue {
+    private func multicall(_ p: Params, caller: Peer) throws(RPCError) -> JSONValue {
         guard case .array(let calls)? = p.value(0) else { throw RPCError("Bad multicall signature") }
         guard calls.count <= Aria2RPC.maxBatch else {
             throw RPCError("a multicall holds at most \(Aria2RPC.maxBatch) calls")

@@ -15,12 +15,12 @@ extension API {
         }
         let (snapshot, created): (DownloadSnapshot, Bool)
         do throws(EngineError) {
-            (snapshot, created) = try operations.add(request, idempotency: idempotency)
+            (snapshot, created) = try c.operations.add(request, idempotency: idempotency)
         } catch {
             throw error == .tooMany ? tooManyDownloads : Problem(error)
         }
         let location = "/downloads/\(snapshot.download.id)"
-        return API.json(created ? 201 : 200, DownloadResource.json(snapshot), headers: [("Location", location)])
+        return API.json(created ? 201 : 200, DownloadResource.json(snapshot, owner: c.caller.seesOwners), headers: [("Location", location)])
     }
 
     private var tooManyDownloads: Problem {
@@ -36,11 +36,11 @@ extension API {
         let idempotency = c.request.header("Idempotency-Key").map {
             Idempotency(key: $0, requestHash: API.requestHash(c.request.body))
         }
-        if let idempotency, let first = try attempt(operations.batchAnswer(idempotency)) {
-            return try replay(first, atomic: atomic)
+        if let idempotency, let first = try attempt(c.operations.batchAnswer(idempotency)) {
+            return try replay(first, atomic: atomic, for: c)
         }
         let requests = items.compactMap { try? $0.get() }
-        let outcomes = try attempt(operations.add(batch: requests, atomic: atomic))
+        let outcomes = try attempt(c.operations.add(batch: requests, atomic: atomic))
         var results: [(status: Int, json: JSONValue, id: String?)] = []
         var next = outcomes.makeIterator()
         for item in items {
@@ -50,9 +50,9 @@ extension API {
             case .success:
                 switch next.next()! {
                 case .added(let snapshot):
-                    results.append((201, DownloadResource.json(snapshot), snapshot.download.id))
+                    results.append((201, DownloadResource.json(snapshot, owner: c.caller.seesOwners), snapshot.download.id))
                 case .existing(let snapshot):
-                    results.append((200, DownloadResource.json(snapshot), snapshot.download.id))
+                    results.append((200, DownloadResource.json(snapshot, owner: c.caller.seesOwners), snapshot.download.id))
                 case .refused(let error):
                     let problem = error == .tooMany ? tooManyDownloads : Problem(error)
                     results.append((problem.status, problem.json(instance: "/downloads"), nil))
@@ -72,24 +72,24 @@ extension API {
                 result.id.map { .object([("status", JSONValue(result.status)), ("id", .string($0))]) }
                     ?? .object([("status", JSONValue(result.status)), ("problem", result.json)])
             })
-            try attempt(operations.rememberBatchAnswer(idempotency, answer: answer.serialized()))
+            try attempt(c.operations.rememberBatchAnswer(idempotency, answer: answer.serialized()))
         }
         return API.batchResponse(results.map { ($0.status, $0.json) }, atomic: atomic)
     }
 
     /// The answer of the first request with this Idempotency-Key, each download as it is now.
-    private func replay(_ stored: String, atomic: Bool) throws(Problem) -> HTTPResponse {
+    private func replay(_ stored: String, atomic: Bool, for c: RequestContext) throws(Problem) -> HTTPResponse {
         guard case .array(let entries)? = try? JSONValue.parse(Array(stored.utf8)) else {
             throw Problem.internalError("the stored answer of this Idempotency-Key cannot be read")
         }
         let results: [(Int, JSONValue)] = entries.map { entry in
             let status = Int(entry["status"]?.integerValue ?? 500)
             if let id = entry["id"]?.stringValue {
-                guard let snapshot = engine.snapshot(id) else {
+                guard let snapshot = try? c.operations.get(id) else {
                     return (404, Problem.notFound("the download created for this batch, '\(id)', has been removed")
                         .json(instance: "/downloads"))
                 }
-                return (status, DownloadResource.json(snapshot))
+                return (status, DownloadResource.json(snapshot, owner: c.caller.seesOwners))
             }
             return (status, entry["problem"] ?? .null)
         }

@@ -19,7 +19,7 @@ extension API {
     }
 
     private func rpcPost(_ c: RequestContext) -> HTTPResponse {
-        let caller = Aria2RPC.Caller(address: c.request.peer, mayChange: true)
+        let caller = Aria2RPC.Peer(address: c.request.peer, mayChange: true)
         guard c.request.body.count <= RequestBody.maxBytes else {
             return rpcResponse(.null, status: 413, error: Aria2RPC.RPCError("the request is larger than "
                                    + "\(RequestBody.maxBytes) bytes", code: -32600))
@@ -51,7 +51,7 @@ extension API {
     }
 
     private func rpcGet(_ c: RequestContext) -> HTTPResponse {
-        let caller = Aria2RPC.Caller(address: c.request.peer, mayChange: false)
+        let caller = Aria2RPC.Peer(address: c.request.peer, mayChange: false)
         var request: [(String, JSONValue)] = [("jsonrpc", .string("2.0"))]
         if let id = c.query["id"] { request.append(("id", .string(id))) }
         if let method = c.query["method"] { request.append(("method", .string(method))) }

@@ -8,8 +8,8 @@ extension API {
     var categoryRoutes: [Route] {
         [
             Route(pattern: "/categories", handlers: [
-                "GET": .read(.listCategories) { [unowned self] _ in
-                    .response(API.json(200, .object([("categories", .array(self.operations.categories.map(API.categoryJSON)))])))
+                "GET": .read(.listCategories) { c in
+                    .response(API.json(200, .object([("categories", .array(c.operations.categories.map(API.categoryJSON)))])))
                 },
             ]),
             Route(pattern: "/categories/{name}", handlers: [
@@ -18,7 +18,7 @@ extension API {
                 },
                 "PUT": .write(.putCategory) { [unowned self] c throws(Problem) in .response(try self.putCategory(c)) },
                 "DELETE": .write(.removeCategory) { [unowned self] c throws(Problem) in
-                    try self.attempt(self.operations.removeCategory(c.parameters["name"]!))
+                    try self.attempt(c.operations.removeCategory(c.parameters["name"]!))
                     return .response(HTTPResponse(status: 204))
                 },
             ]),
@@ -26,7 +26,7 @@ extension API {
     }
 
     private func category(_ c: RequestContext) throws(Problem) -> HaulCore.Category {
-        try attempt(operations.category(c.parameters["name"]!))
+        try attempt(c.operations.category(c.parameters["name"]!))
     }
 
     private func putCategory(_ c: RequestContext) throws(Problem) -> HTTPResponse {
@@ -48,7 +48,7 @@ extension API {
         category.priority = body.nullableInteger("priority", in: -1000...1000).flatMap { $0 }.map(Int.init)
         category.proxy = body.nullableProxy("proxy") ?? nil
         try body.finish()
-        let created = try attempt(operations.putCategory(category))
+        let created = try attempt(c.operations.putCategory(category))
         return API.json(created ? 201 : 200, API.categoryJSON(category),
                         headers: created ? [("Location", "/categories/\(name)")] : [])
     }
@@ -80,10 +80,11 @@ extension API {
             errors.append(("state", "is required: the states of the downloads to remove (e.g. completed,failed)"))
         }
         if !errors.isEmpty { throw Problem.invalid(errors) }
-        let doomed = operations.ids(matching: DownloadFilter(states: states, category: category))
+        let doomed = c.operations.ids(matching: DownloadFilter(states: states, category: category))
         let removed = Box<[String]>([])
         // Those removed meanwhile (through another node, or by another request between two slices) are passed over.
-        return inSlices(doomed, { [operations] ids throws(Problem) in
+        let operations = c.operations
+        return inSlices(doomed, { ids throws(Problem) in
             removed.value += try self.attempt(operations.remove(batch: ids, deleteFile: deleteFile))
         }, finish: { API.json(200, .object([("removed", .array(removed.value.map { .string($0) }))])) })
     }

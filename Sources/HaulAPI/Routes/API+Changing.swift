@@ -5,8 +5,8 @@ import HaulLoop
 /// One download read, changed, acted on in bulk, or removed.
 extension API {
     func getDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
-        let snapshot = try attempt(operations.get(c.parameters["id"]!))
-        return try conditional(c.request, API.json(200, DownloadResource.json(snapshot)))
+        let snapshot = try attempt(c.operations.get(c.parameters["id"]!))
+        return try conditional(c.request, API.json(200, DownloadResource.json(snapshot, owner: c.caller.seesOwners)))
     }
 
     /// What PATCH /downloads/{id} may change: the state, the options the table lets it, and its place in the queue.
@@ -14,7 +14,7 @@ extension API {
 
     func patchDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let id = c.parameters["id"]!
-        _ = try attempt(operations.get(id))
+        _ = try attempt(c.operations.get(id))
         var body = try RequestBody(c.request)
         body.rejectUnknown(except: API.patchMembers)
         var changes = DownloadChanges()
@@ -32,13 +32,13 @@ extension API {
         }
         let position = body.integer("queue_position", in: 0...Int64(Int32.max)).map { Int($0) }
         try body.finish()
-        var snapshot = try attempt(operations.change(id, changes))
+        var snapshot = try attempt(c.operations.change(id, changes))
         // After the priority: a place is among the downloads of the priority it has then.
         if let position {
-            _ = try attempt(operations.move(id, .position(position)))
-            snapshot = try attempt(operations.get(id))
+            _ = try attempt(c.operations.move(id, .position(position)))
+            snapshot = try attempt(c.operations.get(id))
         }
-        return API.json(200, DownloadResource.json(snapshot))
+        return API.json(200, DownloadResource.json(snapshot, owner: c.caller.seesOwners))
     }
 
     /// The most downloads one action names.
@@ -80,7 +80,7 @@ extension API {
         if body.has("ids") == body.has("state") { body.reject("ids", "give ids or state, one of them") }
         if body.has("ids"), category != nil { body.reject("category", "goes with state, not with ids") }
         try body.finish()
-        if let states { ids = operations.ids(matching: DownloadFilter(states: states, category: category)) }
+        if let states { ids = c.operations.ids(matching: DownloadFilter(states: states, category: category)) }
         let bulk: BulkAction = switch action {
         case "pause": .pause
         case "resume": .resume
@@ -90,17 +90,18 @@ extension API {
         let results = Box<[JSONValue]>([])
         let failed = Box(0)
         let total = ids.count
-        return inSlices(ids, { [operations] slice throws(Problem) in
+        let operations = c.operations
+        return inSlices(ids, { slice throws(Problem) in
             for result in operations.act(bulk, on: slice) {
                 let id = JSONValue.string(result.id)
                 switch result.outcome {
                 case .changed(let snapshot):
                     results.value.append(.object([("id", id), ("status", JSONValue(200)),
-                                                  ("download", DownloadResource.json(snapshot))]))
+                                                  ("download", DownloadResource.json(snapshot, owner: c.caller.seesOwners))]))
                 case .moved(let snapshot, let position):
                     results.value.append(.object([("id", id), ("status", JSONValue(200)),
                                                   ("queue_position", JSONValue(position)),
-                                                  ("download", DownloadResource.json(snapshot))]))
+                                                  ("download", DownloadResource.json(snapshot, owner: c.caller.seesOwners))]))
                 case .removed:
                     results.value.append(.object([("id", id), ("status", JSONValue(204))]))
                 case .refused(let error):
@@ -125,7 +126,7 @@ extension API {
             }
             deleteFile = flag == "true"
         }
-        try attempt(operations.remove(id, deleteFile: deleteFile))
+        try attempt(c.operations.remove(id, deleteFile: deleteFile))
         return HTTPResponse(status: 204)
     }
 }

@@ -49,21 +49,21 @@ extension API {
         }
         var changes: (changed: Set<String>, removed: [String])??
         if let text = c.query["changed_since"] {
-            if let since = Int64(text), since >= 0 { changes = .some(events.changes(since: since)) }
+            if let since = Int64(text), since >= 0 { changes = .some(events.changes(since: since, for: c.caller)) }
             else { errors.append(("changed_since", "must be a sequence number from an earlier answer")) }
         }
         if !errors.isEmpty { throw Problem.invalid(errors) }
         // Read before listing: a change made after this number shows up in the next delta, never lost.
         let sequence = events.sequence
         query.filter.ids = changes??.changed
-        let page = operations.page(query)
+        let page = c.operations.page(query)
         let next: JSONValue = switch page.next {
         case nil: .null
         case .position(let position)?: .string("o\(position)")
         case .sequence(let number)?: .string(String(number))
         }
         var members: [(String, JSONValue)] = [
-            ("downloads", .array(page.downloads.map(DownloadResource.json))),
+            ("downloads", .array(page.downloads.map { DownloadResource.json($0, owner: c.caller.seesOwners) })),
             ("next_cursor", next),
             ("sequence", JSONValue(sequence)),
         ]
@@ -76,7 +76,7 @@ extension API {
     }
 
     func eventStream(_ c: RequestContext, downloadID: String?) throws(Problem) -> APIResult {
-        if let downloadID, engine.snapshot(downloadID) == nil { throw Problem(EngineError.notFound(downloadID)) }
+        if let downloadID { _ = try attempt(c.operations.get(downloadID)) }
         var lastEventID: Int64?
         if let text = c.request.header("Last-Event-ID") ?? c.query["last_event_id"] {
             guard let value = Int64(text.trimmingSpaces()), value >= 0 else {
@@ -92,7 +92,7 @@ extension API {
         if c.request.method == "HEAD" {
             return .response(HTTPResponse(status: 200, headers: EventStreamRequest.standardHeaders))
         }
-        var request = EventStreamRequest(downloadID: downloadID, lastEventID: lastEventID)
+        var request = EventStreamRequest(downloadID: downloadID, lastEventID: lastEventID, caller: c.caller)
         if let category = c.query["category"] {
             if let problem = Validate.categoryName(category) { throw Problem.invalid([("category", problem)]) }
             request.category = category
@@ -111,7 +111,8 @@ extension API {
                 + "/downloads/ID/file")
         }
         try body.finish()
-        let issued = gate.tickets.issue(path: path!, now: Date().timeIntervalSince1970)
+        let issued = gate.tickets.issue(path: path!, now: Date().timeIntervalSince1970,
+                                        for: c.caller.token.map { .token($0.id) } ?? .server)
         return API.json(201, .object([
             ("ticket", .string(issued.ticket)),
             ("path", .string(path!)),

@@ -7,7 +7,7 @@ extension API {
     /// The settings in force, the speed limit of this moment (the schedule's), the time zone the schedule is read
     /// in, and the defaults the flags gave.
     func settings() -> HTTPResponse {
-        guard case .object(var members) = operations.settings.json else { return API.json(200, .null) }
+        guard case .object(var members) = serverOperations.settings.json else { return API.json(200, .null) }
         members.append(("current_max_speed", JSONValue(engine.currentSpeedLimit ?? 0)))
         members.append(("time_zone", .string(API.timeZone)))
         members.append(("utc_offset", .string(ServerTimeZone.offset(at: Date()))))
@@ -26,12 +26,12 @@ extension API {
             for error in errors { invalid.reject(error.field, error.message) }
             try invalid.finish()
         }
-        _ = try attempt(operations.changeSettings(change))
+        _ = try attempt(c.operations.changeSettings(change))
         return settings()
     }
 
-    func stats() -> HTTPResponse {
-        let totals = operations.totals()
+    func stats(_ c: RequestContext) -> HTTPResponse {
+        let totals = c.operations.totals()
         return API.json(200, .object([
             ("downloads", JSONValue(totals.downloads)),
             ("active", JSONValue(totals.active)),
@@ -54,10 +54,14 @@ extension API {
     }
 
     /// `GET /metrics`: the Prometheus text exposition of downloads, transfers, API requests and event streams.
-    func prometheusMetrics() -> HTTPResponse {
-        let totals = engine.totals()
+    /// Aggregates only; for a scoped token below admin, no webhook or node figures, and for one with a root the
+    /// download figures are its own downloads'.
+    func prometheusMetrics(_ c: RequestContext) -> HTTPResponse {
+        let totals = c.operations.totals()
+        let admin = c.caller.scope == .admin
+        let confined = c.caller.confinedTo != nil
         var out = PrometheusText()
-        if let node = engine.node {
+        if admin, let node = engine.node {
             out.family("haul_node_info", type: "gauge", help: "This node's name among the nodes sharing the store.")
             out.sample("haul_node_info", ["node": node], 1)
             out.single("haul_node_running_downloads", type: "gauge", help: "Downloads this node runs (the others' "
@@ -69,8 +73,10 @@ extension API {
         for state in DownloadState.allCases {
             out.sample("haul_downloads", ["state": state.rawValue], Double(totals.count(state)))
         }
-        out.single("haul_downloaded_bytes_total", type: "counter",
-                   help: "Body bytes written to part files since the server started.", Double(engine.bytesReceived))
+        if !confined {
+            out.single("haul_downloaded_bytes_total", type: "counter",
+                       help: "Body bytes written to part files since the server started.", Double(engine.bytesReceived))
+        }
         out.single("haul_download_speed_bytes_per_second", type: "gauge",
                    help: "Current transfer speed over all running downloads.", totals.speed.rounded())
         out.single("haul_download_connections", type: "gauge",
@@ -82,7 +88,7 @@ extension API {
                    Double(events.slowStreamCount))
         out.single("haul_event_queued_bytes", type: "gauge", help: "Event bytes waiting for slow clients.",
                    Double(events.queuedBytes))
-        if let counts = engine.webhookDeliveryCounts() {
+        if admin, let counts = engine.webhookDeliveryCounts() {
             out.family("haul_webhook_deliveries", type: "gauge", help: "Webhook deliveries in the outbox, by state "
                        + "(pending: not yet answered 2xx; delivered: the newest hundred per webhook kept; failed: given "
                        + "up on within a week).")

@@ -12,9 +12,19 @@ extension API {
             Route(pattern: "/tokens", handlers: [
                 "GET": .read(.listTokens) { [unowned self] _ throws(Problem) in
                     let tokens = try self.attempt(self.engine.tokens())
-                    return .response(API.json(200, .object([("tokens", .array(tokens.map { API.tokenJSON($0) }))])))
+                    return .response(API.json(200, .object([("tokens", .array(tokens.map { self.tokenJSON($0) }))])))
                 },
                 "POST": .write(.addToken) { [unowned self] c throws(Problem) in .response(try self.addToken(c)) },
+            ]),
+            // Who the caller is: the dashboard shows only what its scope may use.
+            Route(pattern: "/token", handlers: [
+                "GET": .read(.whoAmI) { [unowned self] c in
+                    guard let token = c.caller.token else {
+                        return .response(API.json(200, .object([("id", .null), ("name", .null),
+                                                                ("scope", .string(c.caller.scope.name))])))
+                    }
+                    return .response(API.json(200, self.tokenJSON(token)))
+                },
             ]),
             Route(pattern: "/tokens/{id}", handlers: [
                 "DELETE": .write(.removeToken) { [unowned self] c throws(Problem) in
@@ -31,7 +41,7 @@ extension API {
                 + "--token (HAUL_TOKEN) before handing out tokens with less")
         }
         var body = try RequestBody(c.request)
-        body.rejectUnknown(except: ["name", "scope", "expires_at"])
+        body.rejectUnknown(except: ["name", "scope", "expires_at", "root", "quota_bytes", "max_active"])
         let name = body.string("name", required: true)
         if let name, !AccessToken.isValidName(name) {
             body.reject("name", "must be 1 to 64 printable characters")
@@ -45,15 +55,33 @@ extension API {
             if expiresAt == nil { body.reject("expires_at", "must be an RFC 3339 time, like 2027-01-31T18:00:00Z") }
             else if expiresAt! <= Date() { body.reject("expires_at", "must be in the future") }
         }
+        var root: String?
+        if let folder = body.string("root") {
+            if folder.isEmpty {
+                body.reject("root", "must name a folder under the download root")
+            } else if let problem = Validate.directory(folder) {
+                body.reject("root", problem)
+            } else {
+                root = Validate.sanitizedDirectory(folder)
+            }
+        }
+        let quota = body.integer("quota_bytes", in: 1...Int64.max)
+        let maxActive = body.integer("max_active", in: 1...1000)
         try body.finish()
-        let (token, secret) = try attempt(engine.addToken(name: name!, scope: scope!, expiresAt: expiresAt))
-        guard case .object(var members) = API.tokenJSON(token) else { return API.json(500, .null) }
+        let asked = AccessToken(id: "", name: name!, scope: scope!, expiresAt: expiresAt, createdAt: Date(),
+                                root: root, quotaBytes: quota, maxActive: maxActive.map { Int($0) })
+        let (token, secret) = try attempt(engine.addToken(asked))
+        guard case .object(var members) = tokenJSON(token) else { return API.json(500, .null) }
         members.append(("secret", .string(secret)))
         return API.json(201, .object(members), headers: [("Location", "/tokens/\(token.id)")])
     }
 
-    static func tokenJSON(_ token: AccessToken) -> JSONValue {
+    /// A token as `GET /tokens` shows it (never its secret), with what its downloads hold now.
+    func tokenJSON(_ token: AccessToken) -> JSONValue {
         .object([("id", .string(token.id)), ("name", .string(token.name)), ("scope", .string(token.scope.name)),
+                 ("root", JSONValue(token.root)), ("quota_bytes", JSONValue(token.quotaBytes)),
+                 ("used_bytes", JSONValue(engine.usage(of: token.id))),
+                 ("max_active", JSONValue(token.maxActive.map { Int64($0) })),
                  ("expires_at", token.expiresAt.map { .string(Timestamp.rfc3339($0)) } ?? .null),
                  ("created_at", .string(Timestamp.rfc3339(token.createdAt)))])
     }

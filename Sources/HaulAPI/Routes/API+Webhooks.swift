@@ -7,8 +7,8 @@ extension API {
     var webhookRoutes: [Route] {
         [
             Route(pattern: "/webhooks", handlers: [
-                "GET": .read(.listWebhooks) { [unowned self] _ in
-                    .response(API.json(200, .object([("webhooks", .array(self.operations.webhooks.map {
+                "GET": .read(.listWebhooks) { c in
+                    .response(API.json(200, .object([("webhooks", .array(c.operations.webhooks.map {
                         API.webhookJSON($0, withSecret: false)
                     }))])))
                 },
@@ -19,7 +19,7 @@ extension API {
                     .response(API.json(200, API.webhookJSON(try self.webhook(c), withSecret: false)))
                 },
                 "DELETE": .write(.removeWebhook) { [unowned self] c throws(Problem) in
-                    try self.attempt(self.operations.removeWebhook(c.parameters["id"]!))
+                    try self.attempt(c.operations.removeWebhook(c.parameters["id"]!))
                     return .response(HTTPResponse(status: 204))
                 },
             ]),
@@ -28,21 +28,21 @@ extension API {
                     let limit = try API.deliveryLimit(c)
                     let hook = try self.webhook(c)
                     return .response(API.deliveriesJSON(try self.attempt(
-                        self.operations.deliveries(of: hook.id, limit: limit))))
+                        c.operations.deliveries(of: hook.id, limit: limit))))
                 },
             ]),
             Route(pattern: "/downloads/{id}/deliveries", handlers: [
                 "GET": .read(.listDeliveries, query: ["limit"]) { [unowned self] c throws(Problem) in
                     let limit = try API.deliveryLimit(c)
                     return .response(API.deliveriesJSON(try self.attempt(
-                        self.operations.deliveries(about: c.parameters["id"]!, limit: limit))))
+                        c.operations.deliveries(about: c.parameters["id"]!, limit: limit))))
                 },
             ]),
         ]
     }
 
     private func webhook(_ c: RequestContext) throws(Problem) -> Webhook {
-        try attempt(operations.webhook(c.parameters["id"]!))
+        try attempt(c.operations.webhook(c.parameters["id"]!))
     }
 
     private func addWebhook(_ c: RequestContext) throws(Problem) -> HTTPResponse {
@@ -67,7 +67,7 @@ extension API {
         let category = body.string("category")
         if let category, let problem = Validate.categoryName(category) { body.reject("category", problem) }
         try body.finish()
-        let hook = try attempt(operations.addWebhook(url: url!, events: events, category: category))
+        let hook = try attempt(c.operations.addWebhook(url: url!, events: events, category: category))
         return API.json(201, API.webhookJSON(hook, withSecret: true), headers: [("Location", "/webhooks/\(hook.id)")])
     }
 

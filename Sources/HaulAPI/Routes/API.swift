@@ -7,8 +7,9 @@ import HaulLoop
 /// response; the HTTP server only carries bytes.
 public final class API {
     let engine: Engine
-    /// What the handlers decode requests into and encode answers from.
-    let operations: Operations
+    /// What the handlers decode requests into and encode answers from, done for the server's own token: each
+    /// request's handler gets them for its caller instead (`RequestContext.operations`).
+    let serverOperations: Operations
     public let events: EventHub
     var router: Router!
     let gate: AccessGate
@@ -24,15 +25,17 @@ public final class API {
                 access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(),
                 aria2: Aria2Config = Aria2Config(), log: Logger? = nil) {
         self.engine = engine
-        operations = Operations(engine: engine, maxDownloads: limits.maxDownloads)
+        serverOperations = Operations(engine: engine, maxDownloads: limits.maxDownloads)
         self.limits = limits
         self.log = log
         gate = AccessGate(policy: access)
-        self.aria2 = Aria2RPC(operations: operations, gate: gate, config: aria2)
+        self.aria2 = Aria2RPC(operations: serverOperations, gate: gate, config: aria2, log: log)
         gate.lookup = { [unowned engine] secret in engine.token(forSecret: secret) }
+        gate.byID = { [unowned engine] id in engine.token(id: id) }
         self.events = EventHub(engine: engine, config: events)
         self.events.onEngineChange = { [unowned aria2 = self.aria2] change in aria2.engineChanged(change) }
-        engine.webhookResource = DownloadResource.json
+        // Webhooks are the admin's: their bodies name each download's owner.
+        engine.webhookResource = { DownloadResource.json($0, owner: true) }
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
                 "GET": .read(.listDownloads, query: ["state", "limit", "cursor", "changed_since", "q", "sort",
@@ -71,7 +74,7 @@ public final class API {
                 "POST": .write(.issueTicket) { [unowned self] c throws(Problem) in .response(try self.issueTicket(c)) },
             ]),
             Route(pattern: "/stats", handlers: [
-                "GET": .read(.stats) { [unowned self] _ in .response(self.stats()) },
+                "GET": .read(.stats) { [unowned self] c in .response(self.stats(c)) },
             ]),
             Route(pattern: "/settings", handlers: [
                 "GET": .read(.getSettings) { [unowned self] c throws(Problem) in
@@ -95,7 +98,7 @@ public final class API {
                 },
             ]),
             Route(pattern: "/metrics", handlers: [
-                "GET": .read(.metrics) { [unowned self] _ in .response(self.prometheusMetrics()) },
+                "GET": .read(.metrics) { [unowned self] c in .response(self.prometheusMetrics(c)) },
             ]),
             Route(pattern: "/healthz", access: .open, handlers: [
                 "GET": .read(.health, query: nil) { [unowned self] _ in
@@ -150,59 +153,70 @@ public final class API {
     public func serve(_ request: HTTPRequest, receivedAt: Double, send: @escaping (APIResult) -> Void) {
         let path = request.path
         let matched = router.match(path)
-        let result = answer(request, path: path, matched: matched)
+        let (result, caller) = answer(request, path: path, matched: matched)
+        // aria2's front logs its calls itself: its route is open, the token is in each call.
+        let changes = matched.map { $0.route.access != .open && $0.route.handler(for: request.method)?.changesState == true }
+            ?? false
         if case .pending(let pending) = result {
             // For `handle`: the first call says the answer is coming.
             send(result)
             return pending.whenReady { [weak self] response in
                 send(.response(response))
                 self?.record(request, path: path, route: matched?.route.pattern, status: response.status,
-                             receivedAt: receivedAt)
+                             receivedAt: receivedAt, audited: changes ? caller : nil)
             }
         }
         send(result)
         var status = result.response?.status ?? 200
         if case .webSocket = result { status = 101 }
-        record(request, path: path, route: matched?.route.pattern, status: status,
-               receivedAt: receivedAt)
+        record(request, path: path, route: matched?.route.pattern, status: status, receivedAt: receivedAt,
+               audited: changes ? caller : nil)
     }
 
-    /// Counts an answered request in the metrics and logs its line.
-    private func record(_ request: HTTPRequest, path: String, route: String?, status: Int, receivedAt: Double) {
+    /// Counts an answered request in the metrics and logs its line; a state-changing one (`audited`) names the
+    /// token it came with, by id and name (never its secret), at info level or above.
+    private func record(_ request: HTTPRequest, path: String, route: String?, status: Int, receivedAt: Double,
+                        audited: Caller?) {
         let seconds = ProcessInfo.processInfo.systemUptime - receivedAt
         metrics.record(route: route ?? "unmatched", method: request.method, status: status, seconds: seconds)
         if let log, log.minimum <= .info {
             // The path only: a query may carry an access token.
-            log.info("request", ["http.method": request.method, "http.path": path, "http.status": String(status),
-                                 "http.duration_ms": API.milliseconds(seconds),
-                                 "client.address": request.peer])
+            var fields = ["http.method": request.method, "http.path": path, "http.status": String(status),
+                          "http.duration_ms": API.milliseconds(seconds), "client.address": request.peer]
+            if let audited { fields.merge(audited.logFields) { first, _ in first } }
+            log.info("request", fields)
         }
     }
 
+    /// The answer to `request`, and who it came from (nil when the gate refused it).
     private func answer(_ request: HTTPRequest, path: String,
-                        matched: (route: Route, parameters: [String: String])?) -> APIResult {
+                        matched: (route: Route, parameters: [String: String])?) -> (APIResult, Caller?) {
         let cors = gate.corsHeaders(for: request) + API.everyAnswer
         if request.target.utf8.count > limits.maxTargetBytes {
-            return .response(Problem(status: 414, slug: "uri-too-long", title: "URI too long",
-                                     detail: "the request target must be at most \(limits.maxTargetBytes) bytes")
-                .response(instance: "/").adding(cors))
+            return (.response(Problem(status: 414, slug: "uri-too-long", title: "URI too long",
+                                      detail: "the request target must be at most \(limits.maxTargetBytes) bytes")
+                .response(instance: "/").adding(cors)), nil)
         }
-        if let refused = gate.check(request, path: path, route: matched?.route,
-                                    now: ProcessInfo.processInfo.systemUptime) {
+        let caller: Caller
+        switch gate.check(request, path: path, route: matched?.route, now: ProcessInfo.processInfo.systemUptime) {
+        case .refused(let refused):
             // A preflight's answer carries its CORS headers already; a second copy makes browsers refuse it.
-            return .response(gate.preflight(request) != nil ? refused.adding(API.everyAnswer) : refused.adding(cors))
+            return (.response(gate.preflight(request) != nil ? refused.adding(API.everyAnswer) : refused.adding(cors)),
+                    nil)
+        case .admitted(let admitted):
+            caller = admitted
         }
-        switch router.handle(request, path: path, matched: matched) {
+        switch router.handle(request, path: path, matched: matched, operations: serverOperations.acting(as: caller)) {
         case .response(let response):
-            return .response(response.adding(cors))
+            return (.response(response.adding(cors)), caller)
         case .eventStream(var stream):
             stream.headers += cors
-            return .eventStream(stream)
+            return (.eventStream(stream), caller)
         case .pending(let pending):
             pending.headers += cors
-            return .pending(pending)
+            return (.pending(pending), caller)
         case .webSocket(let upgrade):
-            return .webSocket(upgrade)
+            return (.webSocket(upgrade), caller)
         }
     }
 
@@ -216,7 +230,7 @@ public final class API {
 
     /// Starts sending events to `sink`, a stream the transport opened for `request`.
     public func attach(_ sink: EventSink, for request: EventStreamRequest) {
-        events.subscribe(sink, downloadID: request.downloadID, category: request.category,
+        events.subscribe(sink, downloadID: request.downloadID, category: request.category, caller: request.caller,
                          lastEventID: request.lastEventID)
     }
 

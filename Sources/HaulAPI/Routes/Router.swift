@@ -100,6 +100,8 @@ public struct EventStreamRequest: Sendable {
     public var category: String?
     /// From `Last-Event-ID` or `?last_event_id=`.
     public let lastEventID: Int64?
+    /// Whose stream it is: it carries only what the caller's token sees.
+    public var caller: Caller = .server
     /// The headers that open the stream: `standardHeaders` and the CORS headers of the request.
     public var headers: [(name: String, value: String)] = EventStreamRequest.standardHeaders
 
@@ -111,11 +113,15 @@ public struct EventStreamRequest: Sendable {
     ]
 }
 
-/// What a handler gets: the request and the path parameters.
+/// What a handler gets: the request, the path parameters, and the operations done for its caller.
 struct RequestContext {
     let request: HTTPRequest
     let parameters: [String: String]
     let query: [String: String]
+    /// Everything a handler does with downloads goes through these: they hold who asked (`caller`).
+    let operations: Operations
+
+    var caller: Caller { operations.caller }
 }
 
 /// One method of one route as the operation table sees it.
@@ -142,8 +148,8 @@ struct Router {
     }
 
     /// Answers `request` for `path` (its decoded path) with the route `match` found, or 404/405.
-    func handle(_ request: HTTPRequest, path: String, matched: (route: Route, parameters: [String: String])?)
-        -> APIResult {
+    func handle(_ request: HTTPRequest, path: String, matched: (route: Route, parameters: [String: String])?,
+                operations: Operations) -> APIResult {
         guard let (route, parameters) = matched else {
             return .response(Problem.notFound("no route for \(path)").response(instance: path))
         }
@@ -173,7 +179,8 @@ struct Router {
             }
         }
         do {
-            return try handler.run(RequestContext(request: request, parameters: parameters, query: query))
+            return try handler.run(RequestContext(request: request, parameters: parameters, query: query,
+                                                  operations: operations))
         } catch {
             return .response(error.response(instance: path))
         }

@@ -172,6 +172,7 @@ async function start() {
     } while (cursor);
     state.downloads = all;
     state.lastEventId = sequence;
+    await loadScope();
     render();
     follow();
     loadSettings();
@@ -181,6 +182,21 @@ async function start() {
     if (error.status === 401) return; // waits for the token form
     setConnection("down", error.offline ? "" : error.message);
     retryLater();
+  }
+}
+
+/**
+ * The scope of the token in use (read, add, manage or admin), on <body data-scope>: the stylesheet hides the
+ * buttons it cannot use, so a wall dashboard with a read-only token shows no Pause that would answer 403.
+ */
+async function loadScope() {
+  try {
+    const me = await api("GET", "/token");
+    document.body.dataset.scope = me.scope;
+    document.body.dataset.confined = me.root ? "true" : "false";
+  } catch (error) {
+    if (error.status === 401) throw error;
+    delete document.body.dataset.scope;
   }
 }
 

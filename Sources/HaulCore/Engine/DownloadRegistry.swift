@@ -22,6 +22,9 @@ final class DownloadRegistry {
     private var departed = 0
     /// Unfinished downloads by destination (URL, directory, requested name), for answering a repeated POST.
     private var destinations: [String: String] = [:]
+    /// The downloads of each token that added some (`Download.owner`): a token's totals and quota cost its own
+    /// downloads, not every one.
+    private(set) var owned: [String: Set<String>] = [:]
 
     subscript(id: String) -> MachineBox? { machines[id] }
 
@@ -114,6 +117,13 @@ final class DownloadRegistry {
                     departed = 0
                 }
             }
+        }
+        if was?.owner != now?.owner {
+            if let owner = was?.owner, let id = was?.id {
+                owned[owner]?.remove(id)
+                if owned[owner]?.isEmpty == true { owned.removeValue(forKey: owner) }
+            }
+            if let owner = now?.owner, let id = now?.id { owned[owner, default: []].insert(id) }
         }
         if let was {
             stateCounts[was.state, default: 0] -= 1

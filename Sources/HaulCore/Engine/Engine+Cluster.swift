@@ -309,6 +309,9 @@ extension Engine {
         }
         guard let download = machines[claim.id]?.machine.download, download.state == .queued,
               runners[claim.id] == nil else { return }
+        // One claim may take several of a token's downloads at once: those past its `max_active` wait for their
+        // leases to end and are claimed again.
+        if let owner = download.owner, freeSlots(of: owner) <= 0 { return }
         let runner = DownloadRunner(engine: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed)
         runners[download.id] = runner
         runner.begin()

@@ -35,6 +35,7 @@ extension Engine {
         var fresh: [Download] = []
         var claimed: [String: Int] = [:]
         var reservedBytes: Int64 = 0
+        var ownerReserved: [String: Int64] = [:]
         let now = clock.wallTime
         for request in requests {
             var category: Category?
@@ -47,9 +48,19 @@ extension Engine {
                 }
                 category = found
             }
-            // A category's folder holds its downloads (a download's own directory is then under it).
-            let directory = [category?.directory ?? "", request.directory].filter { !$0.isEmpty }
-                .joined(separator: "/")
+            // A category's folder holds its downloads (a download's own directory is then under it); a token's
+            // root holds all of the token's, and a category whose folder is elsewhere is not the token's to use.
+            var folder = category?.directory ?? ""
+            if let root = request.owner?.root {
+                if folder.isEmpty {
+                    folder = root
+                } else if folder != root && !folder.hasPrefix(root + "/") {
+                    plans.append(.refused(.invalid(field: "category", message: "the category's folder '\(folder)' is "
+                        + "outside the token's root '\(root)'")))
+                    continue
+                }
+            }
+            let directory = [folder, request.directory].filter { !$0.isEmpty }.joined(separator: "/")
             let depth = directory.split(separator: "/").count
             if depth > FileName.maxDepth || directory.utf8.count > FileName.maxDirectoryBytes {
                 plans.append(.refused(.invalid(field: "directory", message: "with the category's folder it would be "
@@ -58,7 +69,10 @@ extension Engine {
                 continue
             }
             let destination = DownloadRegistry.destination(request.url, directory, request.filename)
-            if let existing = registry.download(fetching: request.url, into: directory, as: request.filename) {
+            // The same file asked for again: the download there is the answer, unless it is one the asking token
+            // may not see (another token's under a shared root), which gets its own.
+            if let existing = registry.download(fetching: request.url, into: directory, as: request.filename),
+               request.owner?.root == nil || machines[existing]?.machine.download.owner == request.owner?.id {
                 plans.append(.same(existing))
                 continue
             }
@@ -79,6 +93,19 @@ extension Engine {
                 plans.append(.refused(.conflict("the id \(id) is taken")))
                 continue
             }
+            if let owner = request.owner, let quota = owner.quotaBytes {
+                // What the token's downloads hold, those of this batch before this one included, must leave room.
+                let held = usage(of: owner.id) + (ownerReserved[owner.id] ?? 0)
+                let size = request.expectedBytes ?? 0
+                if held >= quota || held + size > quota {
+                    plans.append(.refused(.insufficientStorage(DownloadError(.quotaExceeded, "the token '\(owner.name)' "
+                        + "holds \(SpacePolicy.bytes(held)) of its \(SpacePolicy.bytes(quota)) quota"
+                        + (size > 0 ? "; this file needs \(SpacePolicy.bytes(size))" : "")))))
+                    continue
+                }
+                ownerReserved[owner.id, default: 0] += size
+                ownerTokens[owner.id] = owner
+            }
             reservedBytes += request.expectedBytes ?? 0
             // The category's connections and priority are the defaults.
             var download = Download(
@@ -88,6 +115,8 @@ extension Engine {
                 connections: request.connections ?? category?.connections ?? config.defaultConnections,
                 priority: request.priority ?? category?.priority ?? 0, maxSpeed: request.maxSpeed, createdAt: now)
             download.mirrors = request.mirrors.map(Mirror.init)
+            download.owner = request.owner?.id
+            download.ownerName = request.owner?.name
             for carry in DownloadOptions.carrying { carry(request, &download) }
             claimed[destination] = fresh.count
             plans.append(.new(fresh.count))

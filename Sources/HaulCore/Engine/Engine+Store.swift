@@ -8,12 +8,36 @@ extension Engine {
     func schedule() {
         registry.runQueue.compact(live: registry.stateCounts[.queued] ?? 0, where: waiting)
         if cluster != nil { return claimWork() }
+        releaseHeld()
         // Checked for each: starting one may finish it at once (found complete) and start others meanwhile.
         while runners.count < config.maxActive, let next = registry.runQueue.popFirst(where: waiting) {
             guard let download = machines[next.id]?.machine.download else { continue }
+            if let owner = download.owner, freeSlots(of: owner) <= 0 {
+                // Its token runs as many as it may: set aside, and the next in the queue goes instead.
+                heldByOwner[owner, default: RunQueue()].push(next)
+                continue
+            }
             let runner = DownloadRunner(engine: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed)
             runners[download.id] = runner
             runner.begin()
+        }
+    }
+
+    /// How many more downloads of `owner` may run now (`max_active`; .max for none).
+    func freeSlots(of owner: String) -> Int {
+        guard let limit = ownerToken(owner)?.maxActive else { return .max }
+        return limit - runners.keys.count(where: { machines[$0]?.machine.download.owner == owner })
+    }
+
+    /// Puts back into the run queue as many set-aside downloads of each token as it has free slots now.
+    private func releaseHeld() {
+        for owner in Array(heldByOwner.keys) {
+            var free = freeSlots(of: owner)
+            while free > 0, let entry = heldByOwner[owner]?.popFirst(where: waiting) {
+                registry.runQueue.push(entry)
+                free -= 1
+            }
+            if heldByOwner[owner]?.count == 0 { heldByOwner.removeValue(forKey: owner) }
         }
     }
 

@@ -34,6 +34,11 @@ public final class Engine {
     /// The machines, for reading (a change goes through `registry`).
     var machines: [String: MachineBox] { registry.machines }
     var runners: [String: DownloadRunner] = [:]
+    /// The tokens that own downloads, by id, for their limits (`ownerLimits`).
+    var ownerTokens: [String: AccessToken] = [:]
+    /// Queued downloads of tokens running as many as their `max_active`, by owner, in run queue order: set aside
+    /// until one of the owner's runners ends, so they neither start nor hold up the downloads behind them.
+    var heldByOwner: [String: RunQueue] = [:]
     var nextSequence: Int64 = 1
     var tick: ClockTimer?
     /// Open connections per host, over all downloads.

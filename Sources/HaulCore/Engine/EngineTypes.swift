@@ -104,6 +104,8 @@ public struct NewDownload: Sendable {
     }
     /// The size the client expects the file to have, if it knows.
     public var expectedBytes: Int64?
+    /// The scoped token adding it: its root holds the download's folder, its quota bounds it, and it owns it.
+    public var owner: AccessToken?
 
     public init(url: String) { self.url = url }
 }
@@ -153,6 +155,8 @@ public enum EngineError: Error, Equatable {
     case missing(String)
     /// The server keeps at most `limit` of `kind` ("categories", "webhooks").
     case full(kind: String, limit: Int)
+    /// The caller's token may see the download but not change it: another token added it.
+    case notOwner(String)
 }
 
 /// Keeping secrets out of logs and API answers.

@@ -134,6 +134,7 @@ extension DownloadMachine {
             log(.info, "adopting an existing part file", ["file.size": String(adopted)])
         }
         transition(.probed)
+        quotaAllowance = info.allowance
         plan(partSize: info.size, allocated: info.allocated, free: info.free)
     }
 

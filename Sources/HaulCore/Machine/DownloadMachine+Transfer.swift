@@ -22,6 +22,7 @@ extension DownloadMachine {
         reserved = false
         unreservedSinceCheck = 0
         guard let total = download.totalBytes else { return startTransferring() }
+        if let allowance = quotaAllowance, total > allowance { return fail(quotaRefusal(allowance)) }
         // What the file still needs (a resumed one holds its blocks already) must leave the reserve free; then its
         // blocks are taken at once, so a full disk fails here, not hours into the transfer.
         if let refusal = settings.space.refusal(total: total, needed: total - allocated, free: free) {
@@ -269,12 +270,20 @@ extension DownloadMachine {
         if let maxFileSize = settings.space.maxFileSize, end > maxFileSize {
             return settings.space.refusalWhileWriting(written: end, free: .max)
         }
+        if let allowance = quotaAllowance, end > allowance { return quotaRefusal(allowance) }
         unreservedSinceCheck += Int64(count)
         if unreservedSinceCheck >= settings.spaceCheckBytes {
             unreservedSinceCheck = 0
             emit(.measureFreeSpace)
         }
         return nil
+    }
+
+    /// The file would pass what its token's quota leaves it.
+    func quotaRefusal(_ allowance: Int64) -> DownloadError {
+        let size = download.totalBytes.map { "is \(SpacePolicy.bytes($0))" } ?? "ran past what it may hold"
+        return DownloadError(.quotaExceeded, "the file \(size); the quota of the token that added it leaves "
+            + "\(SpacePolicy.bytes(max(0, allowance)))")
     }
 
     mutating func freeSpace(_ free: Int64) {

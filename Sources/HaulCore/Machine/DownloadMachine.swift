@@ -135,6 +135,8 @@ public struct DownloadMachine {
     }
 
     var phase = Phase.idle
+    /// The most bytes the file may have under its token's quota, as the part file was opened; nil for no quota.
+    var quotaAllowance: Int64?
     var connections: [Connection] = []
     /// How many connections this download runs at most now.
     var plannedConnections = 0

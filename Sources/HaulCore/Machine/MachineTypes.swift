@@ -63,9 +63,13 @@ public struct PartFileInfo: Equatable, Sendable {
     /// The part file under the current name was someone else's (another link, another owner), and why: the name was
     /// passed over for a free one.
     public var passedOver: String?
+    /// The most bytes the file may have under its token's `quota_bytes` (what the token's other downloads leave);
+    /// nil without a quota.
+    public var allowance: Int64?
 
     public init(name: String, size: Int64, allocated: Int64, free: Int64, adopted: Int64? = nil,
-                passedOver: String? = nil) {
+                passedOver: String? = nil, allowance: Int64? = nil) {
+        self.allowance = allowance
         self.name = name
         self.size = size
         self.allocated = allocated

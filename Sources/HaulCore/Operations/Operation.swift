@@ -57,6 +57,8 @@ public enum Operation: String, CaseIterable, Sendable {
     case listTokens = "tokens.list"
     case addToken = "tokens.add"
     case removeToken = "tokens.remove"
+    /// The caller's own token: its scope, root and quota (the dashboard hides what the scope cannot use).
+    case whoAmI = "tokens.self"
     /// aria2's JSON-RPC by POST (or WebSocket): each method is one of the operations above, its `token:`
     /// parameter checked by the front itself, so the route needs no bearer token.
     case rpc = "rpc.call"
@@ -70,7 +72,7 @@ public enum Operation: String, CaseIterable, Sendable {
             return true
         case .listDownloads, .getDownload, .readFile, .followEvents, .stats, .metrics, .getSettings, .listCategories,
              .getCategory, .listWebhooks, .getWebhook, .listDeliveries, .describeAPI, .health, .dashboard, .rpcRead,
-             .listTokens:
+             .listTokens, .whoAmI:
             return false
         }
     }
@@ -80,7 +82,7 @@ public enum Operation: String, CaseIterable, Sendable {
         switch self {
         case .health, .dashboard, .rpc, .rpcRead: return nil
         case .listDownloads, .getDownload, .readFile, .followEvents, .issueTicket, .stats, .metrics, .getSettings,
-             .listCategories, .getCategory, .describeAPI:
+             .listCategories, .getCategory, .describeAPI, .whoAmI:
             return .read
         case .addDownloads, .changeDownload, .removeDownload, .actOnDownloads: return .add
         case .removeDownloads, .changeSettings, .putCategory, .removeCategory: return .manage

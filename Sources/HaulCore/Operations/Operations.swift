@@ -11,6 +11,8 @@ public struct DownloadFilter: Sendable {
     public var ids: Set<String>?
     /// Only ids that start with this (what a person types of one: `haul rm 5sbz`).
     public var idPrefix: String?
+    /// Only the downloads this token added (a caller confined to its own).
+    public var owner: String?
 
     public init(states: Set<DownloadState>? = nil, search: String? = nil, category: String? = nil,
                 ids: Set<String>? = nil, idPrefix: String? = nil) {
@@ -24,7 +26,7 @@ public struct DownloadFilter: Sendable {
     public func matches(_ download: Download) -> Bool {
         (states?.contains(download.state) ?? true) && (category == nil || download.category == category)
             && (ids?.contains(download.id) ?? true) && (idPrefix.map(download.id.hasPrefix) ?? true)
-            && (search.map(download.matches(search:)) ?? true)
+            && (owner == nil || download.owner == owner) && (search.map(download.matches(search:)) ?? true)
     }
 }
 
@@ -91,15 +93,24 @@ public struct Idempotency: Sendable {
 /// What Haul does for a caller, as typed commands and queries free of any wire format: REST's handlers decode a
 /// request into one of these and encode what it answers, and the aria2 JSON-RPC front maps its methods to the same
 /// calls, so both share one set of rules (the limit on downloads, which downloads a filter means, what a bulk
-/// action does to each). `Operation` names them with their scope; this does them.
-public final class Operations {
+/// action does to each, which downloads a token sees and may change). `Operation` names them with their scope;
+/// this does them, for one `caller` (`acting(as:)` gives the same operations for another).
+public struct Operations {
     public let engine: Engine
     /// The most downloads the server holds.
     public let maxDownloads: Int
+    /// Whose request this is: what it adds is its own, and it sees and changes what its token may.
+    public let caller: Caller
 
-    public init(engine: Engine, maxDownloads: Int) {
+    public init(engine: Engine, maxDownloads: Int, caller: Caller = .server) {
         self.engine = engine
         self.maxDownloads = maxDownloads
+        self.caller = caller
+    }
+
+    /// The same operations done for `caller`.
+    public func acting(as caller: Caller) -> Operations {
+        Operations(engine: engine, maxDownloads: maxDownloads, caller: caller)
     }
 
     // MARK: adding
@@ -109,37 +120,60 @@ public final class Operations {
     public func add(_ request: NewDownload, idempotency: Idempotency? = nil)
         throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool) {
         guard engine.count < maxDownloads else { throw .tooMany }
+        var request = request
+        request.owner = caller.token
         if let idempotency {
-            return try engine.add(request, idempotencyKey: idempotency.key, requestHash: idempotency.requestHash)
+            return try engine.add(request, idempotencyKey: key(idempotency), requestHash: idempotency.requestHash)
         }
         return try engine.add(request)
     }
 
     /// Adds a batch with one commit, each answered in order; past `maxDownloads` the rest are refused `tooMany`.
     public func add(batch requests: [NewDownload], atomic: Bool) throws(EngineError) -> [Engine.AddOutcome] {
-        try engine.add(batch: requests, atomic: atomic, capacity: max(0, maxDownloads - engine.count))
+        let owned = requests.map { request in
+            var request = request
+            request.owner = caller.token
+            return request
+        }
+        return try engine.add(batch: owned, atomic: atomic, capacity: max(0, maxDownloads - engine.count))
     }
 
     /// The stored answer of the first batch with this key, nil for a new key.
     public func batchAnswer(_ idempotency: Idempotency) throws(EngineError) -> String? {
-        try engine.batchAnswer(key: idempotency.key, requestHash: idempotency.requestHash)
+        try engine.batchAnswer(key: key(idempotency), requestHash: idempotency.requestHash)
     }
 
     public func rememberBatchAnswer(_ idempotency: Idempotency, answer: String) throws(EngineError) {
-        try engine.rememberBatchAnswer(key: idempotency.key, requestHash: idempotency.requestHash, answer: answer)
+        try engine.rememberBatchAnswer(key: key(idempotency), requestHash: idempotency.requestHash, answer: answer)
+    }
+
+    /// An Idempotency-Key is the caller's own: another token's same key neither answers nor conflicts with it.
+    private func key(_ idempotency: Idempotency) -> String {
+        caller.token.map { "\($0.id):\(idempotency.key)" } ?? idempotency.key
     }
 
     // MARK: reading
 
     public func get(_ id: String) throws(EngineError) -> DownloadSnapshot {
-        guard let snapshot = engine.snapshot(id) else { throw .notFound(id) }
+        guard let snapshot = engine.snapshot(id), caller.sees(snapshot.download) else { throw .notFound(id) }
         return snapshot
+    }
+
+    /// The filter as the caller may apply it: a confined caller's matches its own downloads only.
+    private func confined(_ filter: DownloadFilter) -> DownloadFilter {
+        guard let owner = caller.confinedTo else { return filter }
+        var filter = filter
+        filter.owner = owner
+        // Its own downloads are indexed: a page visits those, not every download.
+        let own = engine.ids(ownedBy: owner)
+        filter.ids = filter.ids.map { $0.intersection(own) } ?? own
+        return filter
     }
 
     /// A page of the downloads the query's filter matches, in its order. Creation order pages by sequence number;
     /// another order by position (a sequence cursor is then read as a position).
     public func page(_ query: DownloadQuery) -> DownloadPage {
-        let filter = query.filter
+        let filter = confined(query.filter)
         let byPosition = query.order != .created || query.descending
         var position: Int?
         switch query.cursor {
@@ -168,33 +202,67 @@ public final class Operations {
     }
 
     /// The ids of the downloads `filter` matches, in creation order.
-    public func ids(matching filter: DownloadFilter) -> [String] { engine.ids(where: filter.matches) }
+    public func ids(matching filter: DownloadFilter) -> [String] { engine.ids(where: confined(filter).matches) }
 
-    public func totals() -> EngineTotals { engine.totals() }
+    /// The totals of what the caller sees.
+    public func totals() -> EngineTotals {
+        caller.confinedTo.map { engine.totals(ownedBy: $0) } ?? engine.totals()
+    }
 
     /// The finished file of `id`, opened: only the file recorded at completion (device, inode, size), else `gone`.
     public func file(_ id: String) throws(EngineError) -> (file: OpenFile, download: Download) {
-        try engine.finishedFile(id)
+        _ = try get(id)
+        return try engine.finishedFile(id)
     }
 
     // MARK: changing
 
+    /// Refuses a change of `id` the caller may not make: one it cannot see is not found, another token's (that it
+    /// sees) is not its own.
+    public func mayChange(_ id: String) throws(EngineError) {
+        guard let token = caller.token else { return }
+        guard let snapshot = engine.snapshot(id), caller.sees(snapshot.download) else { throw .notFound(id) }
+        guard caller.mayChange(snapshot.download) else {
+            throw .notOwner("the download \(id) was not added by the token '\(token.name)', whose \(caller.scope.name) "
+                + "scope changes only its own")
+        }
+    }
+
     public func change(_ id: String, _ changes: DownloadChanges) throws(EngineError) -> DownloadSnapshot {
-        try engine.update(id, changes)
+        try mayChange(id)
+        return try engine.update(id, changes)
     }
 
     public func remove(_ id: String, deleteFile: Bool) throws(EngineError) {
+        try mayChange(id)
         try engine.remove(id, deleteFile: deleteFile)
     }
 
     /// Moves a waiting download in the queue; its position afterwards, 0 first (aria2's `changePosition` too).
     public func move(_ id: String, _ move: QueueMove) throws(EngineError) -> Int {
-        try engine.move([id], move)[0].result.get()
+        try mayChange(id)
+        return try engine.move([id], move)[0].result.get()
     }
 
     /// Does `action` to each of `ids` (a slice of a bulk action: callers cut long lists so the loop answers others
     /// between slices), each answered on its own. A store that fails refuses every one of the slice.
-    public func act(_ action: BulkAction, on ids: ArraySlice<String>) -> [BulkResult] {
+    public func act(_ action: BulkAction, on named: ArraySlice<String>) -> [BulkResult] {
+        var refused: [String: EngineError] = [:]
+        for id in named {
+            do throws(EngineError) {
+                try mayChange(id)
+            } catch {
+                refused[id] = error
+            }
+        }
+        guard !refused.isEmpty else { return perform(action, on: named) }
+        let done = perform(action, on: ArraySlice(named.filter { refused[$0] == nil }))
+        var results = Dictionary(done.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        for (id, error) in refused { results[id] = BulkResult(id: id, outcome: .refused(error)) }
+        return named.compactMap { results[$0] }
+    }
+
+    private func perform(_ action: BulkAction, on ids: ArraySlice<String>) -> [BulkResult] {
         switch action {
         case .remove(let deleteFile):
             do throws(EngineError) {
@@ -230,6 +298,7 @@ public final class Operations {
     /// Removes those of `ids` still here (another node or request may have removed some meanwhile), returning the
     /// ones removed; a store that fails throws.
     public func remove(batch ids: ArraySlice<String>, deleteFile: Bool) throws(EngineError) -> [String] {
-        try engine.remove(batch: Array(ids), deleteFile: deleteFile)
+        let allowed = ids.filter { (try? mayChange($0)) != nil }
+        return try engine.remove(batch: Array(allowed), deleteFile: deleteFile)
     }
 }
