@@ -152,6 +152,12 @@ final class TenantTokenTests: HaulTestCase {
         XCTAssertEqual(try call("PATCH", "/downloads/\(ownID)", adder.secret, ["priority": 3]).status, 200)
         XCTAssertEqual(try call("DELETE", "/downloads/\(ownID)", adder.secret).status, 204)
         XCTAssertEqual(try call("GET", "/downloads/\(theirsID)", admin).json["state"] as? String, "paused")
+        // Each change is logged with the token's id and name, never its secret; a plain read is not.
+        let log = try String(contentsOfFile: sandbox.file("haul.log"), encoding: .utf8)
+        let changes = log.split(separator: "\n").filter { $0.contains(adder.id) }
+        XCTAssertTrue(changes.contains { $0.contains("DELETE") && $0.contains("extension") }, log)
+        XCTAssertFalse(changes.contains { $0.contains("\"GET\"") || $0.contains("http.method=GET") }, log)
+        XCTAssertFalse(log.contains(adder.secret))
     }
 
     func testTheQuotaHoldsAtPostAndWhenTheOriginsSizePassesIt() throws {
