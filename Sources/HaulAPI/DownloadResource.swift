@@ -47,6 +47,8 @@ enum DownloadResource {
             ("completed_at", JSONValue(d.completedAt.map(Timestamp.rfc3339))),
             ("node", JSONValue(d.node)),
             ("queue_order", JSONValue(d.queueOrder)),
+            ("completed_directory", JSONValue(d.completedDirectory)),
+            ("moved", .bool(d.moved)),
         ]
         DownloadOptions.show(d, into: &members)
         if owner { members.append(("owner", JSONValue(d.ownerName))) }

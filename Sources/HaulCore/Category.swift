@@ -13,9 +13,13 @@ public struct Category: Sendable, Equatable {
     public var priority: Int?
     /// The proxy of its downloads that name none (`"none"`: direct); nil leaves it to the settings.
     public var proxy: ProxyChoice?
+    /// Where its downloads' files go once verified, relative to the completed root (`--completed-root`, else the
+    /// download root); nil leaves them where they were written.
+    public var completedDirectory: String?
 
     public init(name: String, directory: String, connections: Int? = nil, maxSpeed: Int64? = nil,
-                priority: Int? = nil, proxy: ProxyChoice? = nil) {
+                priority: Int? = nil, proxy: ProxyChoice? = nil, completedDirectory: String? = nil) {
+        self.completedDirectory = completedDirectory
         self.name = name
         self.directory = directory
         self.connections = connections
@@ -34,21 +38,24 @@ final class CategoryBook {
 extension DownloadStore {
     public func saveCategory(_ c: Category) throws {
         try db.run("""
-            INSERT INTO categories (name, directory, connections, max_speed, priority, proxy)
-            VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO categories (name, directory, connections, max_speed, priority, proxy, completed_directory)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (name) DO UPDATE SET directory = excluded.directory, connections = excluded.connections,
-                max_speed = excluded.max_speed, priority = excluded.priority, proxy = excluded.proxy
+                max_speed = excluded.max_speed, priority = excluded.priority, proxy = excluded.proxy,
+                completed_directory = excluded.completed_directory
             """, [.text(c.name), .text(c.directory), integer(c.connections.map(Int64.init)), integer(c.maxSpeed),
-                  integer(c.priority.map(Int64.init)), text(c.proxy?.stored)])
+                  integer(c.priority.map(Int64.init)), text(c.proxy?.stored), text(c.completedDirectory)])
     }
 
     public func categories() throws -> [Category] {
-        try db.query("SELECT name, directory, connections, max_speed, priority, proxy FROM categories ORDER BY name")
+        try db.query("SELECT name, directory, connections, max_speed, priority, proxy, completed_directory FROM categories "
+                     + "ORDER BY name")
             .compactMap { row in
                 guard let name = row["name"].string, let directory = row["directory"].string else { return nil }
                 return Category(name: name, directory: directory, connections: row["connections"].int.map(Int.init),
                                 maxSpeed: row["max_speed"].int, priority: row["priority"].int.map(Int.init),
-                                proxy: ProxyChoice.stored(row["proxy"].string))
+                                proxy: ProxyChoice.stored(row["proxy"].string),
+                                completedDirectory: row["completed_directory"].string)
             }
     }
 

@@ -72,6 +72,12 @@ public struct Download: Sendable, Equatable {
     /// name then, shown to managers (a token is never renamed, and its downloads outlive it).
     public var owner: String?
     public var ownerName: String?
+    /// Where the finished file goes (its category's `completed_directory`, relative to the completed root), and
+    /// whether it is there: the file is then `completedDirectory/filename` under that root.
+    public var completedDirectory: String?
+    public var moved = false
+    /// The move's marker is gone too (a crash just after the move was stored can leave it; the next start removes it).
+    public var moveSettled = false
 
     public init(id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
                 directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,
@@ -123,8 +129,11 @@ public struct Download: Sendable, Equatable {
 
     /// The path of the file relative to the download root, once a name is chosen.
     public var relativePath: String? {
-        filename.map { directory.isEmpty ? $0 : directory + "/" + $0 }
+        filename.map { fileDirectory.isEmpty ? $0 : fileDirectory + "/" + $0 }
     }
+
+    /// The folder the file is in: its download folder, or its completed folder once moved there.
+    public var fileDirectory: String { moved ? completedDirectory ?? directory : directory }
 }
 
 /// A request header given by the client, e.g. a cookie or an authorization token.

@@ -72,6 +72,14 @@ struct DownloadColumn: Sendable {
         DownloadColumn(name: "queue_rank", write: { integer($0.queueRank) }) { d, v in d.queueRank = v.int },
         DownloadColumn(name: "owner", write: { text($0.owner) }) { d, v in d.owner = v.string },
         DownloadColumn(name: "owner_name", write: { text($0.ownerName) }) { d, v in d.ownerName = v.string },
+        DownloadColumn(name: "completed_directory", write: { text($0.completedDirectory) }) { d, v in
+            d.completedDirectory = v.string
+        },
+        // 0 where it was written, 1 moved (its marker perhaps still there), 2 moved and settled.
+        DownloadColumn(name: "moved", write: { .integer($0.moved ? ($0.moveSettled ? 2 : 1) : 0) }) { d, v in
+            d.moved = (v.int ?? 0) >= 1
+            d.moveSettled = (v.int ?? 0) == 2
+        },
         DownloadColumn(name: "claimed_by", write: nil) { d, v in d.node = v.string },
         DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]

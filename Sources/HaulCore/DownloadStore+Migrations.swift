@@ -167,5 +167,11 @@ extension DownloadStore {
         ALTER TABLE downloads ADD COLUMN owner TEXT;
         ALTER TABLE downloads ADD COLUMN owner_name TEXT;
         """,
+        // 19: where a category's finished files go, and each download's (and whether its file is there).
+        """
+        ALTER TABLE categories ADD COLUMN completed_directory TEXT;
+        ALTER TABLE downloads ADD COLUMN completed_directory TEXT;
+        ALTER TABLE downloads ADD COLUMN moved INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 }

@@ -187,6 +187,62 @@ public final class ConfinedDirectory {
         }
     }
 
+    /// Gives the file `source` of this directory the name `destination` in `other` too, keeping `source`: true when
+    /// linked, false when the name is taken, nil when the two are on different file systems (or hard links are not
+    /// possible there).
+    public func linkKeeping(_ source: String, in other: ConfinedDirectory, as destination: String) throws(FileError)
+        -> Bool? {
+        if linkat(fd, source, other.fd, destination, 0) == 0 { return true }
+        switch errno {
+        case EEXIST: return false
+        case EXDEV, EPERM, ENOTSUP, EMLINK: return nil
+        default: throw FileError(call: "link", path: other.shown(destination), code: errno)
+        }
+    }
+
+    /// Copies the regular file `source` of this directory to a new file `destination` in `other` (made with
+    /// O_EXCL) and makes its bytes durable (fdatasync). `halfway` runs once half of it is written.
+    public func copy(_ source: String, to other: ConfinedDirectory, as destination: String,
+                     halfway: () -> Void = {}) throws(FileError) -> Int64 {
+        let input = openat(fd, source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard input >= 0 else { throw FileError(call: "open", path: shown(source), code: errno) }
+        defer { Glibc.close(input) }
+        var info = stat()
+        guard fstat(input, &info) == 0 else { throw FileError(call: "fstat", path: shown(source), code: errno) }
+        let size = Int64(info.st_size)
+        let output = try other.openForWriting(destination, exclusive: true)
+        defer { Glibc.close(output) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var copied: Int64 = 0
+        var halved = false
+        while true {
+            let count = read(input, &buffer, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileError(call: "read", path: shown(source), code: errno)
+            }
+            if count == 0 { break }
+            var written = 0
+            while written < count {
+                let n = buffer[written..<count].withUnsafeBytes { write(output, $0.baseAddress, $0.count) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw FileError(call: "write", path: other.shown(destination), code: errno)
+                }
+                written += n
+            }
+            copied += Int64(count)
+            if !halved, copied * 2 >= size {
+                halved = true
+                halfway()
+            }
+        }
+        guard fdatasync(output) == 0 else {
+            throw FileError(call: "fdatasync", path: other.shown(destination), code: errno)
+        }
+        return copied
+    }
+
     /// Puts `text` in the small file `name` (a marker), whole or not at all: written under a temporary name, then
     /// renamed over it.
     public func writeText(_ text: String, to name: String) throws(FileError) {
@@ -227,7 +283,7 @@ public struct FileIdentity: Equatable, Sendable {
         inode = UInt64(info.st_ino)
     }
 
-    init(device: UInt64, inode: UInt64) {
+    public init(device: UInt64, inode: UInt64) {
         self.device = device
         self.inode = inode
     }

@@ -84,12 +84,16 @@ extension ClientCommand {
             if let speed = c["max_speed"]?.integerValue { line += "  max-speed \(Format.bytes(speed))/s" }
             if let priority = c["priority"]?.integerValue { line += "  priority \(priority)" }
             if let proxy = c["proxy"]?.stringValue { line += "  proxy \(proxy)" }
+            if let completed = c["completed_directory"]?.stringValue { line += "  completed \(completed)" }
             return line
         }
         switch (words[0], words.count) {
         case ("put", 2):
             var members: [(String, JSONValue)] = []
             if let directory = options.value("directory") { members.append(("directory", .string(directory))) }
+            if let completed = options.value("completed-dir") {
+                members.append(("completed_directory", .string(completed)))
+            }
             if let text = options.value("connections") {
                 guard let n = Int64(text) else { throw .usage("--connections takes a number", command: options.spec) }
                 members.append(("connections", JSONValue(n)))

@@ -102,6 +102,8 @@ enum ClientCommand {
                 + "downloads (--state to choose others); their files stay unless --delete-file.",
             options: [
                 .init(name: "directory", value: "DIR", help: "the category's folder under the download root (put)"),
+                .init(name: "completed-dir", value: "DIR", help: "where its finished files move, under the completed "
+                      + "root (put)"),
                 .init(name: "connections", value: "N", help: "connections of its downloads, 1-32 (put)"),
                 .init(name: "max-speed", value: "SIZE", help: "bytes per second over all its downloads (put)"),
                 .init(name: "priority", value: "N", help: "priority of its downloads (put)"),

@@ -11,6 +11,8 @@ struct ServeConfig {
     var rpcListen: (host: String, port: UInt16)?
     var rpcAllowShutdown = false
     var downloadDir = "./downloads"
+    /// Where categories' completed folders are; nil: under the download directory.
+    var completedRoot: String?
     var dataDir = "./data"
     var store: String?
     var node: String?
@@ -59,6 +61,9 @@ struct ServeConfig {
                                  ({"max_active": 10}), named as here; flags and the environment win (HAUL_CONFIG)
           --listen HOST:PORT     address to listen on (HAUL_LISTEN, default 127.0.0.1:8080; port 0 picks one)
           --download-dir PATH    where files are saved (HAUL_DOWNLOAD_DIR, default ./downloads)
+          --completed-root PATH  where categories' completed folders are, if not under the download directory
+                                 (another file system: finished files are copied, synced, then removed)
+                                 (HAUL_COMPLETED_ROOT)
           --data-dir PATH        where the database lives (HAUL_DATA_DIR, default ./data)
           --store URL            keep the downloads in PostgreSQL, a libpq URI like postgres://haul@db/haul,
                                  instead of SQLite in --data-dir (HAUL_STORE; the password may come from PGPASSWORD)
@@ -204,6 +209,7 @@ struct ServeConfig {
             (config.host, config.port) = (address.host, address.port)
         }
         if let v = values["download-dir"] { config.downloadDir = v }
+        if let v = values["completed-root"] { config.completedRoot = v }
         if let v = values["data-dir"] { config.dataDir = v }
         if let v = values["store"] {
             guard v.hasPrefix("postgres://") || v.hasPrefix("postgresql://") else {

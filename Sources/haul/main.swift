@@ -28,6 +28,11 @@ func serve(_ arguments: [String]) -> Int32 {
         let dataDir = Files.absolute(config.dataDir)
         try ServerDirectories.prepare(downloadRoot, role: "the download directory",
                                       option: "--download-dir, HAUL_DOWNLOAD_DIR", private: false)
+        let completedRoot = config.completedRoot.map(Files.absolute)
+        if let completedRoot {
+            try ServerDirectories.prepare(completedRoot, role: "the completed root",
+                                          option: "--completed-root, HAUL_COMPLETED_ROOT", private: false)
+        }
         if config.store == nil {
             try ServerDirectories.prepare(dataDir, role: "the data directory", option: "--data-dir, HAUL_DATA_DIR",
                                           private: true)
@@ -47,6 +52,9 @@ func serve(_ arguments: [String]) -> Int32 {
             ?? DownloadStore(path: dataDir + "/haul.sqlite")
         var engineConfig = EngineConfig(downloadRoot: downloadRoot)
         engineConfig.maxActive = config.maxActive
+        engineConfig.completedRoot = completedRoot
+        // A crash test's point of no return (FileMove): never set in production.
+        engineConfig.crashAt = ProcessInfo.processInfo.environment["HAUL_CRASH_AT"]
         engineConfig.defaultConnections = config.connections
         engineConfig.maxAttempts = config.maxAttempts
         engineConfig.retryBaseDelay = config.retryWait

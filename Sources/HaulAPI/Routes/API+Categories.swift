@@ -33,13 +33,22 @@ extension API {
         let name = c.parameters["name"]!
         if let problem = Validate.categoryName(name) { throw Problem.invalid([("name", problem)]) }
         var body = try RequestBody(c.request)
-        body.rejectUnknown(except: ["directory", "connections", "max_speed", "priority", "proxy"])
+        body.rejectUnknown(except: ["directory", "connections", "max_speed", "priority", "proxy", "completed_directory"])
         var category = HaulCore.Category(name: name, directory: name)
         if let directory = body.string("directory") {
             if let problem = Validate.directory(directory) {
                 body.reject("directory", problem)
             } else {
                 category.directory = Validate.sanitizedDirectory(directory)
+            }
+        }
+        if let completed = body.string("completed_directory") {
+            if completed.isEmpty {
+                body.reject("completed_directory", "must name a folder (leave it out to keep files where they are)")
+            } else if let problem = Validate.directory(completed) {
+                body.reject("completed_directory", problem)
+            } else {
+                category.completedDirectory = Validate.sanitizedDirectory(completed)
             }
         }
         category.connections = body.nullableInteger("connections", in: 1...32).flatMap { $0 }.map(Int.init)
@@ -61,6 +70,7 @@ extension API {
             ("max_speed", JSONValue(c.maxSpeed)),
             ("priority", JSONValue(c.priority.map(Int64.init))),
             ("proxy", JSONValue(c.proxy?.shown)),
+            ("completed_directory", JSONValue(c.completedDirectory)),
         ])
     }
 

@@ -1200,6 +1200,7 @@ function openCategory(name) {
   $("cat-name").value = category ? category.name : "";
   $("cat-name").readOnly = Boolean(category);
   $("cat-directory").value = category ? category.directory : "";
+  $("cat-completed").value = category && category.completed_directory ? category.completed_directory : "";
   $("cat-connections").value = category && category.connections ? String(category.connections) : "";
   $("cat-max-speed").value = category && category.max_speed ? speedText(category.max_speed) : "";
   $("cat-priority").value = category && category.priority !== null && category.priority !== undefined
@@ -1225,6 +1226,7 @@ $("category-form").addEventListener("submit", async (event) => {
       throw new Error("name: must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit");
     }
     if ($("cat-directory").value.trim()) body.directory = $("cat-directory").value.trim();
+    if ($("cat-completed").value.trim()) body.completed_directory = $("cat-completed").value.trim();
     if ($("cat-connections").value.trim()) body.connections = Number($("cat-connections").value);
     const speed = $("cat-max-speed").value.trim();
     if (speed && speed.toLowerCase() !== "none") {

@@ -59,6 +59,12 @@ extension Engine {
                         + "outside the token's root '\(root)'")))
                     continue
                 }
+                if let completed = category?.completedDirectory, config.completedRoot != nil
+                    || (completed != root && !completed.hasPrefix(root + "/")) {
+                    plans.append(.refused(.invalid(field: "category", message: "the category's completed folder "
+                        + "'\(completed)' is outside the token's root '\(root)'")))
+                    continue
+                }
             }
             let directory = [folder, request.directory].filter { !$0.isEmpty }.joined(separator: "/")
             let depth = directory.split(separator: "/").count
@@ -117,6 +123,10 @@ extension Engine {
             download.mirrors = request.mirrors.map(Mirror.init)
             download.owner = request.owner?.id
             download.ownerName = request.owner?.name
+            // The category's completed folder, with the download's own folder under it as under the category's.
+            download.completedDirectory = category?.completedDirectory.map { completed in
+                [completed, request.directory].filter { !$0.isEmpty }.joined(separator: "/")
+            }
             for carry in DownloadOptions.carrying { carry(request, &download) }
             claimed[destination] = fresh.count
             plans.append(.new(fresh.count))
@@ -317,7 +327,7 @@ extension Engine {
             let id = download.id
             outbox.waiting.removeValue(forKey: id)
             if let name = download.filename {
-                let directory = try? self.directory(download.directory, create: false)
+                let directory = try? fileDirectory(of: download)
                 if download.state != .completed {
                     try? directory?.remove(name + ".part")
                 } else if deleteFile {
@@ -356,7 +366,7 @@ extension Engine {
         }
         let file: OpenFile
         do {
-            file = try directory(download.directory, create: false).openForReading(name)
+            file = try fileDirectory(of: download).openForReading(name)
         } catch {
             if error.isMissing { throw .gone("the file \(download.relativePath ?? name) is not there any more") }
             throw .conflict("the file cannot be served: \(error)")

@@ -40,7 +40,7 @@ extension Engine {
     }
 
     /// Follows up a change of the machine of `id` from `before`: the indexes, the log, the store and the hub.
-    private func changed(_ id: String, from before: Download) {
+    func changed(_ id: String, from before: Download) {
         guard var download = machines[id]?.machine.download, download != before else { return }
         let stateChanged = download.state != before.state
         let now = clock.wallTime
@@ -64,6 +64,9 @@ extension Engine {
             persister.saveSoon(id)
         }
         onChange?(.updated(id, stateChanged: stateChanged))
+        if stateChanged, download.state == .completed, download.completedDirectory != nil, !download.moved {
+            moveFinishedFile(id)
+        }
     }
 
     /// One line per state change: what a log reader follows a download by. At info a download that runs through

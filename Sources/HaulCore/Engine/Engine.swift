@@ -39,6 +39,8 @@ public final class Engine {
     /// Queued downloads of tokens running as many as their `max_active`, by owner, in run queue order: set aside
     /// until one of the owner's runners ends, so they neither start nor hold up the downloads behind them.
     var heldByOwner: [String: RunQueue] = [:]
+    /// Downloads whose finished file is being moved to its completed folder.
+    var moving: Set<String> = []
     var nextSequence: Int64 = 1
     var tick: ClockTimer?
     /// Open connections per host, over all downloads.
@@ -132,6 +134,7 @@ public final class Engine {
             for runner in Array(self.runners.values) { runner.deliver(.tick(now: now)) }
         }
         if shared { try joinCluster() }
+        resumeMoves()
         try startWebhooks()
         schedule()
     }

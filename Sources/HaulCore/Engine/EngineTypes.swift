@@ -5,6 +5,10 @@ import HaulLoop
 public struct EngineConfig: Sendable {
     /// Absolute path under which every download lands.
     public var downloadRoot: String
+    /// Where categories' completed folders are (`--completed-root`); nil: under the download root.
+    public var completedRoot: String?
+    /// A test's crash point (`HAUL_CRASH_AT`, e.g. `move-copied`): the process kills itself there with SIGKILL.
+    public var crashAt: String?
     public var maxActive = 5
     public var defaultConnections = 8
     /// Attempts per download before it fails (the first one included).

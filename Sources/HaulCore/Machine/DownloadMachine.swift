@@ -265,6 +265,16 @@ public struct DownloadMachine {
     }
 
     /// Sets the download's timestamps, which the engine keeps from its clock (the machine reads none).
+    /// The finished file is in its completed folder now, under `name` (a free one there), as `file`.
+    mutating func finishMove(name: String, file: FileStamp) {
+        download.filename = name
+        download.fileStamp = file
+        download.moved = true
+    }
+
+    /// The move's marker is removed.
+    mutating func settleMove() { download.moveSettled = true }
+
     public mutating func stamp(updatedAt: Date, startedAt: Date?, completedAt: Date?) {
         download.updatedAt = updatedAt
         download.startedAt = startedAt
