@@ -46,4 +46,11 @@ static inline int haul_terminal_rows(int fd) {
     return ioctl(fd, TIOCGWINSZ, &size) == 0 ? size.ws_row : 0;
 }
 
+// posix_spawn_file_actions_addclosefrom_np(3) (glibc 2.34) is declared only under _GNU_SOURCE: a hook's process
+// gets its three standard descriptors and none of the server's sockets or files.
+#include <spawn.h>
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *_Nonnull actions, int from);
+// pipe2(2), also _GNU_SOURCE only: the hook's pipes are close-on-exec in the server from the start.
+extern int pipe2(int pipefd[_Nonnull 2], int flags);
+
 #endif

@@ -49,10 +49,18 @@ enum DownloadResource {
             ("queue_order", JSONValue(d.queueOrder)),
             ("completed_directory", JSONValue(d.completedDirectory)),
             ("moved", .bool(d.moved)),
+            ("hook", hook(d)),
         ]
         DownloadOptions.show(d, into: &members)
         if owner { members.append(("owner", JSONValue(d.ownerName))) }
         return .object(members)
+    }
+
+    /// The operator's hook: due, or how the last one ended; null when none ran or is due.
+    private static func hook(_ d: Download) -> JSONValue {
+        guard d.hookPending || d.hookAt != nil else { return .null }
+        return .object([("pending", .bool(d.hookPending)), ("status", JSONValue(d.hookStatus.map(Int64.init))),
+                        ("error", JSONValue(d.hookError)), ("at", JSONValue(d.hookAt.map(Timestamp.rfc3339)))])
     }
 
     private static func requestedPath(_ d: Download) -> String? {

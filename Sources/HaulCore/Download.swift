@@ -78,6 +78,13 @@ public struct Download: Sendable, Equatable {
     public var moved = false
     /// The move's marker is gone too (a crash just after the move was stored can leave it; the next start removes it).
     public var moveSettled = false
+    /// The operator's hook (`on-complete`, `on-failed`) is due for the state it is in: stored with the state, so a
+    /// crash before it ran runs it after the restart.
+    public var hookPending = false
+    /// How the last hook ended: its exit status (nil when killed or not started, then `hookError` says why), when.
+    public var hookStatus: Int?
+    public var hookError: String?
+    public var hookAt: Date?
 
     public init(id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
                 directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,

@@ -75,6 +75,14 @@ struct DownloadColumn: Sendable {
         DownloadColumn(name: "completed_directory", write: { text($0.completedDirectory) }) { d, v in
             d.completedDirectory = v.string
         },
+        DownloadColumn(name: "hook_pending", write: { .integer($0.hookPending ? 1 : 0) }) { d, v in
+            d.hookPending = (v.int ?? 0) != 0
+        },
+        DownloadColumn(name: "hook_status", write: { integer($0.hookStatus.map(Int64.init)) }) { d, v in
+            d.hookStatus = v.int.map { Int($0) }
+        },
+        DownloadColumn(name: "hook_error", write: { text($0.hookError) }) { d, v in d.hookError = v.string },
+        DownloadColumn(name: "hook_at", write: { real($0.hookAt) }) { d, v in d.hookAt = date(v) },
         // 0 where it was written, 1 moved (its marker perhaps still there), 2 moved and settled.
         DownloadColumn(name: "moved", write: { .integer($0.moved ? ($0.moveSettled ? 2 : 1) : 0) }) { d, v in
             d.moved = (v.int ?? 0) >= 1

@@ -167,11 +167,16 @@ extension DownloadStore {
         ALTER TABLE downloads ADD COLUMN owner TEXT;
         ALTER TABLE downloads ADD COLUMN owner_name TEXT;
         """,
-        // 19: where a category's finished files go, and each download's (and whether its file is there).
+        // 19: where a category's finished files go, and each download's (and whether its file is there); the
+        // operator's hook due for a download, and how the last one ended.
         """
         ALTER TABLE categories ADD COLUMN completed_directory TEXT;
         ALTER TABLE downloads ADD COLUMN completed_directory TEXT;
         ALTER TABLE downloads ADD COLUMN moved INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN hook_pending INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN hook_status INTEGER;
+        ALTER TABLE downloads ADD COLUMN hook_error TEXT;
+        ALTER TABLE downloads ADD COLUMN hook_at REAL;
         """,
     ]
 }

@@ -13,6 +13,9 @@ struct ServeConfig {
     var downloadDir = "./downloads"
     /// Where categories' completed folders are; nil: under the download directory.
     var completedRoot: String?
+    /// The operator's hooks (the config file's `on-complete` and `on-failed` only), their timeout and how many run
+    /// at once.
+    var hooks = HookConfig()
     var dataDir = "./data"
     var store: String?
     var node: String?
@@ -58,9 +61,14 @@ struct ServeConfig {
     static let usage = """
         usage: haul serve [options]
           --config PATH          read options from a file, TOML (max-active = 10) or, ending in .json, JSON
-                                 ({"max_active": 10}), named as here; flags and the environment win (HAUL_CONFIG)
+                                 ({"max_active": 10}), named as here; flags and the environment win (HAUL_CONFIG).
+                                 Only the file names hooks, programs run without a shell after a download
+                                 completes or fails: on-complete = ["/usr/local/bin/notify", "--done"], on-failed
           --listen HOST:PORT     address to listen on (HAUL_LISTEN, default 127.0.0.1:8080; port 0 picks one)
           --download-dir PATH    where files are saved (HAUL_DOWNLOAD_DIR, default ./downloads)
+          --hook-timeout SECONDS a hook (the config file's on-complete and on-failed) is killed after this
+                                 (HAUL_HOOK_TIMEOUT, default 60)
+          --hook-concurrency N   hooks running at once; more wait (HAUL_HOOK_CONCURRENCY, default 4)
           --completed-root PATH  where categories' completed folders are, if not under the download directory
                                  (another file system: finished files are copied, synced, then removed)
                                  (HAUL_COMPLETED_ROOT)
@@ -147,6 +155,9 @@ struct ServeConfig {
     }
 
     /// Options that take no value (`--name` alone means on; `--name=0` off, see `Switch`).
+    /// Options only the config file may give: the programs hooks run.
+    static let fileOnly: Set<String> = ["on-complete", "on-failed"]
+
     static let switches: Set<String> = ["allow-unauthenticated", "deny-private-networks", "proxy-from-env",
                                         "rpc-allow-shutdown"]
 
@@ -178,10 +189,22 @@ struct ServeConfig {
             case .notASwitchWord, .givenTwice: throw Invalid(description: "\(failure)")
             }
         }
+        var hookCommands = HookConfig()
         let configPath = flags.last(where: { $0.name == "config" })?.value ?? environment["HAUL_CONFIG"]
         if let configPath {
             for entry in try ConfigFile.read(configPath) {
                 let name = entry.name.replacing("_", with: "-")
+                if ServeConfig.fileOnly.contains(name) {
+                    // A program to run: the operator's file names it as an argument list, never a flag, the
+                    // environment or a client.
+                    let argv = entry.items ?? [entry.value]
+                    guard argv.first?.hasPrefix("/") == true else {
+                        throw Invalid(description: "\(entry.place) must be a list whose first item is the program's "
+                            + "absolute path, like [\"/usr/local/bin/notify\", \"--done\"] (run without a shell)")
+                    }
+                    if name == "on-complete" { hookCommands.onComplete = argv } else { hookCommands.onFailed = argv }
+                    continue
+                }
                 guard names.contains(name), name != "config" else {
                     throw Invalid(description: "\(entry.place): no such option (haul serve --help lists them)")
                 }
@@ -228,6 +251,11 @@ struct ServeConfig {
         }
         config.lease = try seconds(values["lease"], label("lease"), 2...3600) ?? config.lease
         config.maxActive = try integer(values["max-active"], label("max-active"), 1...1000) ?? config.maxActive
+        config.hooks = hookCommands
+        config.hooks.timeout = try seconds(values["hook-timeout"], label("hook-timeout"), 0.1...86400)
+            ?? config.hooks.timeout
+        config.hooks.concurrency = try integer(values["hook-concurrency"], label("hook-concurrency"), 1...64)
+            ?? config.hooks.concurrency
         config.connections = try integer(values["connections"], label("connections"), 1...32) ?? config.connections
         config.maxAttempts = try integer(values["max-attempts"], label("max-attempts"), 1...100) ?? config.maxAttempts
         config.retryWait = try seconds(values["retry-wait"], label("retry-wait"), 0...3600) ?? config.retryWait

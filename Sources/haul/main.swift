@@ -53,6 +53,7 @@ func serve(_ arguments: [String]) -> Int32 {
         var engineConfig = EngineConfig(downloadRoot: downloadRoot)
         engineConfig.maxActive = config.maxActive
         engineConfig.completedRoot = completedRoot
+        engineConfig.hooks = config.hooks
         // A crash test's point of no return (FileMove): never set in production.
         engineConfig.crashAt = ProcessInfo.processInfo.environment["HAUL_CRASH_AT"]
         engineConfig.defaultConnections = config.connections

@@ -759,7 +759,13 @@ function renderDetail() {
   add("User", d.username);
   add("User agent", d.user_agent);
   add("Referer", d.referer);
-  if (d.hook) add("Hook", `${d.hook.status === 0 ? "ran" : `exited ${d.hook.status}`}${d.hook.at ? `, ${formatTime(d.hook.at)}` : ""}`);
+  if (d.hook) {
+    const how = d.hook.pending ? "due" : d.hook.status === 0 ? "ran"
+      : d.hook.status !== null ? `exited ${d.hook.status}` : d.hook.error || "did not run";
+    add("Hook", `${how}${d.hook.at && !d.hook.pending ? `, ${formatTime(d.hook.at)}` : ""}`,
+      !d.hook.pending && d.hook.status !== 0 ? "error" : undefined);
+  }
+  if (d.completed_directory) add("Completed folder", d.moved ? `${d.completed_directory} (moved)` : d.completed_directory);
   add("Added", formatTime(d.created_at));
   add("Started", d.started_at && formatTime(d.started_at));
   add("Completed", d.completed_at && formatTime(d.completed_at));

@@ -9,11 +9,14 @@ public enum ConfigText {
         public var value: String
         /// Where it was, for messages: `name in FILE:LINE`.
         public var place: String
+        /// A list's strings as written (`value` joins them with commas): an argument list keeps its commas.
+        public var items: [String]?
 
-        public init(name: String, value: String, place: String) {
+        public init(name: String, value: String, place: String, items: [String]? = nil) {
             self.name = name
             self.value = value
             self.place = place
+            self.items = items
         }
     }
 
@@ -42,7 +45,9 @@ public enum ConfigText {
             guard let text = scalar(value) ?? list(value) else {
                 throw Invalid(description: "\(place) must be a string, a number, true or false, or a list of strings")
             }
-            return Entry(name: name, value: text, place: place)
+            var items: [String]?
+            if case .array(let elements) = value { items = elements.compactMap(\.stringValue) }
+            return Entry(name: name, value: text, place: place, items: items)
         }
         try refuseRepeats(entries)
         return entries
@@ -95,7 +100,7 @@ public enum ConfigText {
             guard scanner.atEnd || scanner.peek == UInt8(ascii: "#") else {
                 throw Invalid(description: "\(name) in \(place): unexpected text after the value")
             }
-            entries.append(Entry(name: name, value: value, place: "\(name) in \(place)"))
+            entries.append(Entry(name: name, value: value, place: "\(name) in \(place)", items: scanner.items))
         }
         try refuseRepeats(entries)
         return entries
@@ -119,6 +124,8 @@ public enum ConfigText {
 private struct TOMLLine {
     private let bytes: [UInt8]
     private var index = 0
+    /// The strings of the list `value` read, if it read one.
+    private(set) var items: [String]?
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes.last == UInt8(ascii: "\r") ? Array(bytes.dropLast()) : bytes
@@ -167,6 +174,7 @@ private struct TOMLLine {
                 guard take(UInt8(ascii: "]")) else { throw .init(description: "a list is [\"a\", \"b\"] on one line") }
                 break
             }
+            self.items = items
             return items.joined(separator: ",")
         default:
             let start = index

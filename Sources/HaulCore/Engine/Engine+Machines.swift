@@ -51,6 +51,11 @@ extension Engine {
         }
         machines[id]!.machine.stamp(updatedAt: download.updatedAt, startedAt: download.startedAt,
                             completedAt: download.completedAt)
+        // The operator's hook for the new state is due, stored with it.
+        if stateChanged, (config.hooks.command(for: download.state) != nil) != download.hookPending {
+            machines[id]!.machine.markHookPending(!download.hookPending)
+            download.hookPending.toggle()
+        }
         if stateChanged {
             logStateChange(download, from: before.state)
             let changes = webhookChanges(download, before: before.state)
@@ -67,6 +72,7 @@ extension Engine {
         if stateChanged, download.state == .completed, download.completedDirectory != nil, !download.moved {
             moveFinishedFile(id)
         }
+        if stateChanged, download.hookPending { runHook(id) }
     }
 
     /// One line per state change: what a log reader follows a download by. At info a download that runs through

@@ -79,12 +79,15 @@ extension Engine {
             if config.crashAt == "move-stored" { kill(getpid(), SIGKILL) }
             settle(id, request)
             log.info("file moved", ["download.id": id, "file.path": box.machine.download.relativePath ?? name])
+            runHook(id)
         case .gone:
             log.warning("the finished file to move is not there any more", ["download.id": id,
                                                                            "file.name": request.name])
+            runHook(id)
         case .failed(let error):
-            // It stays where it is, complete; the next start tries again.
+            // It stays where it is, complete; the next start tries again. The hook is told where it is.
             log.warning("cannot move the finished file", ["download.id": id, "error": "\(error)"])
+            runHook(id)
         }
     }
 }

@@ -41,6 +41,9 @@ public final class Engine {
     var heldByOwner: [String: RunQueue] = [:]
     /// Downloads whose finished file is being moved to its completed folder.
     var moving: Set<String> = []
+    /// The threads hooks run on (nil without hooks), and the downloads whose hook runs.
+    var hookPool: CommandPool?
+    var hooksRunning: Set<String> = []
     var nextSequence: Int64 = 1
     var tick: ClockTimer?
     /// Open connections per host, over all downloads.
@@ -134,7 +137,11 @@ public final class Engine {
             for runner in Array(self.runners.values) { runner.deliver(.tick(now: now)) }
         }
         if shared { try joinCluster() }
+        if !config.hooks.isEmpty {
+            hookPool = try? CommandPool(concurrency: config.hooks.concurrency, timeout: config.hooks.timeout)
+        }
         resumeMoves()
+        resumeHooks()
         try startWebhooks()
         schedule()
     }

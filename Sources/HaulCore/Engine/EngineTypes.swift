@@ -9,6 +9,9 @@ public struct EngineConfig: Sendable {
     public var completedRoot: String?
     /// A test's crash point (`HAUL_CRASH_AT`, e.g. `move-copied`): the process kills itself there with SIGKILL.
     public var crashAt: String?
+    /// The operator's programs run after a download completes or fails (the config file's `on-complete`,
+    /// `on-failed`).
+    public var hooks = HookConfig()
     public var maxActive = 5
     public var defaultConnections = 8
     /// Attempts per download before it fails (the first one included).
@@ -186,4 +189,27 @@ public struct EngineTotals: Sendable {
 
     public func count(_ state: DownloadState) -> Int { byState[state] ?? 0 }
     public var active: Int { byState.filter { $0.key.isActive }.values.reduce(0, +) }
+}
+
+/// The operator's hooks: argv lists from the config file only (an API caller never names a program to run).
+public struct HookConfig: Sendable {
+    public var onComplete: [String]?
+    public var onFailed: [String]?
+    /// Seconds before a hook is killed.
+    public var timeout = 60.0
+    /// Hooks running at once; more wait their turn.
+    public var concurrency = 4
+
+    public init() {}
+
+    public var isEmpty: Bool { onComplete == nil && onFailed == nil }
+
+    /// The program for a download now in `state`.
+    public func command(for state: DownloadState) -> [String]? {
+        switch state {
+        case .completed: return onComplete
+        case .failed: return onFailed
+        default: return nil
+        }
+    }
 }

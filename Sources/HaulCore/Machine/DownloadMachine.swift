@@ -275,6 +275,17 @@ public struct DownloadMachine {
     /// The move's marker is removed.
     mutating func settleMove() { download.moveSettled = true }
 
+    /// The hook of the state it is in is due (or, in a state without one, no longer).
+    mutating func markHookPending(_ due: Bool) { download.hookPending = due }
+
+    /// The hook ran: how it ended.
+    mutating func hookRan(status: Int?, error: String?, at: Date) {
+        download.hookPending = false
+        download.hookStatus = status
+        download.hookError = error
+        download.hookAt = at
+    }
+
     public mutating func stamp(updatedAt: Date, startedAt: Date?, completedAt: Date?) {
         download.updatedAt = updatedAt
         download.startedAt = startedAt
