@@ -13,6 +13,8 @@ struct ServeConfig {
     var downloadDir = "./downloads"
     /// Where categories' completed folders are; nil: under the download directory.
     var completedRoot: String?
+    /// A folder whose lists of links (`*.txt`) are added as they are dropped there.
+    var watchDir: String?
     /// The operator's hooks (the config file's `on-complete` and `on-failed` only), their timeout and how many run
     /// at once.
     var hooks = HookConfig()
@@ -66,6 +68,9 @@ struct ServeConfig {
                                  completes or fails: on-complete = ["/usr/local/bin/notify", "--done"], on-failed
           --listen HOST:PORT     address to listen on (HAUL_LISTEN, default 127.0.0.1:8080; port 0 picks one)
           --download-dir PATH    where files are saved (HAUL_DOWNLOAD_DIR, default ./downloads)
+          --watch-dir PATH       add the lists of links (NAME.txt, one URL a line, aria2's input-file format)
+                                 dropped into this folder, then rename each NAME.added or NAME.failed
+                                 (HAUL_WATCH_DIR)
           --hook-timeout SECONDS a hook (the config file's on-complete and on-failed) is killed after this
                                  (HAUL_HOOK_TIMEOUT, default 60)
           --hook-concurrency N   hooks running at once; more wait (HAUL_HOOK_CONCURRENCY, default 4)
@@ -233,6 +238,7 @@ struct ServeConfig {
         }
         if let v = values["download-dir"] { config.downloadDir = v }
         if let v = values["completed-root"] { config.completedRoot = v }
+        if let v = values["watch-dir"] { config.watchDir = v }
         if let v = values["data-dir"] { config.dataDir = v }
         if let v = values["store"] {
             guard v.hasPrefix("postgres://") || v.hasPrefix("postgresql://") else {

@@ -29,6 +29,11 @@ func serve(_ arguments: [String]) -> Int32 {
         try ServerDirectories.prepare(downloadRoot, role: "the download directory",
                                       option: "--download-dir, HAUL_DOWNLOAD_DIR", private: false)
         let completedRoot = config.completedRoot.map(Files.absolute)
+        let watchDir = config.watchDir.map(Files.absolute)
+        if let watchDir {
+            try ServerDirectories.prepare(watchDir, role: "the watched folder", option: "--watch-dir, HAUL_WATCH_DIR",
+                                          private: false)
+        }
         if let completedRoot {
             try ServerDirectories.prepare(completedRoot, role: "the completed root",
                                           option: "--completed-root, HAUL_COMPLETED_ROOT", private: false)
@@ -113,6 +118,10 @@ func serve(_ arguments: [String]) -> Int32 {
             log.info("aria2 JSON-RPC also listening", ["http.address": "\(rpc.host):\(rpcPort)"])
         }
         try engine.start()
+        if let watchDir {
+            try api.watch(folder: watchDir)
+            log.info("watching for lists of links", ["folder": watchDir])
+        }
         Memory.returnFreePages()
         let clock = LoopClock(loop: loop)
         var shutdownTimer: ClockTimer?

@@ -17,6 +17,9 @@ public final class API {
     let metrics = RequestMetrics()
     /// The aria2-compatible JSON-RPC front.
     let aria2: Aria2RPC
+    private let loop: EventLoop
+    /// `--watch-dir`'s lists, once `watch(folder:)` started it.
+    private var watchFolder: WatchFolder?
     private let log: Logger?
     /// For `process_start_time_seconds`: the API starts with the process.
     let startedAt = Date().timeIntervalSince1970
@@ -25,6 +28,7 @@ public final class API {
                 access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(),
                 aria2: Aria2Config = Aria2Config(), log: Logger? = nil) {
         self.engine = engine
+        self.loop = loop
         serverOperations = Operations(engine: engine, maxDownloads: limits.maxDownloads)
         self.limits = limits
         self.log = log
@@ -232,6 +236,11 @@ public final class API {
     public func attach(_ sink: EventSink, for request: EventStreamRequest) {
         events.subscribe(sink, downloadID: request.downloadID, category: request.category, caller: request.caller,
                          lastEventID: request.lastEventID)
+    }
+
+    /// Adds the lists of links dropped into `folder` (`--watch-dir`), those there now first.
+    public func watch(folder: String) throws(FileError) {
+        watchFolder = try WatchFolder(path: folder, operations: serverOperations, loop: loop, log: log)
     }
 
     /// Stops the server soon: what `aria2.shutdown` calls when `--rpc-allow-shutdown` allows it.
