@@ -295,9 +295,19 @@ class Haul:
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port)
 
     def call(self, method, path, body=None):
-        self.conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                          headers={"Content-Type": "application/json"})
-        reply = self.conn.getresponse()
+        for attempt in (1, 2):
+            try:
+                self.conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                                  headers={"Content-Type": "application/json"})
+                reply = self.conn.getresponse()
+                break
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                # The server closed the kept-alive connection while another contender ran for longer than its
+                # --http-timeout: a new connection, once (every call here is safe to send again, or idempotent).
+                self.conn.close()
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port)
+                if attempt == 2:
+                    raise
         raw = reply.read()
         if reply.status >= 400:
             raise RuntimeError(f"{method} {path}: {reply.status} {raw[:200]}")
