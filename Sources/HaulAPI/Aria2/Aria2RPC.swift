@@ -296,7 +296,8 @@ final class Aria2RPC {
             return .string("OK")
         case "aria2.tellStatus": return try status(of: try p.gid(0), keys: try p.keys(1))
         case "aria2.getUris": return Aria2Status.uris(try snapshot(try p.gid(0)).download)
-        case "aria2.getFiles": return .array([Aria2Status.file(try snapshot(try p.gid(0)).download, root: root)])
+        case "aria2.getFiles": return .array([Aria2Status.file(try snapshot(try p.gid(0)).download, root: root,
+                                                             completedRoot: engine.config.completedRoot)])
         case "aria2.getPeers":
             _ = try snapshot(try p.gid(0))
             return .array([])
@@ -406,7 +407,8 @@ final class Aria2RPC {
     }
 
     private func status(_ snapshot: DownloadSnapshot, keys: [String]?) -> JSONValue {
-        Aria2Status.select(Aria2Status.json(snapshot, gid: Aria2GIDs.gid(of: snapshot.download.id), root: root),
+        Aria2Status.select(Aria2Status.json(snapshot, gid: Aria2GIDs.gid(of: snapshot.download.id), root: root,
+                                            completedRoot: engine.config.completedRoot),
                            keys: keys)
     }
 
@@ -469,7 +471,7 @@ final class Aria2RPC {
         guard !snapshot.download.state.isFinished else {
             throw RPCError("Active Download not found for GID#\(gid)")
         }
-        var last = Aria2Status.json(snapshot, gid: gid, root: root)
+        var last = Aria2Status.json(snapshot, gid: gid, root: root, completedRoot: engine.config.completedRoot)
         last = last.filter { $0.0 != "status" && $0.0 != "downloadSpeed" && $0.0 != "connections" }
             + [("status", .string("removed")), ("downloadSpeed", .string("0")), ("connections", .string("0")),
                ("errorCode", .string("31"))]

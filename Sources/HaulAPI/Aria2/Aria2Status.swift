@@ -19,7 +19,8 @@ enum Aria2Status {
     }
 
     /// Every key of a status, for `keys` filters and the stored result of a removed download.
-    static func json(_ snapshot: DownloadSnapshot, gid: String, root: String) -> [(String, JSONValue)] {
+    static func json(_ snapshot: DownloadSnapshot, gid: String, root: String, completedRoot: String? = nil)
+        -> [(String, JSONValue)] {
         let d = snapshot.download
         let total = d.totalBytes ?? 0
         let running = d.state.isActive
@@ -32,8 +33,8 @@ enum Aria2Status {
             ("downloadSpeed", number(running ? Int64(snapshot.speed.rounded()) : 0)),
             ("uploadSpeed", .string("0")),
             ("connections", number(Int64(running ? snapshot.activeConnections : 0))),
-            ("dir", .string(directory(d, root: root))),
-            ("files", .array([file(d, root: root)])),
+            ("dir", .string(directory(d, root: root, completedRoot: completedRoot))),
+            ("files", .array([file(d, root: root, completedRoot: completedRoot)])),
         ]
         let pieces = total > 0 ? (total + pieceLength - 1) / pieceLength : 0
         members.append(("numPieces", number(pieces)))
@@ -57,10 +58,10 @@ enum Aria2Status {
     }
 
     /// `files[0]`: the one file, its sources as `uris` (the one in use first).
-    static func file(_ d: Download, root: String) -> JSONValue {
+    static func file(_ d: Download, root: String, completedRoot: String? = nil) -> JSONValue {
         .object([
             ("index", .string("1")),
-            ("path", .string(path(d, root: root))),
+            ("path", .string(path(d, root: root, completedRoot: completedRoot))),
             ("length", number(d.totalBytes ?? 0)),
             ("completedLength", number(d.receivedBytes)),
             ("selected", .string("true")),
@@ -77,12 +78,17 @@ enum Aria2Status {
     }
 
     /// The absolute path of the file under the root, "" while its name is not known (aria2's answer then).
-    static func path(_ d: Download, root: String) -> String {
+    /// A moved file's under `completedRoot` (nil: the root).
+    static func path(_ d: Download, root: String, completedRoot: String? = nil) -> String {
         guard let relative = d.relativePath ?? d.requestedFilename.map({ join(d.directory, $0) }) else { return "" }
-        return join(root, relative)
+        return join(d.moved ? completedRoot ?? root : root, relative)
     }
 
-    static func directory(_ d: Download, root: String) -> String { d.directory.isEmpty ? root : join(root, d.directory) }
+    static func directory(_ d: Download, root: String, completedRoot: String? = nil) -> String {
+        let folder = d.fileDirectory
+        let base = d.moved ? completedRoot ?? root : root
+        return folder.isEmpty ? base : join(base, folder)
+    }
 
     private static func join(_ a: String, _ b: String) -> String {
         a.isEmpty ? b : b.isEmpty ? a : a.hasSuffix("/") ? a + b : a + "/" + b
