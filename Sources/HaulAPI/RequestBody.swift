@@ -71,6 +71,20 @@ struct RequestBody {
         return string
     }
 
+    /// A folder under a root (relative, no `.` or `..`), sanitized as a download's `directory`; `emptyMeans` is
+    /// the complaint when it is "" (a folder must be named).
+    mutating func folder(_ field: String, emptyMeans: String) -> String? {
+        guard let text = string(field) else { return nil }
+        if text.isEmpty {
+            reject(field, emptyMeans)
+        } else if let problem = Validate.directory(text) {
+            reject(field, problem)
+        } else {
+            return Validate.sanitizedDirectory(text)
+        }
+        return nil
+    }
+
     /// An integer in `range`.
     mutating func integer(_ field: String, in range: ClosedRange<Int64>) -> Int64? {
         guard let value = value(field) else { return nil }

@@ -42,15 +42,8 @@ extension API {
                 category.directory = Validate.sanitizedDirectory(directory)
             }
         }
-        if let completed = body.string("completed_directory") {
-            if completed.isEmpty {
-                body.reject("completed_directory", "must name a folder (leave it out to keep files where they are)")
-            } else if let problem = Validate.directory(completed) {
-                body.reject("completed_directory", problem)
-            } else {
-                category.completedDirectory = Validate.sanitizedDirectory(completed)
-            }
-        }
+        category.completedDirectory = body.folder("completed_directory",
+                                                  emptyMeans: "must name a folder (leave it out to keep files where they are)")
         category.connections = body.nullableInteger("connections", in: 1...32).flatMap { $0 }.map(Int.init)
         category.maxSpeed = body.nullableInteger("max_speed", in: 0...Int64(1) << 50).flatMap { $0 }
             .flatMap { $0 == 0 ? nil : $0 }

@@ -55,16 +55,7 @@ extension API {
             if expiresAt == nil { body.reject("expires_at", "must be an RFC 3339 time, like 2027-01-31T18:00:00Z") }
             else if expiresAt! <= Date() { body.reject("expires_at", "must be in the future") }
         }
-        var root: String?
-        if let folder = body.string("root") {
-            if folder.isEmpty {
-                body.reject("root", "must name a folder under the download root")
-            } else if let problem = Validate.directory(folder) {
-                body.reject("root", problem)
-            } else {
-                root = Validate.sanitizedDirectory(folder)
-            }
-        }
+        let root = body.folder("root", emptyMeans: "must name a folder under the download root")
         let quota = body.integer("quota_bytes", in: 1...Int64.max)
         let maxActive = body.integer("max_active", in: 1...1000)
         try body.finish()
