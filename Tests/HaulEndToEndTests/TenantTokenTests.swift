@@ -113,6 +113,18 @@ final class TenantTokenTests: HaulTestCase {
         let gid = try XCTUnwrap(listedByBob.first?["gid"] as? String)
         XCTAssertNotNil(try rpc(alice.secret, "aria2.tellStatus", [gid])["error"], "alice must not read bob's GID")
         XCTAssertNotNil(try rpc(alice.secret, "aria2.removeDownloadResult", [gid])["error"])
+        // Alice's dir is her root, as aria2 clients read it and send it back.
+        let global = try XCTUnwrap(try rpc(alice.secret, "aria2.getGlobalOption", [])["result"] as? [String: Any])
+        let aliceDir = try XCTUnwrap(global["dir"] as? String)
+        XCTAssertTrue(aliceDir.hasSuffix("/downloads/alice"), aliceDir)
+        let viaRPC = try XCTUnwrap(try rpc(alice.secret, "aria2.addUri",
+                                           [[originURL("a.bin")], ["dir": aliceDir + "/rpc", "pause": "true"]])["result"]
+                                   as? String)
+        let added = try XCTUnwrap(try rpc(alice.secret, "aria2.tellStatus", [viaRPC, ["dir"]])["result"] as? [String: Any])
+        XCTAssertEqual(added["dir"] as? String, aliceDir + "/rpc")
+        XCTAssertNotNil(try rpc(alice.secret, "aria2.addUri", [[originURL("a.bin")],
+                                                                ["dir": sandbox.file("downloads/bob")]])["error"],
+                        "a dir outside her root is refused")
         XCTAssertEqual(try call("GET", "/downloads/\(bobID)", admin).status, 200)
 
         // Revocation counts at the next request.

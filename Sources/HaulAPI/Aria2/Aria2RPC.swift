@@ -90,6 +90,11 @@ final class Aria2RPC {
 
     private var engine: Engine { base.engine }
     private var root: String { engine.config.downloadRoot }
+    /// The folder the caller's downloads land under: its token's root, else the download root.
+    private var callersRoot: String {
+        guard let folder = operations.caller.token?.root else { return root }
+        return root.hasSuffix("/") ? root + folder : root + "/" + folder
+    }
 
     // MARK: requests
 
@@ -317,7 +322,7 @@ final class Aria2RPC {
             throw RPCError("Haul keeps a download's sources as they were added: remove it and add it again")
         case "aria2.getOption": return Aria2Options.download(try snapshot(try p.gid(0)).download, root: root)
         case "aria2.changeOption": return try changeOption(try p.gid(0), try p.object(1))
-        case "aria2.getGlobalOption": return Aria2Options.global(operations.settings, root: root)
+        case "aria2.getGlobalOption": return Aria2Options.global(operations.settings, root: callersRoot)
         case "aria2.changeGlobalOption": return try changeGlobalOption(try p.object(0))
         case "aria2.getGlobalStat": return globalStat()
         case "aria2.purgeDownloadResult": return purge()
@@ -432,7 +437,9 @@ final class Aria2RPC {
         var members: [(String, JSONValue)] = [("urls", .array(uris.map { .string($0) }))]
         let options = try p.object(1)
         do {
-            members += try Aria2Options.downloadMembers(options, root: root, sources: uris.count)
+            // A token with a root: `dir` is taken under it, as it sees it (getGlobalOption's dir), and the engine
+            // puts the download under that root.
+            members += try Aria2Options.downloadMembers(options, root: callersRoot, sources: uris.count)
         } catch {
             throw RPCError(error.message)
         }
