@@ -85,4 +85,24 @@ final class TokenScopeTests: XCTestCase {
         XCTAssertEqual(API.rfc3339("2027-01-31T16:00:00.5Z")?.timeIntervalSince1970, 1_801_418_400 - 7200 + 0.5)
         XCTAssertNil(API.rfc3339("2027-13-01T00:00:00Z"))
     }
+
+    func testWrongScopedSecretsCountAgainstTheAddressAndTheRightOneStillPasses() throws {
+        let fixture = try APIFixture(access: AccessPolicy(token: admin))
+        let reader = try make(fixture, "wall", "read")
+        // Guesses shaped like scoped tokens are wrong tokens like any other: counted per address, then 429.
+        var statuses: [Int] = []
+        for index in 0..<12 {
+            let guess = "haul_" + String(repeating: String(index % 10), count: 64)
+            statuses.append(fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + guess)]).status)
+        }
+        XCTAssertEqual(Set(statuses.prefix(10)), [401])
+        XCTAssertEqual(statuses.last, 429)
+        // The token's owner is not locked out by them.
+        XCTAssertEqual(fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + reader.secret)]).status, 200)
+        // A secret one character off is not it.
+        var near = reader.secret
+        near.removeLast()
+        near += reader.secret.hasSuffix("0") ? "1" : "0"
+        XCTAssertNotEqual(fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + near)]).status, 200)
+    }
 }
