@@ -22,8 +22,8 @@ extension Engine {
         hooksRunning.insert(id)
         let state = download.state
         let input = (webhookResource?(snapshot) ?? .null).serializedBytes()
-        pool.run(argv, environment: hookEnvironment(download), input: input, on: loop) { [weak self] result in
-            self?.hookFinished(id, state: state, program: argv[0], result)
+        pool.run(argv, environment: hookEnvironment(download), input: input, on: loop) { result in
+            self.hookFinished(id, state: state, program: argv[0], result)
         }
     }
 

@@ -25,7 +25,9 @@ extension Engine {
         persister.save(download)
         moving.insert(id)
         let request = moveRequest(download, name: name, target: target)
-        loop.offload({ FileMove.run(request) }, then: { [weak self] outcome in self?.moved(id, request, outcome) })
+        // The engine is held until the move is back (a weak reference's side table would outlive a stop mid-move,
+        // which LeakSanitizer reports).
+        loop.offload({ FileMove.run(request) }, then: { outcome in self.moved(id, request, outcome) })
     }
 
     /// Moves the files a crash or a stop left on their way, and removes the markers of moves stored just before a
@@ -46,8 +48,8 @@ extension Engine {
 
     /// Removes a stored move's marker off the loop, then records that it is gone.
     private func settle(_ id: String, _ request: FileMove.Request) {
-        loop.offload({ FileMove.finish(request) }, then: { [weak self] _ in
-            guard let self, let box = self.machines[id], box.machine.download.moved else { return }
+        loop.offload({ FileMove.finish(request) }, then: { _ in
+            guard let box = self.machines[id], box.machine.download.moved else { return }
             let before = box.machine.download
             box.machine.settleMove()
             self.registry.changed(id, from: before)
