@@ -44,11 +44,3 @@ extension Engine {
         return totals
     }
 }
-
-extension Engine {
-    /// Who added download `id` (nil: the server's token), or nil when there is no such download.
-    public func owner(of id: String) -> String?? {
-        guard let box = machines[id] else { return nil }
-        return .some(box.machine.download.owner)
-    }
-}

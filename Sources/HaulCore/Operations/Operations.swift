@@ -221,8 +221,9 @@ public struct Operations {
     /// sees) is not its own.
     public func mayChange(_ id: String) throws(EngineError) {
         guard let token = caller.token else { return }
-        guard let snapshot = engine.snapshot(id), caller.sees(snapshot.download) else { throw .notFound(id) }
-        guard caller.mayChange(snapshot.download) else {
+        // The download as the machine holds it: a bulk action asks this of every id, no snapshot needed.
+        guard let download = engine.download(id), caller.sees(download) else { throw .notFound(id) }
+        guard caller.mayChange(download) else {
             throw .notOwner("the download \(id) was not added by the token '\(token.name)', whose \(caller.scope.name) "
                 + "scope changes only its own")
         }
