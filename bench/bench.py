@@ -50,6 +50,28 @@ def spawn(cmd, **kwargs):
     return proc
 
 
+def kill_tree(root):
+    """SIGKILL to `root` and every process below it (by parent id in /proc), all found before the first dies."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found = [root]
+    for pid in found:
+        found.extend(children.get(pid, []))
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def stop_everything():
     for stop in reversed(CLEANUPS):
         try:
@@ -176,8 +198,10 @@ MaxStartups 100
 Subsystem sftp internal-sftp
 """)
         config = f"{prefix}/sshd_config"
-        self.proc = spawn(["/usr/sbin/sshd", "-D", "-f", config, "-E", f"{prefix}/sshd.log"])
-        CLEANUPS.append(lambda: subprocess.run(["pkill", "-KILL", "-f", f"sshd.*{config}"]))
+        proc = spawn(["/usr/sbin/sshd", "-D", "-f", config, "-E", f"{prefix}/sshd.log"])
+        self.proc = proc
+        # Each login's process calls setsid(): found as the listener's children, by pid, not by its group.
+        CLEANUPS.append(lambda: kill_tree(proc.pid))
         wait_for_port(self.port, "sshd")
 
     @staticmethod
@@ -242,7 +266,9 @@ def timed(cmd, cwd=None):
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed with {proc.returncode}")
+        how = (f"was killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
+               else f"exited with {proc.returncode}")
+        raise RuntimeError(f"{os.path.basename(cmd[0])} {how}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, peak
 
@@ -374,15 +400,50 @@ def fmt(values, unit="s"):
     return f"{med:.3f} {unit} ({min(values):.3f}-{max(values):.3f})"
 
 
+# Other tools that failed in this run (crashed, exited non-zero, wrote a wrong file): a row's result, reported, not
+# the run's failure. Only Haul's own failures fail it.
+CONTENDER_FAILURES = []
+
+
+class AnchorFailed(KeyError):
+    """A scenario asked for the results of a contender that failed: the scenario has nothing to compare with."""
+
+
+class Results(dict):
+    def __missing__(self, name):
+        raise AnchorFailed(name)
+
+
 def rounds(contenders, n, run, warm_up=True):
-    """Runs every contender once to warm up, then n rounds in rotating order; returns {name: [results]}."""
-    results = {name: [] for name in contenders}
-    for name in contenders if warm_up else []:
-        run(name)
+    """Runs every contender once to warm up, then n rounds in rotating order; returns {name: [results]}. Another
+    tool that fails is dropped from `contenders` (in place, so the scenario's rows leave it out) and from the
+    results, and recorded in CONTENDER_FAILURES; Haul's failures end the run."""
+    results = Results({name: [] for name in contenders})
+
+    def attempt(name, keep):
+        if name not in contenders:
+            return
+        try:
+            result = run(name)
+        except Exception as error:  # noqa: BLE001 - another tool's failure is its row's result
+            if name.startswith("haul"):
+                raise
+            contenders.remove(name)
+            del results[name]
+            CONTENDER_FAILURES.append(f"{name}: {error}")
+            print(f"bench: {name} failed ({error}); its row is left out", file=sys.stderr)
+            return
+        if keep:
+            results[name].append(result)
+
+    for name in list(contenders) if warm_up else []:
+        attempt(name, keep=False)
     for r in range(n):
+        if not contenders:
+            break
         order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
         for name in order:
-            results[name].append(run(name))
+            attempt(name, keep=True)
     return results
 
 
@@ -1359,7 +1420,16 @@ def main():
                  "K": scenario_k, "W": scenario_w}
     try:
         for key in args.scenarios.split(","):
-            scenarios[key.strip()](args, report, work, disk)
+            try:
+                scenarios[key.strip()](args, report, work, disk)
+            except AnchorFailed as missing:
+                report.section(f"{key.strip()}: not compared",
+                               f"`{missing.args[0]}`, the tool this scenario compares Haul with, failed.")
+        if CONTENDER_FAILURES:
+            report.section("Other tools that failed",
+                           "Each is its row's result, left out of its table; Haul's own failures fail the run.")
+            report.lines += [f"- {failure}" for failure in CONTENDER_FAILURES]
+            print("\n".join(f"  {failure}" for failure in CONTENDER_FAILURES))
     finally:
         stop_everything()
         shutil.rmtree(work, ignore_errors=True)

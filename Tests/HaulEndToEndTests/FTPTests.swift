@@ -208,13 +208,15 @@ final class FTPTests: HaulTestCase {
         try config.write(toFile: directory + "/vsftpd.conf", atomically: true, encoding: .utf8)
         // Its sessions are processes of their own that outlive the listener: it is started in the background by a
         // shell that closes every descriptor but the standard three first (Process would otherwise wait for the
-        // sessions to end too), and killed, sessions and all, by the command line they share.
+        // sessions to end too), and killed, sessions and all, by its pid and its children's.
         let started = try execute("/bin/bash", ["-c", "for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ \"$fd\" -gt 2 ] && "
-                                  + "eval \"exec $fd>&-\"; done; /usr/sbin/vsftpd \"$0\" 2>\"$1\" </dev/null >/dev/null &",
-                                  directory + "/vsftpd.conf", directory + "/stderr"])
+                                  + "eval \"exec $fd>&-\"; done; /usr/sbin/vsftpd \"$0\" 2>\"$1\" </dev/null >/dev/null & "
+                                  + "echo $!", directory + "/vsftpd.conf", directory + "/stderr"])
         XCTAssertEqual(started.status, 0, started.output)
-        defer { _ = try? execute("/usr/bin/pkill", ["-KILL", "-f", "vsftpd " + directory]) }
-        let listening = { (try? execute("/usr/bin/pgrep", ["-f", "vsftpd " + directory]).status) == 0 }
+        let pid = try XCTUnwrap(pid_t(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), started.output)
+        defer { ProcessTree.kill(pid) }
+        let listening = { kill(pid, 0) == 0 && !((try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8))?
+            .contains(") Z ") ?? true) }
         try waitFor("vsftpd to listen") { LocalProxy.accepts(host: "127.0.0.1", port: 990) || !listening() }
         guard listening() else {
             let said = (try? String(contentsOfFile: directory + "/stderr", encoding: .utf8)) ?? ""

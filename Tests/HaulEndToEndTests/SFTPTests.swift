@@ -72,8 +72,8 @@ final class LocalSSH {
 
     /// Kills the listener and every session (SIGKILL): transfers end mid-way.
     func kill() {
-        _ = try? execute("/usr/bin/pkill", ["-KILL", "-f", "sshd.*\(config)"])
-        _ = try? execute("/usr/bin/pkill", ["-KILL", "-f", "sshd: root"])
+        // Sessions are the listener's children (sshd forks one per connection): found by parent id, by pid.
+        if let listener = ProcessTree.pid(inFile: directory + "/sshd.pid") { ProcessTree.kill(listener) }
         usleep(200_000)
     }
 
