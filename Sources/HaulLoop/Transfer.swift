@@ -137,6 +137,13 @@ public final class Transfer {
             // The host key is always checked: against the known hosts (none: every key unknown) or the download's
             // pin, in the callback, which says which of the two failed.
             results.append(haul_easy_setopt_string(easy, CURLOPT_SSH_KNOWNHOSTS, policy.sshKnownHosts ?? "/dev/null"))
+            if request.hostKey != nil {
+                // The key is checked when a session is made: a pinned download makes its own (a session to the host
+                // checked against the known hosts is no proof of the pin) and leaves it to no other download (whose
+                // host key the pin proves nothing about).
+                results.append(haul_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1))
+                results.append(haul_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1))
+            }
             results.append(haul_easy_setopt_ptr(easy, CURLOPT_SSH_KEYDATA, me))
             results.append(haul_easy_setopt_sshkeyfn(easy) { _, known, found, match, clientp in
                 guard let clientp, let found else { return Int32(CURLKHSTAT_REJECT.rawValue) }
