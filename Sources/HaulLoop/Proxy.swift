@@ -12,6 +12,8 @@ public struct URLParts: Sendable, Equatable {
     public var port: Int
     /// The port the URL names itself, nil for its scheme's default.
     public var givenPort: Int?
+    /// The path, percent-decoded (nil when it decodes to something curl refuses, such as a NUL).
+    public var decodedPath: String?
 
     public init?(_ url: String) {
         guard let handle = curl_url() else { return nil }
@@ -33,6 +35,7 @@ public struct URLParts: Sendable, Equatable {
         self.host = host.lowercased()
         port = part(CURLUPART_PORT, CURLU_DEFAULT_PORT).flatMap { Int($0) } ?? 0
         givenPort = part(CURLUPART_PORT).flatMap { Int($0) }
+        decodedPath = part(CURLUPART_PATH, CURLU_URLDECODE)
     }
 
     /// The host's address bytes (4 or 16) when the host is an IP literal.

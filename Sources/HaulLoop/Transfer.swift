@@ -34,6 +34,8 @@ public final class Transfer {
     private var redirectTarget: String?
 
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// FTP commands sent before RETR (SIZE, REST): see `configureFTPSize`.
+    private var commandList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     private var headerParser = HeaderParser()
     private var replies = FileTransferReplies()
@@ -70,6 +72,7 @@ public final class Transfer {
         curl_easy_cleanup(easy)
         if let headerList { curl_slist_free_all(headerList) }
         if let pinList { curl_slist_free_all(pinList) }
+        if let commandList { curl_slist_free_all(commandList) }
         errorBuffer.deallocate()
     }
 
@@ -164,6 +167,7 @@ public final class Transfer {
                 // AUTH TLS first (curl's default asks AUTH SSL first, an old name some servers refuse).
                 results.append(haul_easy_setopt_long(easy, CURLOPT_FTPSSLAUTH, Int(CURLFTPAUTH_TLS.rawValue)))
             }
+            if request.method != .head { results += try configureFTPSize() }
         }
         // A CONNECT's own answer is not the origin's: only the tunnelled response's headers are read.
         if proxy != nil { results.append(haul_easy_setopt_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)) }
@@ -261,6 +265,27 @@ public final class Transfer {
         if let failed = results.first(where: { $0 != CURLE_OK }) {
             throw TransferError.curl("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
         }
+    }
+
+    /// curl stops reading an FTP file where SIZE said it ends: a server whose data runs past its size would leave a
+    /// file cut short that looks whole. So curl is told to ignore the size (it then sends neither SIZE nor REST)
+    /// and Haul sends both before RETR: SIZE allowed to fail (the size is then unknown), whose reply the replies
+    /// read, and REST for a range. The body runs to where the server ends it (or the range's end), and the machine
+    /// fails one longer than the size (`size_mismatch`), as it does an HTTP body past its Content-Length.
+    private func configureFTPSize() throws -> [CURLcode] {
+        // The file's name as curl takes it from the URL (its last segment, decoded, after a CWD to each folder).
+        guard let path = URLParts(request.url)?.decodedPath, let slash = path.lastIndex(of: "/"),
+              case let name = path[path.index(after: slash)...], !name.isEmpty,
+              !name.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+            throw TransferError.curl("the URL names no file an FTP server could be asked for")
+        }
+        commandList = curl_slist_append(nil, "*SIZE \(name)")
+        if let start = request.range?.start, start > 0 {
+            commandList = curl_slist_append(commandList, "REST \(start)")
+        }
+        guard commandList != nil else { throw TransferError.outOfMemory }
+        return [haul_easy_setopt_long(easy, CURLOPT_IGNORE_CONTENT_LENGTH, 1),
+                haul_easy_setopt_slist(easy, CURLOPT_PREQUOTE, commandList)]
     }
 
     func prepareToStart() {
@@ -496,7 +521,8 @@ public final class Transfer {
         case CURLE_LOGIN_DENIED: return .loginFailed
         case CURLE_REMOTE_FILE_NOT_FOUND, CURLE_REMOTE_ACCESS_DENIED, CURLE_FTP_COULDNT_RETR_FILE:
             return .refused(code: replies.lastCode >= 400 ? replies.lastCode : 550)
-        case CURLE_FTP_COULDNT_USE_REST, CURLE_BAD_DOWNLOAD_RESUME: return .rangesRefused
+        // (A refused command before RETR is REST: Haul's SIZE may fail.)
+        case CURLE_FTP_COULDNT_USE_REST, CURLE_BAD_DOWNLOAD_RESUME, CURLE_QUOTE_ERROR: return .rangesRefused
         case CURLE_USE_SSL_FAILED: return .tls
         case CURLE_FTP_CANT_GET_HOST: return .connect
         case CURLE_WEIRD_SERVER_REPLY, CURLE_FTP_WEIRD_PASV_REPLY, CURLE_FTP_WEIRD_227_FORMAT,

@@ -152,6 +152,22 @@ final class FTPTests: HaulTestCase {
         }
     }
 
+    func testAFileLongerThanItsSizeSaysIsNotCutShort() throws {
+        // SIZE says 100, the data connection carries 5,000 bytes: the size is wrong, and neither the first 100
+        // bytes nor the whole file is the file that was planned. On one connection and on several.
+        _ = try sandbox.makeRandomFile("www/longer.bin", size: 5000)
+        _ = try sandbox.makeRandomFile("www/longer-big.bin", size: 3 << 20)
+        let server = try ftp(["--size-says", "100"])
+        let big = try ftp(["--size-says", String(2 << 20)])
+        for (url, name, connections) in [(server.url("longer.bin"), "short.bin", 1),
+                                         (big.url("longer-big.bin"), "short-big.bin", 4)] {
+            let failed = try waitForState(try add(url, ["filename": name, "connections": connections]), "failed",
+                                          timeout: 60)
+            XCTAssertEqual((failed["error"] as? [String: Any])?["code"] as? String, "size_mismatch", "\(failed)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads/" + name)), name)
+        }
+    }
+
     func testMirrorsGoFromHTTPToFTPAndBack() throws {
         let hash = try sandbox.makeRandomFile("www/both.bin", size: 8 << 20)
         let server = try ftp()

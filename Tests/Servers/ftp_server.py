@@ -5,7 +5,8 @@ Serves ROOT to USER:PASSWORD on 127.0.0.1:PORT and logs every command and transf
 to see what Haul asked for: REST offsets, RETRs, sessions). With --tls CERT (a PEM holding the key and the
 certificate) it is explicit FTPS (AUTH TLS, required for the login and the data). Faults: --without SIZE,REST,EPSV
 (commands it does not know), --max-per-ip N (a 421 beyond N sessions from one address), --pasv-address A (every
-PASV reply names A instead of the server's address), --slow BYTES_PER_SECOND (each data connection).
+PASV reply names A instead of the server's address), --slow BYTES_PER_SECOND (each data connection),
+--size-says N (SIZE answers N for every file, whatever its length: a server whose size and data disagree).
 
 Usage: ftp_server.py --port PORT --root ROOT [--user U --password P] [options]
 """
@@ -30,6 +31,7 @@ def main():
     parser.add_argument("--max-per-ip", type=int, default=0)
     parser.add_argument("--pasv-address")
     parser.add_argument("--slow", type=int, default=0)
+    parser.add_argument("--size-says", type=int)
     args = parser.parse_args()
 
     authorizer = DummyAuthorizer()
@@ -43,6 +45,12 @@ def main():
 
     class Handler(base):
         proto_cmds = {name: spec for name, spec in base.proto_cmds.items() if name not in without}
+
+        def ftp_SIZE(self, path):
+            if args.size_says is None:
+                return super().ftp_SIZE(path)
+            self.respond(f"213 {args.size_says}")
+            return path
 
     Handler.authorizer = authorizer
     Handler.banner = "haul test ftp ready"
