@@ -13,8 +13,12 @@ final class HookTests: HaulTestCase {
     override var serveEnvironment: [String: String]? {
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_CRASH_AT"] = crashAt
-        // A server setting in the environment: the hook must not see it (a token would be one).
+        // A server setting in the environment: the hook must not see it (a token would be one); nor the server's
+        // other secrets (a database password, a proxy's credentials).
         environment["HAUL_LOG_LEVEL"] = "info"
+        environment["PGPASSWORD"] = "pg-secret-for-hooks"
+        environment["https_proxy"] = "http://user:proxy-secret@127.0.0.1:9"
+        environment["LANG"] = "C.UTF-8"
         return environment
     }
 
@@ -35,7 +39,7 @@ final class HookTests: HaulTestCase {
             shift
             { echo "start $(date +%s.%N)"
               for a in "$@"; do echo "arg [$a]"; done
-              env | grep '^HAUL_' | sort
+              env | sort
               echo "stdin $(cat)"
             } >> "$out"
             echo "hook says hello"
@@ -92,6 +96,10 @@ final class HookTests: HaulTestCase {
             XCTAssertTrue(text.contains(line + "\n"), "\(line) in \(text)")
         }
         XCTAssertFalse(text.contains("HAUL_LOG_LEVEL"), "the server's own settings stay out of a hook's environment")
+        XCTAssertFalse(text.contains("pg-secret-for-hooks"), text)
+        XCTAssertFalse(text.contains("proxy-secret"), text)
+        XCTAssertTrue(text.contains("\nLANG=C.UTF-8\n"), text)
+        XCTAssertTrue(text.contains("\nPATH="), text)
         let input = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("stdin ") })
         let json = try JSONSerialization.jsonObject(with: Data(input.dropFirst(6).utf8)) as? [String: Any]
         XCTAssertEqual(json?["id"] as? String, id)

@@ -51,9 +51,15 @@ extension Engine {
         changed(id, from: before)
     }
 
-    /// The server's environment without its own settings (`HAUL_*`: the token among them), and the download's.
+    /// What a hook's environment takes from the server's: nothing that could be a secret (PGPASSWORD, a proxy's
+    /// credentials, the server's own `HAUL_*` settings, the token among them), only where programs are and how to
+    /// speak.
+    static let hookEnvironmentKept: Set<String> = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"]
+
+    /// The server's locale, time zone and program path, and the download's `HAUL_*`.
     private func hookEnvironment(_ download: Download) -> [String] {
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HAUL_") }
+        var environment = ProcessInfo.processInfo.environment.filter { Engine.hookEnvironmentKept.contains($0.key) }
+        if environment["PATH"] == nil { environment["PATH"] = "/usr/local/bin:/usr/bin:/bin" }
         let root = download.moved ? completedRoot : config.downloadRoot
         environment["HAUL_ID"] = download.id
         environment["HAUL_STATE"] = download.state.rawValue
