@@ -195,7 +195,8 @@ final class Aria2ClientTests: HaulTestCase {
             }
         }
         let keys = ["gid", "status", "totalLength", "completedLength", "uploadLength", "downloadSpeed", "uploadSpeed",
-                    "connections", "dir", "files", "numPieces", "pieceLength", "bitfield", "errorCode"]
+                    "connections", "dir", "files", "numPieces", "pieceLength", "bitfield", "errorCode",
+                    "errorMessage"]
         let calls: [(String, (String) -> [Any])] = [
             ("aria2.getVersion", { _ in [] }),
             ("aria2.getGlobalStat", { _ in [] }),

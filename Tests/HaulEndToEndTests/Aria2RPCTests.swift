@@ -65,6 +65,7 @@ final class Aria2RPCTests: HaulTestCase {
         XCTAssertEqual(done["pieceLength"] as? String, "1048576")
         XCTAssertEqual(done["bitfield"] as? String, "f0")
         XCTAssertEqual(done["errorCode"] as? String, "0")
+        XCTAssertEqual(done["errorMessage"] as? String, "", "aria2 sends an empty errorMessage with no error")
         XCTAssertEqual(done["dir"] as? String, sandbox.file("downloads") + "/sub")
         let file = try XCTUnwrap((done["files"] as? [[String: Any]])?.first)
         XCTAssertEqual(file["path"] as? String, sandbox.file("downloads/sub/named.bin"))

@@ -479,9 +479,9 @@ final class Aria2RPC {
             throw RPCError("Active Download not found for GID#\(gid)")
         }
         var last = Aria2Status.json(snapshot, gid: gid, root: root, completedRoot: engine.config.completedRoot)
-        last = last.filter { $0.0 != "status" && $0.0 != "downloadSpeed" && $0.0 != "connections" }
+        last = last.filter { !["status", "downloadSpeed", "connections", "errorCode", "errorMessage"].contains($0.0) }
             + [("status", .string("removed")), ("downloadSpeed", .string("0")), ("connections", .string("0")),
-               ("errorCode", .string("31"))]
+               ("errorCode", .string("31")), ("errorMessage", .string(""))]
         do {
             try operations.remove(snapshot.download.id, deleteFile: false)
         } catch {

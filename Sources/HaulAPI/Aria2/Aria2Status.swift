@@ -40,8 +40,11 @@ enum Aria2Status {
         members.append(("numPieces", number(pieces)))
         members.append(("pieceLength", number(pieceLength)))
         if pieces > 0 { members.append(("bitfield", .string(bitfield(d.segments, total: total)))) }
+        // A finished download has both, as aria2's stopped ones do: clients read errorMessage's length.
         switch d.state {
-        case .completed: members.append(("errorCode", .string("0")))
+        case .completed:
+            members.append(("errorCode", .string("0")))
+            members.append(("errorMessage", .string("")))
         case .failed:
             let error = d.error
             members.append(("errorCode", .string(String(errorCode(error?.code)))))
