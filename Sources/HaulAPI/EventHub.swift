@@ -77,7 +77,7 @@ public final class EventHub {
             let moved = dirty.contains(id) || snapshot.download.receivedBytes != announcedBytes[id]
             publish(.state, snapshot)
             if moved || snapshot.download.state == .completed { publish(.progress, snapshot) }
-        case .removed(let id):
+        case .removed(let id, _):
             sequence += 1
             let owner = owners.removeValue(forKey: id)
             let event = StreamEvent(sequence: sequence, kind: .removed, downloadID: id,
@@ -191,6 +191,17 @@ public final class EventHub {
     }
 
     /// A client that has not taken its queue for `slowClientTimeout` is cut off; its memory is freed with it.
+    /// Ends the streams token `id` opened (it was revoked, or expired): they carry nothing more.
+    func closeStreams(ofToken id: String) {
+        for (key, subscriber) in subscribers where subscriber.caller.token?.id == id {
+            subscribers.removeValue(forKey: key)
+            subscriber.sink.finish()
+        }
+    }
+
+    /// The scoped tokens streams were opened with, to check that each still stands.
+    var streamTokens: Set<String> { Set(subscribers.values.compactMap { $0.caller.token?.id }) }
+
     private func closeSlowClients() {
         let now = self.clock.now
         for subscriber in subscribers.values {

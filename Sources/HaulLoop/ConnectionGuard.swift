@@ -40,7 +40,7 @@ final class ConnectionGuard {
     }
 
     private let loop: EventLoop
-    private let policy: ConnectionPolicy
+    let policy: ConnectionPolicy
     private var connections: [Int32: Tracked] = [:]
     private var perPeer: [String: Int] = [:]
     private var sweepTimer: LoopTimer?

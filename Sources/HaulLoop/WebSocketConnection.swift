@@ -13,6 +13,11 @@ public final class WebSocketConnection {
     private weak var server: HTTPServer?
     private let fd: Int32
     private var pingTimer: LoopTimer?
+    /// Armed while a frame or message is partly read: a client has the server's request deadline to complete it,
+    /// or the socket is closed (a client dribbling a 1 MiB message held that much for as long as it liked).
+    private var messageTimer: LoopTimer?
+    private let loop: EventLoop
+    private let messageDeadline: Double
     /// Pings sent without a pong since.
     private var unanswered = 0
     /// Whether a close frame went out: nothing more is sent, the socket closes once it is written.
@@ -30,6 +35,8 @@ public final class WebSocketConnection {
         self.bufferEvent = bufferEvent
         self.server = server
         self.peer = peer
+        self.loop = loop
+        messageDeadline = server?.connectionGuard.policy.requestDeadline ?? 60
         fd = bufferevent_getfd(bufferEvent)
         selfReference = self
         server?.webSockets[ObjectIdentifier(self)] = self
@@ -101,6 +108,17 @@ public final class WebSocketConnection {
                 }
             }
         }
+        if frames.isIdle {
+            messageTimer = nil
+        } else if messageTimer == nil, self.bufferEvent != nil {
+            messageTimer = LoopTimer(loop: loop, delay: messageDeadline) { [unowned self] in
+                self.close(code: 1008, reason: "a message was not completed in time")
+                // A client that reads nothing either is let go of a second later, close frame sent or not.
+                self.messageTimer = LoopTimer(loop: self.loop, delay: 1) { [unowned self] in self.finish() }
+                self.messageTimer?.start()
+            }
+            messageTimer?.start()
+        }
     }
 
     private func written() {
@@ -125,6 +143,7 @@ public final class WebSocketConnection {
         self.connection = nil
         bufferEvent = nil
         pingTimer = nil
+        messageTimer = nil
         if fd >= 0 { server?.connectionGuard.streaming(on: fd, false) }
         server?.webSockets[ObjectIdentifier(self)] = nil
         // The request evhttp answered 101 to is still queued on the connection: freeing it frees both.

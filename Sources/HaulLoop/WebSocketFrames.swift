@@ -25,6 +25,9 @@ public struct WebSocketFrames {
 
     public init(maxMessage: Int = 1 << 20) { self.maxMessage = maxMessage }
 
+    /// Whether no frame or message is partly read: nothing held waits for more bytes.
+    public var isIdle: Bool { buffer.isEmpty && messageOpcode == nil }
+
     /// Takes `bytes` and returns every complete message and control frame in them, in order; after a `.fail` or
     /// `.close` nothing more is read.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [Output] {

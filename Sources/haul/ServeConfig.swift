@@ -110,7 +110,7 @@ struct ServeConfig {
           --slow-client-timeout SECONDS  close an event stream whose client stopped reading this long ago
                                  (HAUL_SLOW_CLIENT_TIMEOUT, default 30)
           --max-downloads N      downloads stored, finished ones included (HAUL_MAX_DOWNLOADS, default 100000)
-          --max-event-streams N  event streams open at once (HAUL_MAX_EVENT_STREAMS, default 10000)
+          --max-event-streams N  event streams and WebSockets open at once (HAUL_MAX_EVENT_STREAMS, default 10000)
           --max-connections-per-client N  API connections one address may hold open, 0 for no cap
                                  (HAUL_MAX_CONNECTIONS_PER_CLIENT, default 256)
           --http-timeout SECONDS an API connection must deliver each whole request within this long of opening

@@ -105,7 +105,9 @@ func serve(_ arguments: [String]) -> Int32 {
                 case .eventStream(let request):
                     api.attach(HTTPEventSink(exchange: exchange, headers: request.headers), for: request)
                 case .webSocket(let upgrade):
-                    if let socket = exchange.upgradeToWebSocket(headers: upgrade.headers) { api.attach(socket) }
+                    if let socket = exchange.upgradeToWebSocket(headers: upgrade.headers) {
+                        api.attach(socket, for: upgrade)
+                    }
                 case .pending:
                     // Worked through a slice per loop turn: the response comes through this closure when done.
                     break

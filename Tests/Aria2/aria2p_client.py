@@ -13,6 +13,9 @@ import time
 import aria2p
 
 port, secret, file_url, slow_url = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+# With a token, Haul tells aria2's notifications only to sockets that proved it (aria2c tells every socket): aria2p's
+# listener only listens, so its socket gives the token in its URL, which Haul takes at the handshake.
+aria2p.Client.ws_server = property(lambda self: f"ws{self.host[4:]}:{self.port}/jsonrpc?token={self.secret}")
 api = aria2p.API(aria2p.Client(host="http://127.0.0.1", port=int(port), secret=secret, timeout=10))
 seen = []
 completed = threading.Event()

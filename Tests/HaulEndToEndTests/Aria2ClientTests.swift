@@ -48,50 +48,18 @@ final class Aria2ClientTests: HaulTestCase {
 
     // MARK: the WebSocket on a raw socket
 
-    /// A connected WebSocket after the handshake, with `headers` added to it; or the refusal's status line.
+    /// A connected WebSocket after the handshake, or the refusal's status line.
     private func openSocket(origin: String? = nil) throws -> (socket: RawSocket, status: String) {
-        let port = try XCTUnwrap(URL(string: haul.baseURL)?.port)
-        let socket = try RawSocket(port: UInt16(port))
-        var request = "GET /jsonrpc HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-        if let origin { request += "Origin: \(origin)\r\n" }
-        try socket.write(Array((request + "\r\n").utf8))
-        let head = try socket.readHead()
-        if head.hasPrefix("HTTP/1.1 101") {
-            XCTAssertTrue(head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), head)
-        }
-        return (socket, head.components(separatedBy: "\r\n")[0])
+        let client = try WebSocketClient(port: try XCTUnwrap(URL(string: haul.baseURL)?.port), origin: origin)
+        return (client.socket, client.status)
     }
 
-    /// A client frame: masked with a fixed key.
     private func frame(_ opcode: UInt8, _ payload: [UInt8], fin: Bool = true, masked: Bool = true) -> [UInt8] {
-        var out: [UInt8] = [(fin ? 0x80 : 0) | opcode]
-        let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
-        let bit: UInt8 = masked ? 0x80 : 0
-        if payload.count < 126 {
-            out.append(bit | UInt8(payload.count))
-        } else if payload.count < 65536 {
-            out += [bit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-        } else {
-            out.append(bit | 127)
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8((payload.count >> shift) & 0xFF)) }
-        }
-        guard masked else { return out + payload }
-        return out + mask + payload.enumerated().map { $0.element ^ mask[$0.offset & 3] }
+        WebSocketClient.frame(opcode, payload, fin: fin, masked: masked)
     }
 
-    /// The next server frame: its opcode and payload.
     private func readFrame(_ socket: RawSocket) throws -> (opcode: UInt8, payload: [UInt8]) {
-        let head = try socket.read(count: 2)
-        var length = Int(head[1] & 0x7F)
-        if length == 126 {
-            let more = try socket.read(count: 2)
-            length = Int(more[0]) << 8 | Int(more[1])
-        } else if length == 127 {
-            length = try socket.read(count: 8).reduce(0) { $0 << 8 | Int($1) }
-        }
-        XCTAssertEqual(head[1] & 0x80, 0, "a server's frames are not masked")
-        return (head[0] & 0x0F, try socket.read(count: length))
+        try WebSocketClient.readFrame(socket)
     }
 
     private func call(_ method: String, _ params: [Any] = []) throws -> [UInt8] {

@@ -55,8 +55,9 @@ final class Aria2RPC {
     private static let maxRemoved = 1000
     /// `getSessionInfo`: one per process, as aria2's.
     let sessionID: String
-    /// The WebSockets open, each told aria2's notifications about the downloads the token of its last admitted
-    /// call sees (on a server with a token, none before such a call).
+    /// The WebSockets open, each told aria2's notifications about the downloads the token it proved sees: at its
+    /// handshake (`?token=`, `Authorization: Bearer`) or by its last admitted call. On a server with a token, a
+    /// socket that proved none hears nothing.
     private var sockets: [ObjectIdentifier: (socket: WebSocketConnection, caller: Caller?)] = [:]
     /// The socket whose message is being answered.
     private var answering: ObjectIdentifier?
@@ -147,10 +148,13 @@ final class Aria2RPC {
 
     // MARK: WebSocket
 
-    /// Answers each text message on `socket` (a call or a batch, as a POST body) and sends it aria2's notifications.
-    func attach(_ socket: WebSocketConnection) {
+    var socketCount: Int { sockets.count }
+
+    /// Answers each text message on `socket` (a call or a batch, as a POST body) and sends it aria2's notifications;
+    /// `caller` is who its handshake proved it is, if anyone.
+    func attach(_ socket: WebSocketConnection, caller proved: Caller?) {
         let key = ObjectIdentifier(socket)
-        sockets[key] = (socket, nil)
+        sockets[key] = (socket, proved)
         let caller = Peer(address: socket.peer, mayChange: true)
         socket.onText = { [unowned self, unowned socket] text in
             // Notifications the call itself causes (a start, on adding) follow its answer, as aria2 sends them.
@@ -201,11 +205,13 @@ final class Aria2RPC {
             case "error": notification = "aria2.onDownloadError"
             default: return
             }
-        case .removed(let removed):
+        case .removed(let removed, let last):
             id = removed
-            let before = lastStatus.removeValue(forKey: id)
+            lastStatus.removeValue(forKey: id)
             defer { owners.removeValue(forKey: id) }
-            guard before != "complete", before != "error" else { return }
+            // aria2 tells of a stop only for a download that had not finished: forgetting a result (a purge,
+            // removeDownloadResult, DELETE of a finished one) is no stop.
+            guard !last.isFinished else { return }
             notification = "aria2.onDownloadStop"
         }
         guard let notification else { return }
@@ -217,20 +223,28 @@ final class Aria2RPC {
         if holding { held.append((message, owner)) } else { notify(message, about: owner) }
     }
 
-    /// Sends a notification about a download `owner` added to the sockets that may hear of it: those whose last
-    /// call's token sees it, and those that have made no call (aria2p listens without calling) unless a token with
-    /// a root added it, whose downloads only its own calls hear of.
+    /// Sends a notification about a download `owner` added to the sockets that may hear of it: those whose token
+    /// sees it; on a server without a token, also those that proved none (aria2p listens without calling).
     private func notify(_ message: [UInt8], about owner: String?) {
-        let confined = owner.flatMap { engine.ownerToken($0)?.root } != nil
         for (socket, caller) in sockets.values {
             if let caller {
                 guard caller.confinedTo == nil || caller.confinedTo == owner else { continue }
-            } else if confined {
+            } else if gate.hasToken {
                 continue
             }
             send(message, to: socket)
         }
     }
+
+    /// Closes the sockets whose proof was token `id` (revoked or expired): they hear nothing more.
+    func closeSockets(ofToken id: String) {
+        for (socket, caller) in sockets.values where caller?.token?.id == id {
+            socket.close(code: 1008, reason: "the token is revoked or expired")
+        }
+    }
+
+    /// The scoped tokens sockets proved, to check that each still stands.
+    var socketTokens: Set<String> { Set(sockets.values.compactMap { $0.caller?.token?.id }) }
 
     // MARK: methods
 

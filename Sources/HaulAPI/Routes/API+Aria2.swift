@@ -9,9 +9,9 @@ extension API {
     var aria2Routes: [Route] {
         [Route(pattern: "/jsonrpc", access: .open, handlers: [
             "POST": .write(.rpc) { [unowned self] c throws(Problem) in .response(self.rpcPost(c)) },
-            "GET": .read(.rpcRead, query: ["method", "id", "params", "jsoncallback"]) { [unowned self] c throws(Problem) in
+            "GET": .read(.rpcRead, query: ["method", "id", "params", "jsoncallback", "token"]) { [unowned self] c throws(Problem) in
                 if let upgrade = c.request.header("Upgrade"), ASCII.equalsIgnoringCase(upgrade, "websocket") {
-                    return .webSocket(try self.webSocketHandshake(c.request))
+                    return .webSocket(try self.webSocketHandshake(c.request, query: c.query))
                 }
                 return .response(self.rpcGet(c))
             },
@@ -30,7 +30,8 @@ extension API {
     /// The 101's headers for a valid handshake (RFC 6455 section 4.2.1), else the problem. A page's WebSocket
     /// carries its Origin, which must be this server's own or one of --cors-origin: a socket may change things,
     /// and browsers let any page open one (cross-site WebSocket hijacking).
-    private func webSocketHandshake(_ request: HTTPRequest) throws(Problem) -> WebSocketUpgrade {
+    private func webSocketHandshake(_ request: HTTPRequest, query: [String: String]) throws(Problem)
+        -> WebSocketUpgrade {
         guard request.header("Connection")?.lowercased().split(separator: ",")
             .contains(where: { HTTPField.trimmed(String($0)) == "upgrade" }) == true else {
             throw Problem.badRequest("a WebSocket handshake needs 'Connection: Upgrade'")
@@ -46,8 +47,20 @@ extension API {
             throw Problem(status: 403, slug: "origin-not-allowed", title: "Origin not allowed",
                           detail: "WebSockets from \(origin) are not allowed; see --cors-origin")
         }
+        try checkLongLivedRoom()
+        // A client that only listens (aria2p's notifications) proves the token in its handshake; others by
+        // their calls. A wrong one is refused and counted as a wrong bearer token is.
+        var caller: Caller?
+        if gate.hasToken, let presented = AccessGate.bearer(request.header("Authorization")) ?? query["token"] {
+            guard let admitted = gate.admitsSecret(presented, address: request.peer,
+                                                   now: ProcessInfo.processInfo.systemUptime) else {
+                throw Problem(status: 401, slug: "unauthorized", title: "Unauthorized",
+                              detail: "the token is not right", headers: [("WWW-Authenticate", "Bearer realm=\"haul\"")])
+            }
+            caller = admitted
+        }
         return WebSocketUpgrade(headers: [("Upgrade", "websocket"), ("Connection", "Upgrade"),
-                                          ("Sec-WebSocket-Accept", WebSocketFrames.accept(key: key))])
+                                          ("Sec-WebSocket-Accept", WebSocketFrames.accept(key: key))], caller: caller)
     }
 
     private func rpcGet(_ c: RequestContext) -> HTTPResponse {

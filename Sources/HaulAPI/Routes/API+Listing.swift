@@ -84,11 +84,7 @@ extension API {
             }
             lastEventID = value
         }
-        if events.streamCount >= limits.maxEventStreams {
-            throw Problem(status: 503, slug: "too-many-streams", title: "Too many event streams",
-                          detail: "this server serves at most \(limits.maxEventStreams) event streams at once",
-                          headers: [("Retry-After", "5")])
-        }
+        try checkLongLivedRoom()
         if c.request.method == "HEAD" {
             return .response(HTTPResponse(status: 200, headers: EventStreamRequest.standardHeaders))
         }
@@ -98,6 +94,14 @@ extension API {
             request.category = category
         }
         return .eventStream(request)
+    }
+
+    /// Refuses another event stream or WebSocket once `--max-event-streams` of them are open.
+    func checkLongLivedRoom() throws(Problem) {
+        guard longLivedCount >= limits.maxEventStreams else { return }
+        throw Problem(status: 503, slug: "too-many-streams", title: "Too many event streams",
+                      detail: "this server serves at most \(limits.maxEventStreams) event streams and WebSockets at once",
+                      headers: [("Retry-After", "5")])
     }
 
     /// `POST /tickets`: a ticket that opens one stream or file path for a minute, for a URL a browser opens without

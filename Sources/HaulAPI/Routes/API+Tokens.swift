@@ -28,7 +28,9 @@ extension API {
             ]),
             Route(pattern: "/tokens/{id}", handlers: [
                 "DELETE": .write(.removeToken) { [unowned self] c throws(Problem) in
-                    try self.attempt(self.engine.removeToken(c.parameters["id"]!))
+                    let id = c.parameters["id"]!
+                    try self.attempt(self.engine.removeToken(id))
+                    self.cutOff(token: id)
                     return .response(HTTPResponse(status: 204))
                 },
             ]),

@@ -23,6 +23,10 @@ public final class API {
     private let log: Logger?
     /// For `process_start_time_seconds`: the API starts with the process.
     let startedAt = Date().timeIntervalSince1970
+    /// Checks that the tokens open streams and sockets were opened with still stand (`checkStreamTokens`).
+    private var tokenCheck: ClockTimer?
+    /// Seconds between those checks: a token revoked on another node, or expired, is cut off within this.
+    static let tokenCheckInterval = 2.0
 
     public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
                 access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(),
@@ -40,6 +44,7 @@ public final class API {
         self.events.onEngineChange = { [unowned aria2 = self.aria2] change in aria2.engineChanged(change) }
         // Webhooks are the admin's: their bodies name each download's owner.
         engine.webhookResource = { DownloadResource.json($0, owner: true) }
+        tokenCheck = engine.clock.every(API.tokenCheckInterval) { [unowned self] in self.checkStreamTokens() }
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
                 "GET": .read(.listDownloads, query: ["state", "limit", "cursor", "changed_since", "q", "sort",
@@ -230,7 +235,25 @@ public final class API {
 
     /// Serves aria2's JSON-RPC on a WebSocket the transport opened after `.webSocket`: calls answered in order,
     /// with aria2's notifications.
-    public func attach(_ socket: WebSocketConnection) { aria2.attach(socket) }
+    public func attach(_ socket: WebSocketConnection, for upgrade: WebSocketUpgrade) {
+        aria2.attach(socket, caller: upgrade.caller)
+    }
+
+    /// Cuts off what token `id` opened: its event streams end, its WebSockets close. A revoked token is refused at
+    /// its next request; this stops what it already holds open.
+    func cutOff(token id: String) {
+        events.closeStreams(ofToken: id)
+        aria2.closeSockets(ofToken: id)
+    }
+
+    /// Cuts off the streams and sockets of tokens that no longer stand: revoked on any node (the store is the
+    /// truth), or expired.
+    private func checkStreamTokens() {
+        for id in events.streamTokens.union(aria2.socketTokens) where gate.byID?(id) == nil { cutOff(token: id) }
+    }
+
+    /// Event streams and WebSockets open: one budget of long-lived connections (`--max-event-streams`).
+    var longLivedCount: Int { events.streamCount + aria2.socketCount }
 
     /// Starts sending events to `sink`, a stream the transport opened for `request`.
     public func attach(_ sink: EventSink, for request: EventStreamRequest) {

@@ -90,6 +90,8 @@ public enum APIResult {
 /// A WebSocket handshake the API accepted (RFC 6455 section 4.2.2): the 101's headers.
 public struct WebSocketUpgrade: Sendable {
     public let headers: [(name: String, value: String)]
+    /// Who the handshake proved the client is (a token in it), nil when it gave none.
+    public var caller: Caller?
 }
 
 /// A validated request for an event stream.

@@ -225,10 +225,10 @@ extension Engine {
     private func mirror(_ id: String, _ row: Download?) {
         let before = machines[id]?.machine.download
         guard let row else {
-            guard before != nil else { return }
+            guard let before else { return }
             registry.remove(id)
             persister.forget(id)
-            return (onChange?(.removed(id))) ?? ()
+            return (onChange?(.removed(id, last: before.state))) ?? ()
         }
         if let before, before == row { return }
         registry.replace(with: MachineBox(DownloadMachine(download: row, settings: settings)))

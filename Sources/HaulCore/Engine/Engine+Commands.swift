@@ -337,7 +337,7 @@ extension Engine {
             registry.remove(id)
             persister.forget(id)
             log.info("download removed", ["download.id": id])
-            onChange?(.removed(id))
+            onChange?(.removed(id, last: download.state))
         }
         askFanOut()
         schedule()

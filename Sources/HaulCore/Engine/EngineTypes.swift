@@ -140,7 +140,8 @@ public enum EngineChange: Sendable, Equatable {
     case created(String)
     /// Any field changed; `stateChanged` when the state did.
     case updated(String, stateChanged: Bool)
-    case removed(String)
+    /// Removed (or gone on another node) in `state`, its last.
+    case removed(String, last: DownloadState)
 }
 
 public enum EngineError: Error, Equatable {
