@@ -10,7 +10,9 @@ public struct AccessPolicy: Sendable {
     /// Host names (without port, lower case) a request's `Host` may carry; nil accepts any. A server bound to
     /// loopback accepts only loopback names, so a web page whose name was rebound to 127.0.0.1 cannot reach it.
     public var allowedHosts: Set<String>?
-    /// Origins (`scheme://host[:port]`) that browsers may call the API from; no CORS header for any other.
+    /// Origins (`scheme://host[:port]`, or a browser extension's `chrome-extension://ID`) that browsers may call
+    /// the API from. Browser extensions' own origins are answered without being named (no web page can send
+    /// one), and `Origin: null` only for calls that carry the token (any page can send that one).
     public var corsOrigins: Set<String> = []
     /// Wrong tokens a client address may present in a burst before it gets 429 ...
     public var failureBurst = 10
@@ -21,6 +23,21 @@ public struct AccessPolicy: Sendable {
         self.token = token
         self.allowedHosts = allowedHosts
         self.corsOrigins = corsOrigins
+    }
+
+    /// A browser extension's own pages and workers (`chrome-extension://ID`, Firefox's `moz-extension://UUID`,
+    /// Safari's `safari-web-extension://ID`): a web page cannot send such an Origin, so it is answered as the
+    /// operator's own, the token still deciding what it may do.
+    public static func isExtensionOrigin(_ origin: String) -> Bool {
+        for scheme in ["chrome-extension://", "moz-extension://", "safari-web-extension://"]
+        where ASCII.hasPrefixIgnoringCase(origin, scheme) {
+            let rest = origin.utf8.dropFirst(scheme.utf8.count)
+            return !rest.isEmpty && rest.allSatisfy { byte in
+                (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            }
+        }
+        return false
     }
 
     /// The names a loopback-bound server answers to.
@@ -75,6 +92,7 @@ final class AccessGate {
     /// The response that ends `request` here, or nil to let it through (as `admitted`).
     private func refusal(_ request: HTTPRequest, path: String, route: Route?, now: Double) -> HTTPResponse? {
         admitted = nil
+        lastProved = false
         if let problem = HostHeader.problem(in: request) {
             return Problem.badRequest(problem).response(instance: path)
         }
@@ -90,21 +108,26 @@ final class AccessGate {
         // A path or method no route serves counts as a change unless it is a plain read.
         let changesState = route?.handler(for: request.method)?.changesState
             ?? (request.method != "GET" && request.method != "HEAD")
-        if let origin, !policy.corsOrigins.contains(origin), !AccessGate.isSameOrigin(origin, request), changesState {
+        if let origin, !allowsOrigin(origin, request), changesState {
             return Problem(status: 403, slug: "origin-not-allowed", title: "Origin not allowed",
-                           detail: "requests from \(origin) are not allowed; see --cors-origin").response(instance: path)
+                           detail: origin == "null" ? "requests from Origin null (a file, or a sandboxed frame) are "
+                               + "answered only by a server with a token" : "requests from \(origin) are not "
+                               + "allowed; see --cors-origin").response(instance: path)
         }
         guard let tokenDigest, route?.access != .open else { return nil }
         let inURL = route?.access == .streamToken
         if inURL, AccessGate.bearer(request.header("Authorization")) == nil, let ticket = request.query["ticket"] {
             switch tickets.admits(ticket, path: path, now: Date().timeIntervalSince1970) {
-            case .server?: return nil
+            case .server?:
+                lastProved = true
+                return nil
             case .token(let id)?:
                 // The ticket opens what its token sees, while the token stands.
                 guard let token = byID?(id) else {
                     return unauthorized(path, "the token that asked for this ticket is removed or expired")
                 }
                 admitted = Caller(token)
+                lastProved = true
                 return nil
             case nil:
                 // An expired ticket is no guess at the token: no count against the address.
@@ -116,33 +139,40 @@ final class AccessGate {
         guard let presented else {
             return unauthorized(path, "this server needs 'Authorization: Bearer <token>'")
         }
-        // The right token always passes: wrong ones from the same address (a typo, a stale script, someone on the
-        // same NAT) must not lock out its owner. Guessing is slowed per address instead, and a token is at least 16
-        // characters (ServeConfig), so the answers to wrong guesses tell an attacker nothing useful.
-        if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) { return nil }
-        if let token = lookup?(presented) {
-            // A scoped token: the operation must be within its scope.
-            admitted = Caller(token)
-            guard let operation = route?.handler(for: request.method)?.operation, let needed = operation.scope,
-                  needed > token.scope else { return nil }
-            return Problem(status: 403, slug: "insufficient-scope", title: "Insufficient scope",
-                           detail: "the token '\(token.name)' has the \(token.scope.name) scope; \(operation.rawValue) "
-                               + "needs \(needed.name)").response(instance: path)
-        }
+        // Past the burst of wrong tokens an address may present, no secret it sends is looked at, the right one
+        // neither: an answer that told a right guess from a wrong one would let guessing go on at full speed.
         let address = request.peer
         if let blocked = retryAfter(address, now: now) {
             return Problem(status: 429, slug: "too-many-attempts", title: "Too many failed attempts",
                            detail: "too many wrong tokens from \(address); wait before trying again",
                            headers: [("Retry-After", String(blocked))]).response(instance: path)
         }
+        if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) {
+            lastProved = true
+            return nil
+        }
+        if let token = lookup?(presented) {
+            // A scoped token: the operation must be within its scope.
+            admitted = Caller(token)
+            lastProved = true
+            guard let operation = route?.handler(for: request.method)?.operation, let needed = operation.scope,
+                  needed > token.scope else { return nil }
+            return Problem(status: 403, slug: "insufficient-scope", title: "Insufficient scope",
+                           detail: "the token '\(token.name)' has the \(token.scope.name) scope; \(operation.rawValue) "
+                               + "needs \(needed.name)").response(instance: path)
+        }
         recordFailure(address, now: now)
         return unauthorized(path, "the token is not right")
     }
 
-    /// Whether a page of `origin` may change things here: one of --cors-origin, or this server's own.
+    /// Whether a page of `origin` may change things here: one of --cors-origin, this server's own, a browser
+    /// extension's, or `null` on a server with a token (whose calls must then carry it).
     func allowsOrigin(_ origin: String, _ request: HTTPRequest) -> Bool {
         policy.corsOrigins.contains(origin) || AccessGate.isSameOrigin(origin, request)
+            || AccessPolicy.isExtensionOrigin(origin) || (origin == "null" && hasToken)
     }
+
+
 
     /// Whether the server has a token at all.
     var hasToken: Bool { tokenDigest != nil }
@@ -153,21 +183,35 @@ final class AccessGate {
     func admitsSecret(_ presented: String?, address: String, now: Double) -> Caller? {
         guard let tokenDigest else { return .server }
         guard let presented else { return nil }
+        // Past the burst, nothing is evaluated: 1,000 guesses in one multicall get 10 looked at.
+        guard retryAfter(address, now: now) == nil else { return nil }
         if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) { return .server }
         if let token = lookup?(presented) { return Caller(token) }
-        if retryAfter(address, now: now) == nil { recordFailure(address, now: now) }
+        recordFailure(address, now: now)
         return nil
     }
 
-    /// The CORS headers `response` gets for `request`: only for a configured origin.
-    func corsHeaders(for request: HTTPRequest) -> [(name: String, value: String)] {
-        guard let origin = request.header("Origin"), policy.corsOrigins.contains(origin) else { return [] }
-        return [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-                ("Access-Control-Expose-Headers", "ETag, Location, Retry-After")]
+    /// The CORS headers `response` gets for `request`: for a configured origin or a browser extension's; for
+    /// `Origin: null` once the request proved the token (`proved`).
+    func corsHeaders(for request: HTTPRequest, proved: Bool = false) -> [(name: String, value: String)] {
+        guard let origin = request.header("Origin"),
+              policy.corsOrigins.contains(origin) || AccessPolicy.isExtensionOrigin(origin)
+                  || (origin == "null" && proved) else { return [] }
+        return corsHeaders(origin: origin)
     }
 
+    func corsHeaders(origin: String) -> [(name: String, value: String)] {
+        [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+         ("Access-Control-Expose-Headers", "ETag, Location, Retry-After")]
+    }
+
+    /// Whether the last request `check` admitted proved a secret (a token, a scoped token, a ticket).
+    private(set) var lastProved = false
+
     private func preflight(origin: String) -> HTTPResponse {
-        guard policy.corsOrigins.contains(origin) else {
+        // A preflight carries no credentials: `null` is answered, and its real request must then carry the token.
+        guard policy.corsOrigins.contains(origin) || AccessPolicy.isExtensionOrigin(origin)
+                || (origin == "null" && hasToken) else {
             // No Access-Control-Allow-Origin: the browser refuses the real request.
             return HTTPResponse(status: 204, headers: [("Vary", "Origin")])
         }

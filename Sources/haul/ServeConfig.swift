@@ -125,7 +125,8 @@ struct ServeConfig {
           --allowed-hosts NAMES  comma-separated names the Host header may carry (HAUL_ALLOWED_HOSTS; default on
                                  loopback: localhost, 127.0.0.1, ::1; elsewhere any)
           --cors-origin ORIGINS  comma-separated origins browsers may call the API from, like
-                                 https://dash.example:8443 (HAUL_CORS_ORIGIN, default none)
+                                 https://dash.example:8443 (HAUL_CORS_ORIGIN, default none; browser extensions'
+                                 own origins are answered without being named)
           --deny-private-networks  fetch only from public addresses: no loopback, private, link-local (cloud
                                  metadata), unique-local or multicast ones, checked on every address connected
                                  to, also after redirects (HAUL_DENY_PRIVATE_NETWORKS=1)
@@ -379,10 +380,13 @@ struct ServeConfig {
         }
         config.allowedHosts = list(values["allowed-hosts"]).map { $0.lowercased() }
         config.corsOrigins = list(values["cors-origin"])
-        for origin in config.corsOrigins where !(origin.hasPrefix("http://") || origin.hasPrefix("https://"))
-            || origin.dropFirst(8).contains("/") {
-            throw Invalid(description: "\(label("cors-origin")) takes origins like https://dash.example:8443, not "
-                + "'\(origin)'")
+        for origin in config.corsOrigins {
+            let web = (origin.hasPrefix("http://") || origin.hasPrefix("https://")) && !origin.dropFirst(8).contains("/")
+            guard web || AccessPolicy.isExtensionOrigin(origin) else {
+                throw Invalid(description: "\(label("cors-origin")) takes origins like https://dash.example:8443 or "
+                    + "chrome-extension://ID, not '\(origin)'" + (origin == "null" ? " (Origin null is answered "
+                    + "to calls that carry the token, named or not)" : ""))
+            }
         }
         if let v = values["log-level"] {
             let levels: [String: Logger.Level] = ["debug": .debug, "info": .info, "warning": .warning, "error": .error]

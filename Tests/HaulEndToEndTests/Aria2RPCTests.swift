@@ -181,9 +181,11 @@ final class Aria2RPCTests: HaulTestCase {
         let got = try api.get("/jsonrpc?method=aria2.tellWaiting&id=9&params=\(params)")
         XCTAssertEqual(got.status, 200)
         XCTAssertEqual((got.json["result"] as? [Any])?.count, 0)
+        // JSONP is read by a script tag on any page: a server without a token wraps no answer in one.
         let jsonp = try api.get("/jsonrpc?method=aria2.getVersion&id=1&jsoncallback=cb_1")
-        XCTAssertEqual(jsonp.header("Content-Type"), "text/javascript")
-        XCTAssertTrue(jsonp.text.hasPrefix("cb_1({") && jsonp.text.hasSuffix("});"), jsonp.text)
+        XCTAssertEqual(jsonp.header("Content-Type"), "application/json-rpc")
+        XCTAssertFalse(jsonp.text.hasPrefix("cb_1("), jsonp.text)
+        XCTAssertTrue(jsonp.text.contains("needs the token"), jsonp.text)
         XCTAssertEqual(try api.get("/jsonrpc?method=aria2.getVersion&id=1&jsoncallback=alert(1)//").status, 400)
         // A GET may not change anything without the server's token: a page can make a browser send one.
         let add = Data(try JSONSerialization.data(withJSONObject: [["http://127.0.0.1:9/x"]])).base64EncodedString()
@@ -221,6 +223,11 @@ final class Aria2RPCTests: HaulTestCase {
                                                                       ["pause": "true"]])).base64EncodedString()
         let added = try api.get("/jsonrpc?method=aria2.addUri&id=3&params=\(params)")
         XCTAssertEqual(added.status, 200, added.text)
+        // JSONP for a call that carries the token.
+        let version = Data(try JSONSerialization.data(withJSONObject: ["token:" + token])).base64EncodedString()
+        let jsonp = try api.get("/jsonrpc?method=aria2.getVersion&id=1&params=\(version)&jsoncallback=cb_1")
+        XCTAssertEqual(jsonp.header("Content-Type"), "text/javascript")
+        XCTAssertTrue(jsonp.text.hasPrefix("cb_1({") && jsonp.text.hasSuffix("});"), jsonp.text)
         // Wrong tokens count against the address as wrong bearer tokens do: past the burst, even REST is refused.
         for _ in 0..<10 { _ = try rpc("aria2.getVersion", ["token:guess"]) }
         XCTAssertEqual(try api.request("GET", "/stats", headers: ["Authorization": "Bearer guess"]).status, 429)

@@ -30,13 +30,6 @@ final class Aria2RPC {
         var json: JSONValue { .object([("code", .number(Double(code))), ("message", .string(message))]) }
     }
 
-    /// Where a call comes from: the client's address (wrong tokens are counted per address) and whether the
-    /// transport lets it change anything (a GET without the server's token may only read).
-    struct Peer {
-        let address: String
-        let mayChange: Bool
-    }
-
     /// The version clients see: aria2's, whose feature set they check (AriaNg, aria2p), and Haul's beside it.
     static let aria2Version = "1.36.0"
     /// The most calls one batch or multicall may hold.
@@ -101,7 +94,7 @@ final class Aria2RPC {
 
     /// The answer to a request body: one response, or an array for a batch. A body that is not JSON is answered
     /// -32700 as aria2 does.
-    func answer(_ body: [UInt8], caller: Peer) -> JSONValue {
+    func answer(_ body: [UInt8], caller: Request) -> JSONValue {
         let request: JSONValue
         do {
             request = try JSONValue.parse(body)
@@ -111,7 +104,7 @@ final class Aria2RPC {
         return answer(request, caller: caller)
     }
 
-    func answer(_ request: JSONValue, caller: Peer) -> JSONValue {
+    func answer(_ request: JSONValue, caller: Request) -> JSONValue {
         guard case .array(let calls) = request else { return answerOne(request, caller: caller) }
         guard calls.count <= Aria2RPC.maxBatch else {
             return response(id: .null, error: RPCError("a batch holds at most \(Aria2RPC.maxBatch) calls",
@@ -120,7 +113,7 @@ final class Aria2RPC {
         return .array(calls.map { answerOne($0, caller: caller) })
     }
 
-    private func answerOne(_ request: JSONValue, caller: Peer) -> JSONValue {
+    private func answerOne(_ request: JSONValue, caller: Request) -> JSONValue {
         guard case .object = request, let method = request["method"]?.stringValue else {
             return response(id: request["id"] ?? .null, error: RPCError("Invalid Request.", code: -32600))
         }
@@ -132,7 +125,9 @@ final class Aria2RPC {
         default: return response(id: id, error: RPCError("Invalid params.", code: -32602))
         }
         do {
-            return response(id: id, result: try call(method, params, caller: caller))
+            let result = try call(method, params, caller: caller)
+            // A multicall's results were counted one by one.
+            return response(id: id, result: method == "system.multicall" ? result : try caller.spend(result))
         } catch {
             return response(id: id, error: error)
         }
@@ -155,12 +150,11 @@ final class Aria2RPC {
     func attach(_ socket: WebSocketConnection, caller proved: Caller?) {
         let key = ObjectIdentifier(socket)
         sockets[key] = (socket, proved)
-        let caller = Peer(address: socket.peer, mayChange: true)
         socket.onText = { [unowned self, unowned socket] text in
             // Notifications the call itself causes (a start, on adding) follow its answer, as aria2 sends them.
             self.holding = true
             self.answering = key
-            let answer = self.answer(Array(text.utf8), caller: caller)
+            let answer = self.answer(Array(text.utf8), caller: Request(address: socket.peer, mayChange: true))
             self.answering = nil
             self.holding = false
             self.send(answer.serializedBytes(), to: socket)
@@ -271,8 +265,9 @@ final class Aria2RPC {
                                 "aria2.onDownloadComplete", "aria2.onDownloadError", "aria2.onBtDownloadComplete"]
 
     /// Calls `method`: its token checked (aria2's methods, when the server has one), then the method.
-    func call(_ method: String, _ given: [JSONValue], caller: Peer, nested: Bool = false) throws(RPCError)
+    func call(_ method: String, _ given: [JSONValue], caller: Request, nested: Bool = false) throws(RPCError)
         -> JSONValue {
+        try caller.startCall()
         guard let operation = Aria2RPC.methods[method] else { throw RPCError("No such method: \(method)") }
         var params = given
         let presented = params.first?.stringValue.flatMap { $0.hasPrefix("token:") ? String($0.dropFirst(6)) : nil }
@@ -281,6 +276,13 @@ final class Aria2RPC {
             guard let admitted = gate.admitsSecret(presented, address: caller.address,
                                                    now: ProcessInfo.processInfo.systemUptime) else {
                 throw .unauthorized
+            }
+            let proved = presented != nil && gate.hasToken
+            if proved { caller.proved() }
+            if caller.needsToken, !proved {
+                throw RPCError(gate.hasToken ? "Unauthorized" : "Unauthorized: a call a web page may have made "
+                    + "(JSONP, a GET from another site, Origin null) needs the token, and this server has none "
+                    + "(start it with --token)")
             }
             // Stopping the server is the admin's, as REST's tokens and webhooks are.
             let needed = method.hasSuffix("hutdown") ? .admin : operation.scope
@@ -718,7 +720,7 @@ final class Aria2RPC {
         return .string("OK")
     }
 
-    private func multicall(_ p: Params, caller: Peer) throws(RPCError) -> JSONValue {
+    private func multicall(_ p: Params, caller: Request) throws(RPCError) -> JSONValue {
         guard case .array(let calls)? = p.value(0) else { throw RPCError("Bad multicall signature") }
         guard calls.count <= Aria2RPC.maxBatch else {
             throw RPCError("a multicall holds at most \(Aria2RPC.maxBatch) calls")
@@ -734,7 +736,7 @@ final class Aria2RPC {
             default: return RPCError("Missing params.").json
             }
             do throws(RPCError) {
-                return .array([try call(method, params, caller: caller, nested: true)])
+                return .array([try caller.spend(try call(method, params, caller: caller, nested: true))])
             } catch {
                 return error.json
             }

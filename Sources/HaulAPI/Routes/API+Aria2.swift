@@ -19,12 +19,30 @@ extension API {
     }
 
     private func rpcPost(_ c: RequestContext) -> HTTPResponse {
-        let caller = Aria2RPC.Peer(address: c.request.peer, mayChange: true)
+        // `Origin: null` (a page opened from a file, or a sandboxed frame on any site: anyone can send it) gets
+        // answers only to calls that carry the token.
+        let origin = c.request.header("Origin")
+        let caller = Aria2RPC.Request(address: c.request.peer, mayChange: true, needsToken: origin == "null")
         guard c.request.body.count <= RequestBody.maxBytes else {
             return rpcResponse(.null, status: 413, error: Aria2RPC.RPCError("the request is larger than "
                                    + "\(RequestBody.maxBytes) bytes", code: -32600))
         }
-        return rpcResponse(aria2.answer(c.request.body, caller: caller))
+        let response = rpcResponse(aria2.answer(c.request.body, caller: caller))
+        guard origin == "null", caller.provedToken else { return response }
+        return response.adding(gate.corsHeaders(origin: "null"))
+    }
+
+    /// Whether a GET may have been made by a page of another site (a script tag, an image, a link): the browser
+    /// marks it (`Sec-Fetch-Site`), or its Referer names another origin. Such a request gets no data without the
+    /// token: a script tag walks around CORS, and JSONP is made to be read that way.
+    private func mayBeFromAnotherSite(_ request: HTTPRequest) -> Bool {
+        if let site = request.header("Sec-Fetch-Site")?.lowercased(), site == "cross-site" || site == "same-site" {
+            return true
+        }
+        guard let referer = request.header("Referer"), let parts = URLComponents(string: referer),
+              let scheme = parts.scheme, let host = parts.host else { return false }
+        let origin = scheme + "://" + (host.contains(":") ? "[\(host)]" : host) + (parts.port.map { ":\($0)" } ?? "")
+        return !AccessGate.isSameOrigin(origin, request)
     }
 
     /// The 101's headers for a valid handshake (RFC 6455 section 4.2.1), else the problem. A page's WebSocket
@@ -45,7 +63,9 @@ extension API {
         }
         if let origin = request.header("Origin"), !gate.allowsOrigin(origin, request) {
             throw Problem(status: 403, slug: "origin-not-allowed", title: "Origin not allowed",
-                          detail: "WebSockets from \(origin) are not allowed; see --cors-origin")
+                          detail: origin == "null" ? "a WebSocket from Origin null (a file, or a sandboxed frame) "
+                              + "is answered only by a server with a token" : "WebSockets from \(origin) are not "
+                              + "allowed; see --cors-origin")
         }
         try checkLongLivedRoom()
         // A client that only listens (aria2p's notifications) proves the token in its handshake; others by
@@ -64,7 +84,9 @@ extension API {
     }
 
     private func rpcGet(_ c: RequestContext) -> HTTPResponse {
-        let caller = Aria2RPC.Peer(address: c.request.peer, mayChange: false)
+        let caller = Aria2RPC.Request(address: c.request.peer, mayChange: false,
+                                      needsToken: c.query["jsoncallback"] != nil || mayBeFromAnotherSite(c.request)
+                                          || c.request.header("Origin") == "null")
         var request: [(String, JSONValue)] = [("jsonrpc", .string("2.0"))]
         if let id = c.query["id"] { request.append(("id", .string(id))) }
         if let method = c.query["method"] { request.append(("method", .string(method))) }
@@ -82,7 +104,9 @@ extension API {
         } else {
             answer = aria2.answer(.object(request), caller: caller)
         }
-        guard let callback = c.query["jsoncallback"] else { return rpcResponse(answer) }
+        // JSONP runs the answer as a script on whatever page asked: only an answer to a call that carried the
+        // token is wrapped; any other goes back as plain JSON, which a script tag cannot read.
+        guard let callback = c.query["jsoncallback"], caller.provedToken else { return rpcResponse(answer) }
         guard API.isCallbackName(callback) else {
             return rpcResponse(.object([("id", JSONValue(c.query["id"])), ("jsonrpc", .string("2.0")),
                                         ("error", Aria2RPC.RPCError("Invalid jsoncallback.", code: -32600).json)]))

@@ -200,7 +200,7 @@ public final class API {
     /// The answer to `request`, and who it came from (nil when the gate refused it).
     private func answer(_ request: HTTPRequest, path: String,
                         matched: (route: Route, parameters: [String: String])?) -> (APIResult, Caller?) {
-        let cors = gate.corsHeaders(for: request) + API.everyAnswer
+        var cors = gate.corsHeaders(for: request) + API.everyAnswer
         if request.target.utf8.count > limits.maxTargetBytes {
             return (.response(Problem(status: 414, slug: "uri-too-long", title: "URI too long",
                                       detail: "the request target must be at most \(limits.maxTargetBytes) bytes")
@@ -215,6 +215,8 @@ public final class API {
         case .admitted(let admitted):
             caller = admitted
         }
+        // `Origin: null` may read what it asked only with the token (any page can send that Origin).
+        cors = gate.corsHeaders(for: request, proved: gate.lastProved) + API.everyAnswer
         switch router.handle(request, path: path, matched: matched, operations: serverOperations.acting(as: caller)) {
         case .response(let response):
             return (.response(response.adding(cors)), caller)
