@@ -13,6 +13,9 @@ public struct Category: Sendable, Equatable {
     public var priority: Int?
     /// The proxy of its downloads that name none (`"none"`: direct); nil leaves it to the settings.
     public var proxy: ProxyChoice?
+    /// Whether the operator named `proxy` (the server's own token); one a scoped token named is held to the
+    /// address policy, as a download's own is.
+    public var proxyTrusted = true
     /// Where its downloads' files go once verified, relative to the completed root (`--completed-root`, else the
     /// download root); nil leaves them where they were written.
     public var completedDirectory: String?
@@ -38,24 +41,29 @@ final class CategoryBook {
 extension DownloadStore {
     public func saveCategory(_ c: Category) throws {
         try db.run("""
-            INSERT INTO categories (name, directory, connections, max_speed, priority, proxy, completed_directory)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO categories (name, directory, connections, max_speed, priority, proxy, completed_directory,
+                proxy_untrusted)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (name) DO UPDATE SET directory = excluded.directory, connections = excluded.connections,
                 max_speed = excluded.max_speed, priority = excluded.priority, proxy = excluded.proxy,
-                completed_directory = excluded.completed_directory
+                completed_directory = excluded.completed_directory, proxy_untrusted = excluded.proxy_untrusted
             """, [.text(c.name), .text(c.directory), integer(c.connections.map(Int64.init)), integer(c.maxSpeed),
-                  integer(c.priority.map(Int64.init)), text(c.proxy?.stored), text(c.completedDirectory)])
+                  integer(c.priority.map(Int64.init)), text(c.proxy?.stored), text(c.completedDirectory),
+                  .integer(c.proxyTrusted ? 0 : 1)])
     }
 
     public func categories() throws -> [Category] {
-        try db.query("SELECT name, directory, connections, max_speed, priority, proxy, completed_directory FROM categories "
-                     + "ORDER BY name")
+        try db.query("SELECT name, directory, connections, max_speed, priority, proxy, completed_directory, "
+                     + "proxy_untrusted FROM categories ORDER BY name")
             .compactMap { row in
                 guard let name = row["name"].string, let directory = row["directory"].string else { return nil }
-                return Category(name: name, directory: directory, connections: row["connections"].int.map(Int.init),
-                                maxSpeed: row["max_speed"].int, priority: row["priority"].int.map(Int.init),
-                                proxy: ProxyChoice.stored(row["proxy"].string),
-                                completedDirectory: row["completed_directory"].string)
+                var category = Category(name: name, directory: directory,
+                                        connections: row["connections"].int.map(Int.init),
+                                        maxSpeed: row["max_speed"].int, priority: row["priority"].int.map(Int.init),
+                                        proxy: ProxyChoice.stored(row["proxy"].string),
+                                        completedDirectory: row["completed_directory"].string)
+                category.proxyTrusted = row["proxy_untrusted"].int != 1
+                return category
             }
     }
 

@@ -178,5 +178,9 @@ extension DownloadStore {
         ALTER TABLE downloads ADD COLUMN hook_error TEXT;
         ALTER TABLE downloads ADD COLUMN hook_at REAL;
         """,
+        // 20: a category's proxy a scoped token named, held to the address policy (the operator's are trusted).
+        """
+        ALTER TABLE categories ADD COLUMN proxy_untrusted INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 }

@@ -59,8 +59,12 @@ extension SettingsChange {
     /// The most windows a schedule holds.
     public static let maxWindows = 50
 
-    /// A PATCH body's change (null sets a field back to its default), or what is wrong with it.
-    public static func parse(_ members: [(String, JSONValue)])
+    /// The stored settings' mark of a proxy a scoped token named; no client's body may carry it.
+    static let storedProxyFromToken = "proxy_named_by_token"
+
+    /// A PATCH body's change (null sets a field back to its default), or what is wrong with it. `stored`: the
+    /// store's own copy, which also says who named the proxy.
+    public static func parse(_ members: [(String, JSONValue)], stored: Bool = false)
         -> (change: SettingsChange, errors: [(field: String, message: String)]) {
         var change = SettingsChange()
         var errors: [(field: String, message: String)] = []
@@ -109,6 +113,8 @@ extension SettingsChange {
                 } else {
                     errors.append((name, "must be a proxy URL or \"none\", or null for the default"))
                 }
+            case storedProxyFromToken where stored:
+                change.proxyFromToken = value == .bool(true)
             default:
                 errors.append((name, "unknown field"))
             }
@@ -125,7 +131,10 @@ extension SettingsChange {
         if let value = maxConnectionsPerHost ?? nil { members.append(("max_connections_per_host", JSONValue(value))) }
         if let value = speedSchedule ?? nil { members.append(("speed_schedule", .array(value.map(\.json)))) }
         // As stored: the password with it, as a download's is.
-        if let value = proxy ?? nil { members.append(("proxy", .string(value.stored))) }
+        if let value = proxy ?? nil {
+            members.append(("proxy", .string(value.stored)))
+            if proxyFromToken { members.append((SettingsChange.storedProxyFromToken, .bool(true))) }
+        }
         return .object(members)
     }
 }

@@ -17,6 +17,9 @@ public struct ServerSettings: Sendable, Equatable {
     /// The proxy of downloads whose own and whose category's name none; nil for none (direct, or with
     /// `--proxy-from-env` the environment's).
     public var proxy: ProxyChoice?
+    /// Whether the operator named `proxy` (a flag, the environment, the config file, or the server's own token
+    /// through the API), so that it is let past the address policy; one a scoped token named is held to it.
+    public var proxyTrusted = true
 
     public init(maxActive: Int, maxSpeed: Int64?, defaultConnections: Int, maxConnectionsPerHost: Int,
                 speedSchedule: [SpeedWindow] = [], proxy: ProxyChoice? = nil) {
@@ -109,6 +112,8 @@ public struct SettingsChange: Sendable, Equatable {
     public var maxConnectionsPerHost: Int??
     public var speedSchedule: [SpeedWindow]??
     public var proxy: ProxyChoice??
+    /// `proxy` was named by a scoped token (never read from a client's body: the engine sets it from the caller).
+    public var proxyFromToken = false
 
     public init() {}
 
@@ -122,7 +127,10 @@ public struct SettingsChange: Sendable, Equatable {
         if let value = other.defaultConnections { merged.defaultConnections = value }
         if let value = other.maxConnectionsPerHost { merged.maxConnectionsPerHost = value }
         if let value = other.speedSchedule { merged.speedSchedule = value }
-        if let value = other.proxy { merged.proxy = value }
+        if let value = other.proxy {
+            merged.proxy = value
+            merged.proxyFromToken = other.proxyFromToken
+        }
         return merged
     }
 
@@ -134,7 +142,10 @@ public struct SettingsChange: Sendable, Equatable {
         if let value = defaultConnections ?? nil { settings.defaultConnections = value }
         if let value = maxConnectionsPerHost ?? nil { settings.maxConnectionsPerHost = value }
         if let value = speedSchedule ?? nil { settings.speedSchedule = value }
-        if let value = proxy ?? nil { settings.proxy = value }
+        if let value = proxy ?? nil {
+            settings.proxy = value
+            settings.proxyTrusted = !proxyFromToken
+        }
         return settings
     }
 
@@ -146,7 +157,10 @@ public struct SettingsChange: Sendable, Equatable {
         if let value = defaultConnections ?? nil { kept.defaultConnections = .some(value) }
         if let value = maxConnectionsPerHost ?? nil { kept.maxConnectionsPerHost = .some(value) }
         if let value = speedSchedule ?? nil { kept.speedSchedule = .some(value) }
-        if let value = proxy ?? nil { kept.proxy = .some(value) }
+        if let value = proxy ?? nil {
+            kept.proxy = .some(value)
+            kept.proxyFromToken = proxyFromToken
+        }
         return kept
     }
 }

@@ -288,3 +288,84 @@ final class ProxyFromEnvironmentTests: HaulTestCase {
         XCTAssertEqual(try api.get("/settings").json["proxy"] as? String, "none", "the settings name none")
     }
 }
+
+/// A proxy named through the API by a scoped token is no operator's: under `--deny-private-networks` it is held to
+/// the address policy as a download's own is, so a `manage` token cannot name a proxy on loopback (PATCH
+/// /settings, a category's, aria2's `all-proxy`) and reach what the policy keeps out. The server's own token still
+/// names a trusted one.
+final class ScopedProxyTests: HaulTestCase {
+    private let admin = "scoped-proxy-admin-token-0123"
+    private var socks: LocalProxy!
+
+    override var serveArguments: [String] {
+        super.serveArguments + ["--token", admin, "--deny-private-networks", "--allow-networks", "127.0.0.1/32"]
+    }
+
+    override func setUpWithError() throws {
+        guard LocalProxy.available(.microsocks) else { throw XCTSkip("microsocks is not installed (make deps)") }
+        try super.setUpWithError()
+        socks = try LocalProxy(.microsocks, directory: sandbox.file("microsocks"), host: "127.0.0.2", user: "bob",
+                               password: "pw")
+    }
+
+    override func tearDownWithError() throws {
+        socks?.stop()
+        try super.tearDownWithError()
+    }
+
+    private func call(_ method: String, _ path: String, _ token: String, _ json: Any? = nil) throws -> Client.Reply {
+        try api.request(method, path, json: json, headers: ["Authorization": "Bearer " + token])
+    }
+
+    private func fetch(_ name: String, as token: String, _ extra: [String: Any] = [:]) throws -> [String: Any] {
+        let reply = try call("POST", "/downloads", token, ["url": originURL("s.bin"), "filename": name]
+                                .merging(extra) { _, new in new })
+        XCTAssertEqual(reply.status, 201, reply.text)
+        let id = try XCTUnwrap(reply.json["id"] as? String)
+        var last: [String: Any] = [:]
+        try waitFor("\(name) to end") {
+            last = try self.call("GET", "/downloads/\(id)", self.admin).json
+            return last["state"] as? String == "completed" || last["state"] as? String == "failed"
+        }
+        return last
+    }
+
+    private func code(_ download: [String: Any]) -> String? { (download["error"] as? [String: Any])?["code"] as? String }
+
+    func testAProxyAScopedTokenNamesIsHeldToTheAddressPolicy() throws {
+        let hash = try sandbox.makeRandomFile("www/s.bin", size: 200_000)
+        let made = try call("POST", "/tokens", admin, ["name": "ops", "scope": "manage"])
+        XCTAssertEqual(made.status, 201, made.text)
+        let manager = try XCTUnwrap(made.json["secret"] as? String)
+        let proxy = socks.url("socks5", user: "bob", password: "pw")
+
+        // The settings' proxy, named by the manage token: the download goes nowhere near it.
+        XCTAssertEqual(try call("PATCH", "/settings", manager, ["proxy": proxy]).status, 200)
+        let bySettings = try fetch("settings.bin", as: manager)
+        XCTAssertEqual(code(bySettings), "blocked_address", "\(bySettings)")
+        XCTAssertTrue(((bySettings["error"] as? [String: Any])?["message"] as? String ?? "").contains("proxy at 127.0.0.2"))
+        // The same through aria2's all-proxy.
+        let rpc = try api.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": "1",
+                                                            "method": "aria2.changeGlobalOption",
+                                                            "params": ["token:" + manager, ["all-proxy": proxy]]])
+        XCTAssertEqual(rpc.json["result"] as? String, "OK", rpc.text)
+        XCTAssertEqual(code(try fetch("aria2.bin", as: manager)), "blocked_address")
+        // A category's.
+        XCTAssertEqual(try call("PATCH", "/settings", admin, ["proxy": NSNull()]).status, 200)
+        XCTAssertEqual(try call("PUT", "/categories/via", manager, ["proxy": proxy]).status, 201)
+        XCTAssertEqual(code(try fetch("category.bin", as: manager, ["category": "via"])), "blocked_address")
+        XCTAssertFalse(socks.log.contains("connected to"), "a scoped token's proxy was used: \(socks.log)")
+
+        // The server's own token names the operator's proxy: trusted, used, the file exact.
+        XCTAssertEqual(try call("PATCH", "/settings", admin, ["proxy": proxy]).status, 200)
+        let trusted = try fetch("trusted.bin", as: admin)
+        XCTAssertEqual(trusted["state"] as? String, "completed", "\(trusted)")
+        XCTAssertEqual(try sha256(try downloadedPath(trusted)), hash)
+        XCTAssertTrue(socks.log.contains("connected to"), socks.log)
+        // Restarted, the settings keep who named their proxy: the manager's is still held to the policy.
+        XCTAssertEqual(try call("PATCH", "/settings", manager, ["proxy": proxy]).status, 200)
+        haul.stop(signal: SIGTERM)
+        try startHaul()
+        XCTAssertEqual(code(try fetch("restarted.bin", as: admin)), "blocked_address")
+    }
+}

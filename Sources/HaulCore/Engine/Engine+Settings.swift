@@ -15,7 +15,7 @@ extension Engine {
     func loadSettings(throwing: Bool) throws {
         guard let stored = try store.settings(), let value = try? JSONValue.parse(Array(stored.utf8)),
               case .object(let members) = value else { return }
-        let (change, errors) = SettingsChange.parse(members)
+        let (change, errors) = SettingsChange.parse(members, stored: true)
         if !errors.isEmpty { log.warning("stored settings partly unreadable", ["error": "\(errors)"]) }
         settingsChange = change.kept
         applySettings()
@@ -48,6 +48,7 @@ extension Engine {
         config.maxConnectionsPerHost = settings.maxConnectionsPerHost
         config.maxSpeed = settings.maxSpeed
         config.proxy = settings.proxy
+        config.proxyTrusted = settings.proxyTrusted
         updateSpeedLimit()
         // The schedule is looked at every half minute while it has windows.
         if settings.speedSchedule.isEmpty {

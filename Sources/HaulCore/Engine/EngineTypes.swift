@@ -39,6 +39,8 @@ public struct EngineConfig: Sendable {
     public var addressPolicy: AddressPolicy?
     /// The proxy of downloads whose own and whose category's name none: `--proxy`, or the settings' `proxy`.
     public var proxy: ProxyChoice?
+    /// Whether the operator named `proxy` (see `ServerSettings.proxyTrusted`).
+    public var proxyTrusted = true
     /// With `--proxy-from-env`, when `proxy` is nil: the environment's proxy per URL scheme (`http_proxy`,
     /// `https_proxy`), `*` for `all_proxy`.
     public var environmentProxies: [String: ProxyServer] = [:]

@@ -19,6 +19,9 @@ extension Operations {
         if engine.category(category.name) == nil, engine.allCategories.count >= Operations.maxCategories {
             throw .full(kind: "categories", limit: Operations.maxCategories)
         }
+        var category = category
+        // A proxy is the operator's only when the server's own token named it.
+        category.proxyTrusted = caller.token == nil
         return try engine.putCategory(category)
     }
 
@@ -67,6 +70,8 @@ extension Operations {
     public var settings: ServerSettings { engine.currentSettings }
 
     public func changeSettings(_ change: SettingsChange) throws(EngineError) -> ServerSettings {
-        try engine.changeSettings(change)
+        var change = change
+        change.proxyFromToken = caller.token != nil
+        return try engine.changeSettings(change)
     }
 }

@@ -73,12 +73,17 @@ enum Outbound {
     /// download's own, unless it names the same) is trusted past the address policy; see `OutboundPolicy.Proxy`.
     static func proxy(_ config: EngineConfig, for download: Download, category: Category?, url: String)
         -> OutboundPolicy.Proxy? {
-        let operators = category?.proxy ?? config.proxy
+        // The level that names one, and whether the operator named it: a scoped token's (PATCH /settings, a
+        // category's, aria2's all-proxy) is held to the address policy as a download's own is, or a manage token
+        // could name a proxy on loopback and reach what --deny-private-networks keeps out.
+        let (operators, operatorsTrusted) = category?.proxy.map { ($0, category!.proxyTrusted) }
+            ?? (config.proxy, config.proxyTrusted)
         switch download.proxy ?? operators {
         case .direct?: return nil
         case .through(let server)?:
-            let trusted = download.proxy == nil || download.proxy == operators
-                || download.proxy == config.proxy
+            let trusted = download.proxy == nil ? operatorsTrusted
+                : (download.proxy == operators && operatorsTrusted)
+                    || (download.proxy == config.proxy && config.proxyTrusted)
             return OutboundPolicy.Proxy(server: server, bypass: config.noProxy, trusted: trusted)
         case nil:
             guard !config.environmentProxies.isEmpty else { return nil }
