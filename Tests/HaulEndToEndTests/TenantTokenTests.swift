@@ -207,6 +207,38 @@ final class TenantTokenTests: HaulTestCase {
         try wait(admins.json["id"] as? String ?? "", "completed", as: admin)
     }
 
+    func testDownloadsOfUnknownSizeRunningTogetherStayUnderTheQuota() throws {
+        // Three files of 400,000 bytes with no Content-Length under a 1,000,000 quota, running at once (each
+        // trickled, so they grow side by side): all three cannot fit; whichever would pass the quota fails, and
+        // what the token holds never passes it. By REST, by batch and by aria2's addUri alike.
+        let dave = try makeToken(["name": "dave", "scope": "add", "root": "dave", "quota_bytes": 1_000_000])
+        for name in ["u1.bin", "u2.bin", "u3.bin"] { _ = try sandbox.makeRandomFile("www/" + name, size: 400_000) }
+        let url = { (name: String) in self.originURL(name, "nolength=1&norange=1&rate=400000") }
+        _ = try add(["url": url("u1.bin")], as: dave.secret)
+        let batch = try call("POST", "/downloads", dave.secret, ["downloads": [["url": url("u2.bin")]]])
+        XCTAssertEqual(batch.status, 200, batch.text)
+        let rpc = try api.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": "1", "method": "aria2.addUri",
+                                                            "params": ["token:" + dave.secret, [url("u3.bin")]]])
+        XCTAssertNotNil(rpc.json["result"] as? String, rpc.text)
+        // The token's root: it sees its own three only.
+        let ids = (try call("GET", "/downloads", dave.secret).json["downloads"] as? [[String: Any]] ?? [])
+            .compactMap { $0["id"] as? String }
+        XCTAssertEqual(ids.count, 3)
+        var ended: [[String: Any]] = []
+        try waitFor("the three to end", timeout: 60) {
+            ended = try ids.map { try self.call("GET", "/downloads/\($0)", dave.secret).json }
+            return ended.allSatisfy { $0["state"] as? String == "completed" || $0["state"] as? String == "failed" }
+        }
+        let failed = ended.filter { $0["state"] as? String == "failed" }
+        XCTAssertFalse(failed.isEmpty, "three files of 400,000 bytes all fitted a 1,000,000 quota: \(ended)")
+        for download in failed {
+            XCTAssertEqual((download["error"] as? [String: Any])?["code"] as? String, "quota_exceeded", "\(download)")
+        }
+        let held = ended.reduce(Int64(0)) { $0 + int($1["received_bytes"]) }
+        XCTAssertLessThanOrEqual(held, 1_000_000, "\(ended)")
+        XCTAssertLessThanOrEqual(int(try call("GET", "/token", dave.secret).json["used_bytes"]), 1_000_000)
+    }
+
     func testMaxActiveHoldsWithoutHoldingUpOthers() throws {
         let dave = try makeToken(["name": "dave", "scope": "add", "root": "dave", "max_active": 1])
         _ = try sandbox.makeRandomFile("www/slow.bin", size: 120_000)

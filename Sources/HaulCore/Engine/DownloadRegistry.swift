@@ -25,6 +25,23 @@ final class DownloadRegistry {
     /// The downloads of each token that added some (`Download.owner`): a token's totals and quota cost its own
     /// downloads, not every one.
     private(set) var owned: [String: Set<String>] = [:]
+    /// What each such token's downloads hold against its quota (`heldBytes`), kept as they change like
+    /// `receivedTotal`: the quota of a download of unknown size is checked against it on every chunk.
+    private(set) var held: [String: Int64] = [:]
+
+    /// The bytes a download holds against its token's quota: a finished file's size, an unfinished one's size once
+    /// known (or the size its client said), else what it received; a failed one what it left on disk.
+    static func heldBytes(_ download: Download) -> Int64 {
+        if download.state == .failed { return download.receivedBytes }
+        return max(download.totalBytes ?? download.expectedBytes ?? 0, download.receivedBytes)
+    }
+
+    private func hold(_ download: Download?, sign: Int64) {
+        guard let download, let owner = download.owner else { return }
+        let next = (held[owner] ?? 0) + sign * DownloadRegistry.heldBytes(download)
+        held[owner] = next
+        if next == 0, owned[owner] == nil { held.removeValue(forKey: owner) }
+    }
 
     subscript(id: String) -> MachineBox? { machines[id] }
 
@@ -42,6 +59,7 @@ final class DownloadRegistry {
         machines[download.id] = box
         index(download, was: nil)
         receivedTotal += download.receivedBytes
+        hold(download, sign: 1)
     }
 
     /// Puts `box` in place of what is known of its download (another node changed it), or adds it.
@@ -51,6 +69,8 @@ final class DownloadRegistry {
         machines[download.id] = box
         index(download, was: before)
         receivedTotal += download.receivedBytes - (before?.receivedBytes ?? 0)
+        hold(before, sign: -1)
+        hold(download, sign: 1)
     }
 
     /// Forgets download `id`; returns what it was.
@@ -59,6 +79,7 @@ final class DownloadRegistry {
         guard let download = machines.removeValue(forKey: id)?.machine.download else { return nil }
         index(nil, was: download)
         receivedTotal -= download.receivedBytes
+        hold(download, sign: -1)
         return download
     }
 
@@ -66,14 +87,22 @@ final class DownloadRegistry {
     func changed(_ id: String, from before: Download) {
         guard let download = machines[id]?.machine.download else { return }
         receivedTotal += download.receivedBytes - before.receivedBytes
+        if download.owner != nil || before.owner != nil {
+            hold(before, sign: -1)
+            hold(download, sign: 1)
+        }
         if download.state != before.state || download.priority != before.priority
             || download.queueRank != before.queueRank {
             index(download, was: before)
         }
     }
 
-    /// Bytes the machine of a download received moved by `delta` (the hot path: nothing else changed).
-    func received(_ delta: Int64) { receivedTotal += delta }
+    /// Bytes the machine of a download received moved by `delta`, and what it holds against its `owner`'s quota
+    /// by `heldDelta` (the hot path: nothing else changed).
+    func received(_ delta: Int64, heldDelta: Int64 = 0, owner: String? = nil) {
+        receivedTotal += delta
+        if let owner, heldDelta != 0 { held[owner, default: 0] += heldDelta }
+    }
 
     /// Sorts creation order once, after loading every download at start.
     func sortOrder() { order.sort { $0.sequence < $1.sequence } }

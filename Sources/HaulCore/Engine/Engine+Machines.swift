@@ -20,15 +20,28 @@ extension Engine {
         guard let box = machines[id] else { return [] }
         switch event {
         case .received:
-            // The bytes of a chunk, not yet written: the write that follows moves the totals.
+            // The bytes of a chunk, not yet written: the write that follows moves the totals. A file of unknown
+            // size grows into its token's quota: what the token's other downloads hold now decides how far.
+            if box.machine.quotaAllowance != nil, box.machine.download.totalBytes == nil {
+                box.machine.quotaAllowance = quotaAllowance(for: id)
+            }
             return box.machine.handle(event, at: clock.now)
         case .wrote, .synced:
-            // Progress and the journal (which `saveJournal` stores) only.
+            // Progress and the journal (which `saveJournal` stores) only: nothing but the bytes received moves.
             let receivedBefore = box.machine.download.receivedBytes
             let now = clock.now
             if case .wrote = event { box.lastWriteAt = now }
             let actions = box.machine.handle(event, at: now)
-            registry.received(box.machine.download.receivedBytes - receivedBefore)
+            let download = box.machine.download
+            let delta = download.receivedBytes - receivedBefore
+            guard let owner = download.owner else {
+                registry.received(delta)
+                return actions
+            }
+            let floor = download.totalBytes ?? download.expectedBytes ?? 0
+            let heldDelta = download.state == .failed ? delta
+                : max(floor, download.receivedBytes) - max(floor, receivedBefore)
+            registry.received(delta, heldDelta: heldDelta, owner: owner)
             return actions
         default:
             let before = box.machine.download

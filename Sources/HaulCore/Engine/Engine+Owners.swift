@@ -1,19 +1,13 @@
 /// What the tokens that add downloads hold: their bytes against `quota_bytes`, their totals.
 extension Engine {
-    /// The bytes a download holds against its token's quota: a finished file's size, an unfinished one's size once
-    /// known (or the size its client said), else what it received; a failed one what it left on disk.
-    static func heldBytes(_ download: Download) -> Int64 {
-        if download.state == .failed { return download.receivedBytes }
-        return max(download.totalBytes ?? download.expectedBytes ?? 0, download.receivedBytes)
-    }
-
-    /// What the downloads of `owner` hold together, but for `excluded`.
+    /// What the downloads of `owner` hold together, but for `excluded` (kept by the registry as they change).
     public func usage(of owner: String, excluding excluded: String? = nil) -> Int64 {
-        var sum: Int64 = 0
-        for id in registry.owned[owner] ?? [] where id != excluded {
-            if let box = machines[id] { sum += Engine.heldBytes(box.machine.download) }
-        }
-        return sum
+        let all = registry.held[owner] ?? 0
+        assert(all == (registry.owned[owner] ?? []).reduce(0) {
+            $0 + (machines[$1].map { DownloadRegistry.heldBytes($0.machine.download) } ?? 0)
+        }, "the bytes held by \(owner) drifted from its downloads'")
+        guard let excluded, let box = machines[excluded], box.machine.download.owner == owner else { return all }
+        return all - DownloadRegistry.heldBytes(box.machine.download)
     }
 
     /// The ids of the downloads `owner` added.
