@@ -49,6 +49,7 @@ enum DownloadResource {
             ("queue_order", JSONValue(d.queueOrder)),
             ("completed_directory", JSONValue(d.completedDirectory)),
             ("moved", .bool(d.moved)),
+            ("move_error", JSONValue(d.moveError)),
             ("hook", hook(d)),
         ]
         DownloadOptions.show(d, into: &members)

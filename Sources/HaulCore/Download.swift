@@ -78,6 +78,9 @@ public struct Download: Sendable, Equatable {
     public var moved = false
     /// The move's marker is gone too (a crash just after the move was stored can leave it; the next start removes it).
     public var moveSettled = false
+    /// Why the finished file is not in its completed folder (the folder is a link, the disk refused), nil when it
+    /// moved or no move was tried; a later start tries again.
+    public var moveError: String?
     /// The operator's hook (`on-complete`, `on-failed`) is due for the state it is in: stored with the state, so a
     /// crash before it ran runs it after the restart.
     public var hookPending = false

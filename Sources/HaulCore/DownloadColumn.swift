@@ -88,6 +88,7 @@ struct DownloadColumn: Sendable {
             d.moved = (v.int ?? 0) >= 1
             d.moveSettled = (v.int ?? 0) == 2
         },
+        DownloadColumn(name: "move_error", write: { text($0.moveError) }) { d, v in d.moveError = v.string },
         DownloadColumn(name: "claimed_by", write: nil) { d, v in d.node = v.string },
         DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]

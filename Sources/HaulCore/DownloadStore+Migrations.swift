@@ -178,9 +178,11 @@ extension DownloadStore {
         ALTER TABLE downloads ADD COLUMN hook_error TEXT;
         ALTER TABLE downloads ADD COLUMN hook_at REAL;
         """,
-        // 20: a category's proxy a scoped token named, held to the address policy (the operator's are trusted).
+        // 20: a category's proxy a scoped token named, held to the address policy (the operator's are trusted);
+        // why a finished file is not in its completed folder.
         """
         ALTER TABLE categories ADD COLUMN proxy_untrusted INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN move_error TEXT;
         """,
     ]
 }

@@ -34,6 +34,10 @@ extension ClientCommand {
         add("url", text("url"))
         if let final = text("final_url"), final != text("url") { add("final url", final) }
         add("path", text("path"))
+        if let completed = text("completed_directory") {
+            add("moves to", completed + (json["moved"]?.boolValue == true ? " (moved)" : ""))
+        }
+        if let why = text("move_error") { add("not moved", why) }
         add("category", d.category ?? "none")
         add("priority", json["priority"]?.integerValue.map(String.init))
         let active = json["active_connections"]?.integerValue ?? 0

@@ -86,6 +86,32 @@ final class MoveTests: HaulTestCase {
         XCTAssertEqual(try api.request("PUT", "/categories/bad", json: ["completed_directory": "../up"]).status, 422)
     }
 
+    func testARefusedMoveSaysWhyInTheResource() throws {
+        // The completed folder is a symbolic link (to somewhere outside the root): the file stays where it was
+        // written, whole, and the resource says why.
+        try FileManager.default.createDirectory(atPath: sandbox.file("downloads"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: sandbox.file("downloads/linked"), withDestinationPath: "/tmp")
+        try putCategory("films", ["completed_directory": "linked"])
+        let hash = try sandbox.makeRandomFile("www/film.bin", size: 100_000)
+        let id = try add(["url": originURL("film.bin"), "category": "films"])
+        try waitForState(id, "completed")
+        var last: [String: Any] = [:]
+        try waitFor("the move's refusal to be shown") {
+            last = try self.download(id)
+            return !(last["move_error"] is NSNull) && last["move_error"] != nil
+        }
+        XCTAssertEqual(last["moved"] as? Bool, false)
+        XCTAssertTrue((last["move_error"] as? String ?? "").contains("symbolic link"), "\(last)")
+        XCTAssertEqual(try sha256(sandbox.file("downloads/films/film.bin")), hash)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/tmp/film.bin"))
+        // `haul info` says so too.
+        let info = try haulCommand(["info", id])
+        XCTAssertTrue(info.stdout.contains("symbolic link"), info.output)
+        // Stored: still said after a restart (which tries again, and is refused again).
+        try restart(crashingAt: nil)
+        XCTAssertTrue((try download(id)["move_error"] as? String ?? "").contains("symbolic link"))
+    }
+
     func testAKillAtEachStepOfAMoveOnOneFileSystemLeavesOneWholeFile() throws {
         try putCategory("films", ["completed_directory": "watched"])
         for (index, point) in ["move-linked", "move-unlinked", "move-stored"].enumerated() {

@@ -766,6 +766,7 @@ function renderDetail() {
       !d.hook.pending && d.hook.status !== 0 ? "error" : undefined);
   }
   if (d.completed_directory) add("Completed folder", d.moved ? `${d.completed_directory} (moved)` : d.completed_directory);
+  if (d.move_error) add("Not moved", d.move_error, "error");
   add("Added", formatTime(d.created_at));
   add("Started", d.started_at && formatTime(d.started_at));
   add("Completed", d.completed_at && formatTime(d.completed_at));

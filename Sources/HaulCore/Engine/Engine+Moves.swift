@@ -85,11 +85,23 @@ extension Engine {
         case .gone:
             log.warning("the finished file to move is not there any more", ["download.id": id,
                                                                            "file.name": request.name])
+            recordMoveFailure(id, "the finished file is not where it was written any more")
             runHook(id)
         case .failed(let error):
             // It stays where it is, complete; the next start tries again. The hook is told where it is.
             log.warning("cannot move the finished file", ["download.id": id, "error": "\(error)"])
+            recordMoveFailure(id, "\(error)")
             runHook(id)
         }
+    }
+
+    /// Says in the resource why its file did not move (`move_error`), and stores it.
+    private func recordMoveFailure(_ id: String, _ reason: String) {
+        guard let box = machines[id] else { return }
+        let before = box.machine.download
+        box.machine.moveFailed(reason)
+        registry.changed(id, from: before)
+        changed(id, from: before)
+        persister.save(box.machine.download)
     }
 }

@@ -270,7 +270,11 @@ public struct DownloadMachine {
         download.filename = name
         download.fileStamp = file
         download.moved = true
+        download.moveError = nil
     }
+
+    /// The move was refused: the file stays where it was written, and this says why.
+    mutating func moveFailed(_ reason: String) { download.moveError = reason }
 
     /// The move's marker is removed.
     mutating func settleMove() { download.moveSettled = true }
