@@ -133,6 +133,57 @@ final class Aria2RPCTests: HaulTestCase {
         XCTAssertEqual(try error("aria2.tellStatus", [gids[1]]).message, "GID \(gids[1]) is not found")
     }
 
+    func testAriaNgsSettingsEitherTakeEffectOrSayWhyNot() throws {
+        // getGlobalOption: every option Haul has an equivalent for, with its values.
+        let global = try XCTUnwrap(try result("aria2.getGlobalOption") as? [String: Any])
+        for (name, value) in [("max-concurrent-downloads", "5"), ("split", "8"), ("max-connection-per-server", "16"),
+                              ("max-tries", "4"), ("retry-wait", "0"), ("timeout", "60"), ("min-split-size", "4194304"),
+                              ("dir", sandbox.file("downloads"))] {
+            XCTAssertEqual(global[name] as? String, value, name)
+        }
+        XCTAssertNotNil(global["user-agent"] as? String)
+        // What can change does, and reads back so.
+        XCTAssertEqual(try result("aria2.changeGlobalOption", [["max-concurrent-downloads": "3",
+                                                                "max-overall-download-limit": "2M"]]) as? String, "OK")
+        let changed = try XCTUnwrap(try result("aria2.getGlobalOption") as? [String: Any])
+        XCTAssertEqual(changed["max-concurrent-downloads"] as? String, "3")
+        XCTAssertEqual(changed["max-overall-download-limit"] as? String, String(2 << 20))
+        XCTAssertEqual(try api.get("/settings").json["max_active"] as? Int, 3)
+        // What Haul has but cannot change while it runs, and what it does not have: refused by name, nothing
+        // applied (max-concurrent-downloads stays 3).
+        for (option, words) in [("max-tries", "--max-attempts"), ("timeout", "--stall-timeout"),
+                                ("user-agent", "--user-agent"), ("bt-max-peers", "not supported"),
+                                ("no-such-option", "not an aria2 option")] {
+            let refused = try error("aria2.changeGlobalOption", [[option: "7", "max-concurrent-downloads": "4"]])
+            XCTAssertTrue(refused.message.contains(option) && refused.message.contains(words), refused.message)
+        }
+        XCTAssertEqual(try api.get("/settings").json["max_active"] as? Int, 3)
+
+        // A download's options: its own and what it inherits, in aria2's names.
+        let gid = try XCTUnwrap(try result("aria2.addUri", [["http://127.0.0.1:9/opts.iso"],
+                                                           ["pause": "true", "out": "o.iso", "referer": "http://r.example/",
+                                                            "user-agent": "agent/1", "split": "4",
+                                                            "header": ["Cookie: a=1"]]]) as? String)
+        let options = try XCTUnwrap(try result("aria2.getOption", [gid]) as? [String: Any])
+        for (name, value) in [("out", "o.iso"), ("referer", "http://r.example/"), ("user-agent", "agent/1"),
+                              ("split", "4"), ("max-connection-per-server", "4"), ("max-tries", "4"),
+                              ("dir", sandbox.file("downloads"))] {
+            XCTAssertEqual(options[name] as? String, value, name)
+        }
+        XCTAssertEqual(options["header"] as? [String], ["Cookie: ***"], "header values are never shown")
+        // changeOption: what PATCH may change applies; the rest is refused by name.
+        XCTAssertEqual(try result("aria2.changeOption", [gid, ["max-download-limit": "64K"]]) as? String, "OK")
+        XCTAssertEqual(try status(gid)["status"] as? String, "paused")
+        XCTAssertEqual((try result("aria2.getOption", [gid]) as? [String: Any])?["max-download-limit"] as? String,
+                       "65536")
+        for (option, words) in [("user-agent", "cannot be changed once"), ("max-tries", "the server's"),
+                                ("bt-max-peers", "not supported"), ("dir", "cannot be changed once"),
+                                ("on-download-complete", "not allowed")] {
+            let refused = try error("aria2.changeOption", [gid, [option: "x"]])
+            XCTAssertTrue(refused.message.contains(option) && refused.message.contains(words), refused.message)
+        }
+    }
+
     func testAGIDIsTheCallersIfItChoseOneAndSurvivesARestart() throws {
         let chosen = "00c0ffee00c0ffee"
         XCTAssertEqual(try result("aria2.addUri", [["http://127.0.0.1:9/a.iso"], ["gid": chosen, "pause": "true"]])

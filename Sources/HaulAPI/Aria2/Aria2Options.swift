@@ -3,9 +3,11 @@ import HaulCore
 import HaulLoop
 
 /// aria2's options as Haul's: a download's through the option table's aria2 names (values are strings there:
-/// `"split": "8"`, `"max-download-limit": "1M"`, `"header": ["Cookie: a=1"]`), the server's through its settings.
-/// Options that name a path or a program (aria2 #2030: an RPC caller set `on-download-complete` and `dir` and ran
-/// what it liked) are refused; others Haul does not have are ignored, as aria2 ignores what it cannot change.
+/// `"split": "8"`, `"max-download-limit": "1M"`, `"header": ["Cookie: a=1"]`), both ways; the server's through
+/// `Aria2GlobalOptions`. Options that name a path or a program (aria2 #2030: an RPC caller set
+/// `on-download-complete` and `dir` and ran what it liked) are refused. A new download's options Haul does not have
+/// are ignored, as aria2c ignores those that do not apply (browser extensions send many); a change to one is
+/// refused with its name, so a settings page never shows a change that did nothing.
 enum Aria2Options {
     /// The most connections a download takes: aria2's split may ask for more.
     static let maxConnections = 32
@@ -24,6 +26,49 @@ enum Aria2Options {
     struct Refusal: Error {
         let message: String
     }
+
+    /// The refusal of a change to an option Haul has no equivalent for.
+    static func unsupported(_ name: String) -> Refusal {
+        Refusal(message: aria2Names.contains(name) ? "option \(name) is not supported by Haul"
+            : "option \(name) is not an aria2 option")
+    }
+
+    /// aria2 1.36's option names (its prefs.cc), to tell an option Haul lacks from a name no aria2 has.
+    static let aria2Names: Set<String> = Set("""
+        all-proxy all-proxy-passwd all-proxy-user allow-overwrite allow-piece-length-change always-resume async-dns
+        async-dns-server auto-file-renaming auto-save-interval bt-detach-seed-only bt-enable-hook-after-hash-check
+        bt-enable-lpd bt-exclude-tracker bt-external-ip bt-force-encryption bt-hash-check-seed bt-keep-alive-interval
+        bt-load-saved-metadata bt-lpd-interface bt-max-open-files bt-max-peers bt-metadata-only bt-min-crypto-level
+        bt-prioritize-piece bt-remove-unselected-file bt-request-peer-speed-limit bt-request-timeout bt-require-crypto
+        bt-save-metadata bt-seed-unverified bt-stop-timeout bt-timeout bt-tracker bt-tracker-connect-timeout
+        bt-tracker-interval bt-tracker-timeout ca-certificate certificate check-certificate check-integrity checksum
+        conditional-get conf-path connect-timeout console-log-level content-disposition-default-utf8 continue daemon
+        deferred-input dht-entry-point dht-entry-point-host dht-entry-point-host6 dht-entry-point-port
+        dht-entry-point-port6 dht-entry-point6 dht-file-path dht-file-path6 dht-listen-addr dht-listen-addr6
+        dht-listen-port dht-message-timeout dir disable-ipv6 disk-cache dns-timeout download-result dry-run dscp
+        enable-async-dns6 enable-color enable-dht enable-dht6 enable-http-keep-alive enable-http-pipelining enable-mmap
+        enable-peer-exchange enable-rpc event-poll file-allocation follow-metalink follow-torrent force-save
+        force-sequential ftp-passwd ftp-pasv ftp-proxy ftp-proxy-passwd ftp-proxy-user ftp-reuse-connection ftp-type
+        ftp-user gid hash-check-only header help http-accept-gzip http-auth-challenge http-no-cache http-passwd
+        http-proxy http-proxy-passwd http-proxy-user http-user https-proxy https-proxy-passwd https-proxy-user
+        human-readable index-out input-file interface keep-unfinished-download-result listen-port load-cookies log
+        log-level lowest-speed-limit max-concurrent-downloads max-connection-per-server max-download-limit
+        max-download-result max-downloads max-file-not-found max-http-pipelining max-mmap-limit
+        max-overall-download-limit max-overall-upload-limit max-resume-failure-tries max-tries max-upload-limit
+        metalink-base-uri metalink-enable-unique-protocol metalink-file metalink-language metalink-location metalink-os
+        metalink-preferred-protocol metalink-version min-split-size min-tls-version multiple-interface netrc-path
+        no-conf no-file-allocation-limit no-netrc no-proxy no-want-digest-header on-bt-download-complete
+        on-download-complete on-download-error on-download-pause on-download-start on-download-stop
+        optimize-concurrent-downloads out parameterized-uri pause pause-metadata peer-agent peer-connection-timeout
+        peer-id-prefix piece-length private-key proxy-method quiet realtime-chunk-checksum referer remote-time
+        remove-control-file retry-wait reuse-uri rlimit-nofile rpc-allow-origin-all rpc-certificate rpc-listen-all
+        rpc-listen-port rpc-max-request-size rpc-passwd rpc-private-key rpc-save-upload-metadata rpc-secret rpc-secure
+        rpc-user save-cookies save-not-found save-session save-session-interval seed-ratio seed-time select-file
+        select-least-used-host server-stat-if server-stat-of server-stat-timeout show-console-readout show-files
+        socket-recv-buffer-size split ssh-host-key-md startup-idle-time stderr stop stop-with-process
+        stream-piece-selector summary-interval timeout torrent-file truncate-console-readout uri-selector use-head
+        user-agent version
+        """.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init))
 
     /// A new download's JSON members from aria2's options (sources are added by the caller). `root` is the download
     /// root: an absolute `dir` under it is taken relative to it, one outside refused.
@@ -100,7 +145,7 @@ enum Aria2Options {
     }
 
     /// A value aria2 clients send as a string (some send numbers and booleans as JSON).
-    private static func text(_ value: JSONValue) -> String? {
+    static func text(_ value: JSONValue) -> String? {
         switch value {
         case .string(let text): return text
         case .number(let number): return number.rounded() == number ? String(Int64(number)) : nil
@@ -143,97 +188,84 @@ enum Aria2Options {
         return algorithm + ":" + text[text.index(after: equals)...].lowercased()
     }
 
-    /// The settings members for aria2's global options Haul has; others are ignored.
-    static func settingsMembers(_ options: [(String, JSONValue)]) throws(Refusal) -> [(String, JSONValue)] {
-        var members: [(String, JSONValue)] = []
-        for (name, value) in options {
-            if isRefused(name) || name == "dir" {
-                throw Refusal(message: "option \(name) is not allowed through the RPC")
-            }
-            guard let text = text(value) else { throw Refusal(message: "option \(name) must be a string") }
-            switch name {
-            case "max-concurrent-downloads":
-                guard let number = Int(text) else { throw Refusal(message: "\(name) must be a number: \(text)") }
-                members.append(("max_active", .number(Double(number))))
-            case "max-overall-download-limit":
-                guard let number = bytes(text) else { throw Refusal(message: "\(name) must be bytes: \(text)") }
-                members.append(("max_speed", number == 0 ? .null : .number(Double(number))))
-            case "split":
-                guard let number = Int(text) else { throw Refusal(message: "\(name) must be a number: \(text)") }
-                members.append(("default_connections", .number(Double(number))))
-            case "max-connection-per-server":
-                guard let number = Int(text) else { throw Refusal(message: "\(name) must be a number: \(text)") }
-                members.append(("max_connections_per_host", .number(Double(number))))
-            case "all-proxy":
-                members.append(("proxy", text.isEmpty ? .null : .string(text)))
-            default: continue
+    /// A download's options in aria2's names (`getOption`): each option-table row with aria2 names and a shown
+    /// value, written as aria2 writes values, the folder absolute, the digest in aria2's form, headers by name only;
+    /// then the server's own (a download inherits them, as aria2's getOption shows).
+    static func download(_ d: Download, root: String, global: Aria2GlobalOptions.Source) -> JSONValue {
+        var members: [(String, JSONValue)] = [("dir", .string(Aria2Status.directory(d, root: root)))]
+        for option in DownloadOptions.all where !option.aria2.isEmpty {
+            guard let show = option.show, let value = aria2Text(show(d)) else { continue }
+            for name in option.aria2 {
+                if name == "checksum" {
+                    members.append((name, .string(checksumText(value))))
+                } else {
+                    members.append((name, .string(value)))
+                }
             }
         }
-        return members
-    }
-
-    /// The server's options in aria2's names and string values (`getGlobalOption`).
-    static func global(_ settings: ServerSettings, root: String) -> JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("dir", .string(root)),
-            ("max-concurrent-downloads", .string(String(settings.maxActive))),
-            ("max-overall-download-limit", .string(String(settings.maxSpeed ?? 0))),
-            ("max-overall-upload-limit", .string("0")),
-            ("split", .string(String(settings.defaultConnections))),
-            ("max-connection-per-server", .string(String(settings.maxConnectionsPerHost))),
-            ("min-split-size", .string("1048576")),
-            ("continue", .string("true")),
-            ("allow-overwrite", .string("false")),
-            ("auto-file-renaming", .string("true")),
-            ("file-allocation", .string("none")),
-            ("max-download-result", .string("1000")),
-        ]
-        if let proxy = settings.proxy { members.append(("all-proxy", .string(proxy.shown))) }
-        return .object(members)
-    }
-
-    /// A download's options in aria2's names (`getOption`).
-    static func download(_ d: Download, root: String) -> JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("dir", .string(Aria2Status.directory(d, root: root))),
-            ("split", .string(String(d.connections))),
-            ("max-connection-per-server", .string(String(d.connections))),
-            ("max-download-limit", .string(String(d.maxSpeed ?? 0))),
-        ]
-        if let name = d.requestedFilename { members.append(("out", .string(name))) }
-        if let checksum = d.checksum, let colon = checksum.firstIndex(of: ":") {
-            let algorithm = String(checksum[..<colon])
-            let named = ["sha1": "sha-1", "sha224": "sha-224", "sha256": "sha-256", "sha384": "sha-384",
-                         "sha512": "sha-512"][algorithm] ?? algorithm
-            members.append(("checksum", .string(named + "=" + checksum[checksum.index(after: colon)...])))
+        if members.first(where: { $0.0 == "out" }) == nil, let name = d.requestedFilename {
+            members.append(("out", .string(name)))
         }
-        if let referer = d.referer { members.append(("referer", .string(referer))) }
-        if let agent = d.userAgent { members.append(("user-agent", .string(agent))) }
         if !d.headers.isEmpty {
             // Names only: values may be cookies or tokens.
             members.append(("header", .array(d.headers.map { .string($0.name + ": ***") })))
         }
+        if !d.insecure { members.append(("check-certificate", .string("true"))) }
+        let shown = Set(members.map(\.0))
+        for row in Aria2GlobalOptions.rows where !shown.contains(row.name) && row.name != "max-concurrent-downloads"
+            && row.name != "max-overall-download-limit" {
+            members.append((row.name, .string(row.value(global))))
+        }
         return .object(members)
     }
 
-    /// A download's changes from `changeOption`: speed limit and connections (what PATCH may change).
+    /// A shown value as aria2 writes it: a string, a decimal number, true or false; nil for none.
+    private static func aria2Text(_ value: JSONValue) -> String? {
+        switch value {
+        case .string(let text): return text
+        case .bool(let flag): return flag ? "true" : "false"
+        case .number: return value.integerValue.map(String.init)
+        default: return nil
+        }
+    }
+
+    /// Haul's `sha256:hex` as aria2's `sha-256=hex`.
+    private static func checksumText(_ checksum: String) -> String {
+        guard let colon = checksum.firstIndex(of: ":") else { return checksum }
+        let algorithm = String(checksum[..<colon])
+        let named = ["sha1": "sha-1", "sha224": "sha-224", "sha256": "sha-256", "sha384": "sha-384",
+                     "sha512": "sha-512"][algorithm] ?? algorithm
+        return named + "=" + checksum[checksum.index(after: colon)...]
+    }
+
+    /// A download's changes from `changeOption`: the option-table rows PATCH may change, by their aria2 names
+    /// (speed limit, connections). An option Haul has that cannot change once a download is added, or one it does
+    /// not have, refuses the whole change with its name.
     static func changes(_ options: [(String, JSONValue)]) throws(Refusal) -> DownloadChanges {
         var changes = DownloadChanges()
         for (name, value) in options {
-            if isRefused(name) || name == "dir" || name == "out" {
-                throw Refusal(message: "option \(name) cannot be changed")
+            if isRefused(name) { throw Refusal(message: "option \(name) is not allowed through the RPC") }
+            guard let row = DownloadOptions.all.first(where: { $0.aria2.contains(name) }) else {
+                if Aria2GlobalOptions.byName[name] != nil {
+                    throw Refusal(message: "option \(name) is the server's, not a download's: change it with "
+                        + "changeGlobalOption where it can change")
+                }
+                throw unsupported(name)
+            }
+            guard row.patchable else {
+                throw Refusal(message: "option \(name) cannot be changed once a download is added: remove it and add "
+                    + "it again")
             }
             guard let text = text(value) else { throw Refusal(message: "option \(name) must be a string") }
-            switch name {
-            case "max-download-limit":
+            switch row.kind {
+            case .bytes:
                 guard let number = bytes(text) else { throw Refusal(message: "\(name) must be bytes: \(text)") }
                 changes.maxSpeed = .some(number == 0 ? nil : number)
-            case "split", "max-connection-per-server":
+            default:
                 guard let number = Int(text), number >= 1 else {
                     throw Refusal(message: "\(name) must be a positive number: \(text)")
                 }
                 changes.connections = min(number, maxConnections)
-            default: continue
             }
         }
         return changes

@@ -45,7 +45,7 @@ final class Aria2RPC {
     /// Downloads removed through this front, as aria2 keeps them (`status: removed`) until a purge: their last
     /// status, newest last, at most `maxRemoved` (aria2's --max-download-result).
     private var removed: [(gid: String, owner: String?, status: [(String, JSONValue)])] = []
-    private static let maxRemoved = 1000
+    static let maxRemoved = 1000
     /// `getSessionInfo`: one per process, as aria2's.
     let sessionID: String
     /// The WebSockets open, each told aria2's notifications about the downloads the token it proved sees: at its
@@ -83,6 +83,10 @@ final class Aria2RPC {
     }
 
     private var engine: Engine { base.engine }
+    /// What the server's options in aria2's names are read from, for the caller.
+    private var globalSource: Aria2GlobalOptions.Source {
+        Aria2GlobalOptions.Source(settings: operations.settings, config: engine.config, root: callersRoot)
+    }
     private var root: String { engine.config.downloadRoot }
     /// The folder the caller's downloads land under: its token's root, else the download root.
     private var callersRoot: String {
@@ -336,9 +340,10 @@ final class Aria2RPC {
         case "aria2.changeUri":
             _ = try snapshot(try p.gid(0))
             throw RPCError("Haul keeps a download's sources as they were added: remove it and add it again")
-        case "aria2.getOption": return Aria2Options.download(try snapshot(try p.gid(0)).download, root: root)
+        case "aria2.getOption":
+            return Aria2Options.download(try snapshot(try p.gid(0)).download, root: root, global: globalSource)
         case "aria2.changeOption": return try changeOption(try p.gid(0), try p.object(1))
-        case "aria2.getGlobalOption": return Aria2Options.global(operations.settings, root: callersRoot)
+        case "aria2.getGlobalOption": return Aria2GlobalOptions.json(globalSource)
         case "aria2.changeGlobalOption": return try changeGlobalOption(try p.object(0))
         case "aria2.getGlobalStat": return globalStat()
         case "aria2.purgeDownloadResult": return purge()
@@ -666,7 +671,7 @@ final class Aria2RPC {
     private func changeGlobalOption(_ options: [(String, JSONValue)]) throws(RPCError) -> JSONValue {
         let members: [(String, JSONValue)]
         do {
-            members = try Aria2Options.settingsMembers(options)
+            members = try Aria2GlobalOptions.settingsMembers(options)
         } catch {
             throw RPCError(error.message)
         }
