@@ -33,6 +33,12 @@ struct Client {
 
     /// Sends one request; a 2xx answer's JSON (null for none), or a Stop carrying the server's problem.
     func call(_ method: String, _ path: String, body: JSONValue? = nil) throws(ClientCommand.Stop) -> JSONValue {
+        try exchange(method, path, body: body).json
+    }
+
+    /// `call`'s answer with its status (200 and 201 tell an existing download from a new one).
+    func exchange(_ method: String, _ path: String, body: JSONValue? = nil) throws(ClientCommand.Stop)
+        -> (status: Int, json: JSONValue) {
         var request = request(method, path)
         if let body {
             request.headers.append(("Content-Type", "application/json"))
@@ -45,12 +51,12 @@ struct Client {
             throw unreachable(error)
         }
         guard (200..<300).contains(reply.status) else { throw problem(reply.status, reply.body) }
-        if reply.body.isEmpty { return .null }
+        if reply.body.isEmpty { return (reply.status, .null) }
         guard let json = try? JSONValue.parse(reply.body) else {
             throw ClientCommand.Stop(status: .failed, message: "\(server) is not a Haul server: it answered \(path) "
                                      + "with something other than JSON (set --server or HAUL_SERVER)")
         }
-        return json
+        return (reply.status, json)
     }
 
     /// Follows an event stream, handing each event to `onEvent` until it returns false. A stream that drops after

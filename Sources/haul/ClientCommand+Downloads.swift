@@ -75,10 +75,18 @@ extension ClientCommand {
         // The sequence before the POST: following from it, no event of the new downloads can be missed.
         let sequence = wait ? try client.call("GET", "/stats")["sequence"]?.integerValue : nil
         if urls.count == 1 {
-            let download = DownloadView(try client.call("POST", "/downloads",
-                                                        body: .object([("url", .string(urls[0]))] + shared)))
+            let (status, json) = try client.exchange("POST", "/downloads",
+                                                     body: .object([("url", .string(urls[0]))] + shared))
+            let download = DownloadView(json)
             printOutput(download.id)
-            if wait { try follow(client, download, after: sequence) }
+            // 200, not 201: this URL into this place is in the list already, and that download is the answer.
+            if status == 200 { printError(alreadyListed(urls[0], download)) }
+            guard wait else { return }
+            if download.state == "paused" {
+                throw Stop(status: .failed, message: "\(download.id) is paused: haul resume \(download.id) lets it go "
+                           + "on, haul watch \(download.id) follows it")
+            }
+            try follow(client, download, after: sequence)
             return
         }
         // A long list goes as batches of the most one request may add, each answered before the next is sent.
@@ -95,6 +103,7 @@ extension ClientCommand {
                 if let download = result["download"] {
                     let view = DownloadView(download)
                     printOutput(view.id)
+                    if result["status"]?.integerValue == 200 { printError(alreadyListed(url, view)) }
                     added.append(view)
                 } else {
                     refused += 1
@@ -102,9 +111,14 @@ extension ClientCommand {
                 }
             }
         }
-        if wait, !added.isEmpty { try followAll(client, added, after: sequence) }
+        if wait, !added.isEmpty { try followAll(client, added, refused: refused, after: sequence) }
         // Each refusal is printed already.
         if refused > 0 { throw Stop(status: .failed, message: "") }
+    }
+
+    /// What `haul add` says of a URL whose download is in the list already (the same URL into the same place).
+    private static func alreadyListed(_ url: String, _ d: DownloadView) -> String {
+        "haul: \(url) is in the list already: \(d.id) (\(d.name), \(d.state))"
     }
 
     /// The URLs in `path` (or standard input for "-"), one a line; blank lines and # comments are skipped.
@@ -303,11 +317,14 @@ extension ClientCommand {
 
     /// Follows several downloads until each has ended: on a terminal a block of bars, one a download and a total,
     /// redrawn in place; elsewhere a line for each change of state and one for each end.
-    private static func followAll(_ client: Client, _ downloads: [DownloadView], after sequence: Int64?)
+    /// Follows a batch's downloads until each has completed, failed or is paused (nothing would move it on), then
+    /// says how many of all asked for (`refused` ones too) ended how.
+    private static func followAll(_ client: Client, _ downloads: [DownloadView], refused: Int, after sequence: Int64?)
         throws(Stop) {
-        var open = Set(downloads.filter { !$0.isFinished }.map(\.id))
+        var open = Set(downloads.filter { !$0.isFinished && $0.state != "paused" }.map(\.id))
         var failures: [String] = downloads.filter { $0.state == "failed" }.map(failure)
         var completed = downloads.filter { $0.state == "completed" }.count
+        var paused: [String] = downloads.filter { $0.state == "paused" }.map(pausedLine)
         var lastState: [String: String] = Dictionary(downloads.map { ($0.id, $0.state) }, uniquingKeysWith: { $1 })
         let block = isatty(STDERR_FILENO) == 1 ? ProgressBlock(downloads) : nil
         func report(_ d: DownloadView) {
@@ -326,6 +343,10 @@ extension ClientCommand {
                 open.remove(d.id)
                 failures.append(failure(d))
                 if block == nil { printError(failures.last!) }
+            case "paused":
+                open.remove(d.id)
+                paused.append(pausedLine(d))
+                if block == nil { printError(paused.last!) }
             default:
                 if block == nil { printError("\(d.name): \(d.state)") }
             }
@@ -355,10 +376,18 @@ extension ClientCommand {
         }
         if let block {
             block.finish()
-            for line in failures { printError(line) }
-            printError("\(completed) of \(downloads.count) completed" + (failures.isEmpty ? "" : ", \(failures.count) not"))
+            for line in failures + paused { printError(line) }
         }
-        if !failures.isEmpty { throw Stop(status: .failed, message: "") }
+        var total = "\(completed) of \(downloads.count + refused) completed"
+        if !failures.isEmpty { total += ", \(failures.count) failed" }
+        if !paused.isEmpty { total += ", \(paused.count) paused" }
+        if refused > 0 { total += ", \(refused) refused" }
+        printError(total)
+        if !failures.isEmpty || !paused.isEmpty { throw Stop(status: .failed, message: "") }
+    }
+
+    private static func pausedLine(_ d: DownloadView) -> String {
+        "haul: \(d.name) is paused (haul resume \(d.id) lets it go on)"
     }
 
     /// How a failed download is reported.

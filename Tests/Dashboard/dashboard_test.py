@@ -317,6 +317,19 @@ def main():
         colours = page.js("const c = (s) => getComputedStyle(document.querySelector(`#spacer .item[data-state=${s}] .state`)).color;"
                           "return [c('paused'), c('downloading'), c('completed')];")
         assert len(set(colours)) == 3, colours
+        # The same URL again: the dialog says it is in the list already, and in which state, instead of closing
+        # as if something was added.
+        page.find("#open-add").click()
+        wait.until(lambda d: page.find("#add-dialog").is_displayed())
+        # (Into the same place: the dialog still holds the films category and priority of the last add.)
+        Select(page.find("#category")).select_by_value("")
+        page.find("#priority").clear()
+        page.find("#urls").send_keys(f"{origin_url}/files/debian.iso?rate=262144")
+        page.find("#add").click()
+        wait.until(lambda d: "Already in the list: debian.iso (paused)" in page.find("#add-problem").text)
+        assert page.find("#add-dialog").is_displayed()
+        page.find("#add-dialog .close-dialog").click()
+        wait.until(lambda d: not page.find("#add-dialog").is_displayed())
 
         # The server goes away mid-download: the page says so, its rows are what was last known (no speed), and an
         # action says the server cannot be reached. It comes back: all clears and the download completes.

@@ -65,6 +65,11 @@ function problemText(body) {
 }
 
 async function api(method, path, body) {
+  return (await apiAnswer(method, path, body)).data;
+}
+
+/** The server's answer with its status (200 and 201 tell a download already in the list from a new one). */
+async function apiAnswer(method, path, body) {
   const headers = { Accept: "application/json" };
   if (state.token) headers.Authorization = `Bearer ${state.token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -85,7 +90,7 @@ async function api(method, path, body) {
     askForToken(state.token ? "That token was not accepted." : "");
   }
   if (!response.ok) throw new Problem(response.status, data);
-  return data;
+  return { status: response.status, data };
 }
 
 // MARK: reaching the server
@@ -1478,22 +1483,29 @@ $("add-form").addEventListener("submit", async (event) => {
     }
     if ($("start_paused").checked) options.start_paused = true;
     if (lines.length === 1) {
-      remember(await api("POST", "/downloads", { url: lines[0], ...options }));
+      const { status, data } = await apiAnswer("POST", "/downloads", { url: lines[0], ...options });
+      remember(data);
       $("urls").value = "";
-      showProblem("add-problem", "");
       clearOneURLOptions();
-      $("add-dialog").close();
+      // 200: that URL into that folder is in the list already, and the answer is that download: say so.
+      if (status === 200) showProblem("add-problem", alreadyListed(data));
+      else {
+        showProblem("add-problem", "");
+        $("add-dialog").close();
+      }
     } else {
       const answer = await api("POST", "/downloads", { downloads: lines.map((url) => ({ url, ...options })) });
       const refused = [];
+      const listed = [];
       answer.results.forEach((result, index) => {
         if (result.download) remember(result.download);
-        else refused.push({ line: lines[index], reason: problemText(result.problem) });
+        if (result.status === 200) listed.push(`${lines[index]}: ${alreadyListed(result.download)}`);
+        else if (!result.download) refused.push({ line: lines[index], reason: problemText(result.problem) });
       });
       $("urls").value = refused.map((r) => r.line).join("\n");
-      showProblem("add-problem", refused.map((r) => `${r.line}: ${r.reason}`).join("\n"));
+      showProblem("add-problem", refused.map((r) => `${r.line}: ${r.reason}`).concat(listed).join("\n"));
       if (refused.length < lines.length) clearOneURLOptions();
-      if (!refused.length) $("add-dialog").close();
+      if (!refused.length && !listed.length) $("add-dialog").close();
     }
   } catch (error) {
     showProblem("add-problem", error);
@@ -1501,6 +1513,11 @@ $("add-form").addEventListener("submit", async (event) => {
     button.disabled = false;
   }
 });
+
+/** What the add dialog says of a URL already in the list. */
+function alreadyListed(d) {
+  return `Already in the list: ${displayName(d)} (${d.state}).`;
+}
 
 /** The name and checksum were that URL's: the next one gets its own. */
 function clearOneURLOptions() {

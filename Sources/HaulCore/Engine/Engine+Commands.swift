@@ -78,8 +78,9 @@ extension Engine {
             // The same file asked for again: the download there is the answer, unless it is one the asking token
             // may not see (another token's under a shared root), which gets its own.
             if let existing = registry.download(fetching: request.url, into: directory, as: request.filename),
-               request.owner?.root == nil || machines[existing]?.machine.download.owner == request.owner?.id {
-                plans.append(.same(existing))
+               let download = machines[existing]?.machine.download,
+               request.owner?.root == nil || download.owner == request.owner?.id {
+                plans.append(request.refusal(asking: download).map { .refused($0) } ?? .same(existing))
                 continue
             }
             if let index = claimed[destination] {

@@ -123,9 +123,11 @@ public struct Operations {
         var request = request
         request.owner = caller.token
         if let idempotency {
+            // A repeated key answers the first request as it was answered: nothing of it is applied again.
             return try engine.add(request, idempotencyKey: key(idempotency), requestHash: idempotency.requestHash)
         }
-        return try engine.add(request)
+        let added = try engine.add(request)
+        return added.created ? added : (try reconcile(request, with: added.snapshot), false)
     }
 
     /// Adds a batch with one commit, each answered in order; past `maxDownloads` the rest are refused `tooMany`.
@@ -135,7 +137,15 @@ public struct Operations {
             request.owner = caller.token
             return request
         }
-        return try engine.add(batch: owned, atomic: atomic, capacity: max(0, maxDownloads - engine.count))
+        let outcomes = try engine.add(batch: owned, atomic: atomic, capacity: max(0, maxDownloads - engine.count))
+        return zip(owned, outcomes).map { request, outcome in
+            guard case .existing(let existing) = outcome else { return outcome }
+            do throws(EngineError) {
+                return .existing(try reconcile(request, with: existing))
+            } catch {
+                return .refused(error)
+            }
+        }
     }
 
     /// The stored answer of the first batch with this key, nil for a new key.
