@@ -16,12 +16,14 @@ struct Client {
     /// The server and token from the options, else the environment: --server, HAUL_SERVER, the address in
     /// HAUL_LISTEN (a wildcard one on loopback: the container's HEALTHCHECK follows its port), 127.0.0.1:8080.
     init(options: Options, environment: [String: String]) throws(ClientCommand.Stop) {
-        var server = options.value("server") ?? environment["HAUL_SERVER"]
-            ?? environment["HAUL_LISTEN"].flatMap(ListenAddress.init)?.localURL ?? "http://127.0.0.1:8080"
+        // An empty variable (`HAUL_SERVER=` in a script or a compose file) is no setting.
+        let set = { (name: String) in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        var server = options.value("server") ?? set("HAUL_SERVER")
+            ?? set("HAUL_LISTEN").flatMap(ListenAddress.init)?.localURL ?? "http://127.0.0.1:8080"
         if !server.contains("://") { server = "http://" + server }
         while server.hasSuffix("/") { server.removeLast() }
         self.server = server
-        token = options.value("token") ?? environment["HAUL_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        token = options.value("token") ?? set("HAUL_TOKEN")
     }
 
     private func request(_ method: String, _ path: String) -> APIRequest {

@@ -217,7 +217,10 @@ extension ClientCommand {
             }
             let token = try client.call("POST", "/tokens", body: .object(members))
             if json { return printOutput(token.serialized()) }
-            printOutput("\(token["id"]?.stringValue ?? "?") \(token["secret"]?.stringValue ?? "?")")
+            // Labelled: the secret is shown this once, and must not be mistaken for the id.
+            printOutput("id      \(token["id"]?.stringValue ?? "?")")
+            printOutput("secret  \(token["secret"]?.stringValue ?? "?")")
+            printError("haul: the secret is shown this once: keep it now (haul token ls never shows it)")
         case ("ls", 1):
             let answer = try client.call("GET", "/tokens")
             if json { return printOutput(answer["tokens"]?.serialized() ?? "[]") }

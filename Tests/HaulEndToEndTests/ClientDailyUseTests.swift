@@ -183,22 +183,28 @@ final class ClientDailyUseTests: HaulTestCase {
         XCTAssertEqual(try haulCommand(["set", first]).status, 2, "nothing to change")
         XCTAssertEqual(try haulCommand(["set", film, "--position", "top"]).status, 1, "a completed one has no place")
 
-        // ls in 80 columns: an ETA and a category column, names cut to fit, the totals under them.
-        let list = try haulCommand(["ls"], environment: ["COLUMNS": "80"])
-        XCTAssertEqual(list.status, 0, list.output)
-        let lines = list.stdout.split(separator: "\n").map(String.init)
-        XCTAssertEqual(lines.count, 6, list.stdout)
-        for line in lines { XCTAssertLessThan(line.count, 80, "'\(line)'") }
-        XCTAssertNotNil(lines[0].range(of: "^ID +STATE +DONE +SIZE +SPEED +ETA +CATEGORY +NAME$",
-                                       options: .regularExpression), lines[0])
-        let filmLine = try XCTUnwrap(lines.first { $0.hasPrefix(film) })
-        XCTAssertTrue(filmLine.contains(" films ") && filmLine.contains("a-long-name") && filmLine.hasSuffix("…"),
-                      filmLine)
-        XCTAssertEqual(lines.last, "4 downloads: 2 paused, 1 completed, 1 failed")
-        // A wider terminal has room for a failure's code after the name.
-        let wide = try haulCommand(["ls"], environment: ["COLUMNS": "120"])
-        let missingLine = wide.stdout.split(separator: "\n").first { $0.hasPrefix(missing) }
-        XCTAssertTrue(missingLine?.hasSuffix(" missing.iso (http_404)") == true, wide.stdout)
+        // ls in 80 and 70 columns: the ids' first characters (enough to tell them apart, as the help promises), an
+        // ETA and a category column, a failure's code where a speed would be, names cut to fit, the totals under.
+        for columns in [80, 70] {
+            let list = try haulCommand(["ls"], environment: ["COLUMNS": String(columns)])
+            XCTAssertEqual(list.status, 0, list.output)
+            let lines = list.stdout.split(separator: "\n").map(String.init)
+            XCTAssertEqual(lines.count, 6, list.stdout)
+            for line in lines { XCTAssertLessThan(line.count, columns, "'\(line)'") }
+            XCTAssertNotNil(lines[0].range(of: "^ID +STATE +DONE +SIZE +SPEED +ETA +CAT(EGORY)? +NAME$",
+                                           options: .regularExpression), lines[0])
+            let short = try XCTUnwrap(lines[1].split(separator: " ").first.map(String.init))
+            XCTAssertTrue(short.count >= 6 && short.count < film.count, "short ids: \(list.stdout)")
+            let filmLine = try XCTUnwrap(lines.first { $0.hasPrefix(String(film.prefix(short.count))) })
+            XCTAssertTrue(filmLine.contains(" films ") && filmLine.contains("a-long") && filmLine.hasSuffix("…"),
+                          filmLine)
+            let missingLine = try XCTUnwrap(lines.first { $0.hasPrefix(String(missing.prefix(short.count))) })
+            XCTAssertTrue(missingLine.contains(" failed ") && missingLine.contains(" http_404 ")
+                          && missingLine.contains("missing.iso"), missingLine)
+            XCTAssertEqual(lines.last, "4 downloads: 2 paused, 1 completed, 1 failed")
+            // The short id is taken wherever an id is.
+            XCTAssertEqual(try haulCommand(["info", String(missing.prefix(short.count))]).status, 0)
+        }
         let bogus = try haulCommand(["ls", "--state", "bogus"])
         XCTAssertEqual(bogus.status, 2)
         XCTAssertTrue(bogus.stderr.contains("no state 'bogus'") && bogus.stderr.hasSuffix("(haul ls --help)\n"),
@@ -210,10 +216,10 @@ final class ClientDailyUseTests: HaulTestCase {
         var retrying = ""
         try waitFor("ls --state retrying to list it") {
             retrying = try self.haulCommand(["ls", "--state", "retrying"]).stdout
-            return retrying.contains(busy)
+            return retrying.contains(String(busy.prefix(6)))
         }
         XCTAssertTrue(retrying.contains(" retrying ") && retrying.contains("(http_503)"), retrying)
-        XCTAssertFalse(retrying.contains(first), "only those waiting to try again: \(retrying)")
+        XCTAssertFalse(retrying.contains(String(first.prefix(6))), "only those waiting to try again: \(retrying)")
 
         // The webhook's deliveries: a header, then each with its time.
         let hookID = try XCTUnwrap(hook.json["id"] as? String)
@@ -235,6 +241,13 @@ final class ClientDailyUseTests: HaulTestCase {
         XCTAssertEqual(name.status, 2)
         XCTAssertEqual(name.stderr, "haul: 'bad/name' cannot be a category's name: it must be 1 to 64 letters, "
                        + "digits, '-', '_' or '.', starting with a letter or digit (haul category --help)\n")
+        // An empty HAUL_SERVER (a script's `HAUL_SERVER=`) is no setting: HAUL_LISTEN, here this server's, is used.
+        var environment = ProcessInfo.processInfo.environment
+        environment["HAUL_SERVER"] = ""
+        environment["HAUL_LISTEN"] = "127.0.0.1:\(haul.port)"
+        let empty = try execute(haulPath, ["ls"], environment: environment)
+        XCTAssertEqual(empty.status, 0, empty.output)
+        XCTAssertTrue(empty.stdout.hasPrefix("no downloads") || empty.stdout.hasPrefix("ID "), empty.stdout)
         // A URL that is no Haul server (the test origin) is said to be none.
         let elsewhere = try haulCommand(["ls"], environment: ["HAUL_SERVER": origin.baseURL])
         XCTAssertEqual(elsewhere.status, 1)

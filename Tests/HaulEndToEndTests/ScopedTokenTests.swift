@@ -12,9 +12,13 @@ final class ScopedTokenTests: HaulTestCase {
         let created = try haulCommand(["token", "create", "wall dashboard", "--scope", "read"],
                                       environment: ["HAUL_TOKEN": admin])
         XCTAssertEqual(created.status, 0, created.output)
-        let parts = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ")
-        let (id, secret) = (String(parts[0]), String(parts[1]))
+        // Labelled, the secret said to be shown once.
+        let lines = created.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.count, 2, created.stdout)
+        XCTAssertTrue(lines[0].hasPrefix("id ") && lines[1].hasPrefix("secret "), created.stdout)
+        let (id, secret) = (String(lines[0].split(separator: " ").last!), String(lines[1].split(separator: " ").last!))
         XCTAssertTrue(secret.hasPrefix("haul_"), created.stdout)
+        XCTAssertTrue(created.stderr.contains("shown this once"), created.stderr)
         let listed = try haulCommand(["token", "ls"], environment: ["HAUL_TOKEN": admin])
         XCTAssertTrue(listed.stdout.contains("read") && listed.stdout.contains("wall dashboard"), listed.stdout)
         XCTAssertFalse(listed.stdout.contains(secret))

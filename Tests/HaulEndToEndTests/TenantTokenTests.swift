@@ -136,7 +136,8 @@ final class TenantTokenTests: HaulTestCase {
         let created = try haulCommand(["token", "create", "frank", "--scope", "add", "--root", "frank", "--quota", "1M",
                                        "--max-active", "2"], environment: ["HAUL_TOKEN": admin])
         XCTAssertEqual(created.status, 0, created.output)
-        let secret = String(created.stdout.split(separator: " ").last ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let secretLine = created.stdout.split(separator: "\n").first { $0.hasPrefix("secret ") } ?? ""
+        let secret = String(secretLine.split(separator: " ").last ?? "")
         let hash = try sandbox.makeRandomFile("www/f.bin", size: 30_000)
         let added = try haulCommand(["add", originURL("f.bin"), "--wait"], environment: ["HAUL_TOKEN": secret])
         XCTAssertEqual(added.status, 0, added.output)
