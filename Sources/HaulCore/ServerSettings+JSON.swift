@@ -40,10 +40,19 @@ extension SpeedWindow {
                 errors.append(("days", "must be a list of mon, tue, wed, thu, fri, sat, sun"))
             }
         }
-        let from = value["from"]?.stringValue.flatMap(SpeedWindow.minutes)
-        let to = value["to"]?.stringValue.flatMap(SpeedWindow.minutes)
-        if from == nil || from == 1440 { errors.append(("from", "is required, as HH:MM from 00:00 to 23:59")) }
-        if to == nil { errors.append(("to", "is required, as HH:MM from 00:00 to 24:00")) }
+        // A time given but not one of the day says so in the user's words ("25:00 is not a time of day").
+        func time(_ field: String, latest: String) -> Int? {
+            let text = value[field]?.stringValue
+            let minutes = text.flatMap(SpeedWindow.minutes)
+            guard let minutes, field == "to" || minutes < 1440 else {
+                errors.append((field, text.map { "'\($0)' is not a time of day: HH:MM from 00:00 to \(latest)" }
+                    ?? "is required, as HH:MM from 00:00 to \(latest)"))
+                return nil
+            }
+            return minutes
+        }
+        let from = time("from", latest: "23:59")
+        let to = time("to", latest: "24:00")
         var speed: Int64?
         if let number = value["max_speed"]?.integerValue, (0...(Int64(1) << 50)).contains(number) {
             speed = number == 0 ? nil : number

@@ -255,7 +255,7 @@ def main():
         # The API answers 401 without the token: the page asks for it once and keeps it.
         wait.until(lambda d: page.find("#token-dialog").is_displayed())
         page.find("#token").send_keys(TOKEN)
-        page.find("#token-form button").click()
+        page.find("#token-form button[type=submit]").click()
         wait.until(lambda d: page.find("#connection").get_attribute("data-state") == "live")
         assert driver.execute_script("return localStorage.getItem('haul.token')") == TOKEN
 
@@ -460,6 +460,13 @@ def main():
         wait.until(lambda d: "at most what?" in page.find("#settings-problem").text)
         assert page.api("GET", "/settings")["max_active"] != 2, "nothing is saved while a window is wrong"
         window.find_element(By.CSS_SELECTOR, ".speed").send_keys("500k")
+        # A time that is none of the day is said to be none, in words.
+        window.find_element(By.CSS_SELECTOR, ".from").clear()
+        window.find_element(By.CSS_SELECTOR, ".from").send_keys("25:00")
+        page.find("#save-settings").click()
+        wait.until(lambda d: "25:00 is not a time of the day" in page.find("#settings-problem").text)
+        window.find_element(By.CSS_SELECTOR, ".from").clear()
+        window.find_element(By.CSS_SELECTOR, ".from").send_keys("00:00")
         page.find("#save-settings").click()
         wait.until(lambda d: page.find("#settings-saved").text == "Saved.")
         settings = page.api("GET", "/settings")
@@ -584,15 +591,64 @@ def main():
         page.search("/9999.bin")
         wait.until(lambda d: page.names_in_order() == ["9999.bin"])
 
-        # A read-only token (a wall dashboard) sees the downloads but no button it could not use.
+        # A download the server has not answered yet: whether it resumes is not known yet.
+        page.search("/9999.bin")
+        page.row("9999.bin").click()
+        wait.until(lambda d: page.detail_field("Resumable") == "unknown until the server answers")
+        page.find("#detail-close").click()
+
+        # Tokens, for the admin: made with a scope, a root, a quota and an expiry (the secret shown once), listed
+        # with what they reach, revoked.
+        page.find("#open-tokens").click()
+        wait.until(lambda d: page.find("#tokens-dialog").is_displayed())
+        page.type("#tok-name", "alice")
+        Select(page.find("#tok-scope")).select_by_value("add")
+        page.type("#tok-root", "alice")
+        page.type("#tok-quota", "5G")
+        page.js("document.getElementById('tok-expires').value = '2031-06-30T12:00'")
+        page.find("#create-token").click()
+        wait.until(lambda d: "shown this once: haul_" in page.find("#token-secret").text)
+        wait.until(lambda d: "alice: add, root alice, 0 B of 5.00 GiB" in page.find("#token-list").text)
+        made = [t for t in page.api("GET", "/tokens")["tokens"] if t["name"] == "alice"]
+        assert made and made[0]["quota_bytes"] == 5 << 30 and made[0]["expires_at"].startswith("2031-06-30"), made
+        driver.save_screenshot(os.path.join(shots, "tokens-1400.png"))
+        page.find("#token-list li button").click()
+        page.confirm(ok=True)
+        wait.until(lambda d: "alice" not in page.find("#token-list").text)
+        page.find("#tokens-dialog .close-dialog").click()
+        # The settings name the token this browser uses, with ways to change or forget it.
+        page.find("#open-settings").click()
+        wait.until(lambda d: "the server's own token" in page.find("#token-who").text)
+        page.find("#change-token").click()
+        wait.until(lambda d: page.find("#token-dialog").is_displayed() and page.find("#token-cancel").is_displayed())
+        page.find("#token-cancel").click()
+        wait.until(lambda d: not page.find("#token-dialog").is_displayed())
+
+        # A read-only token (a wall dashboard) sees the downloads but no button it could not use; its settings and
+        # details read, and say they cannot change.
         reader = page.api("POST", "/tokens", {"name": "wall", "scope": "read"})["secret"]
         page.js("localStorage.setItem('haul.token', arguments[0]); location.reload();", reader)
         wait.until(lambda d: page.js("return document.body.dataset.scope") == "read")
         wait.until(lambda d: len(page.rows()) > 0)
-        for selector in ["#open-add", "#open-webhooks", "#clear-completed", ".item .pause", ".item .resume"]:
+        for selector in ["#open-add", "#open-webhooks", "#open-tokens", "#clear-completed", ".item .pause",
+                         ".item .resume"]:
             shown = [e for e in driver.find_elements(By.CSS_SELECTOR, selector) if e.is_displayed()]
             assert not shown, f"a read token is shown {selector}"
         assert page.find("#open-settings").is_displayed()
+        page.find("#open-settings").click()
+        wait.until(lambda d: "Read only" in page.find("#settings-note").text)
+        assert not page.find("#set-max-active").is_enabled() and not page.find("#save-settings").is_displayed()
+        assert "wall (read)" in page.find("#token-who").text, page.find("#token-who").text
+        page.find("#settings-dialog .close-dialog").click()
+        page.rows()[0].click()
+        wait.until(lambda d: page.find("#detail").is_displayed())
+        assert not page.find("#detail-max-speed").is_enabled(), "a read token's details are read only"
+        page.find("#detail-close").click()
+        # Forgetting it: the page asks for a token again.
+        page.find("#open-settings").click()
+        page.find("#forget-token").click()
+        wait.until(lambda d: page.find("#token-dialog").is_displayed())
+        assert page.js("return localStorage.getItem('haul.token')") is None
         page.js("localStorage.setItem('haul.token', arguments[0]); location.reload();", TOKEN)
         wait.until(lambda d: page.js("return document.body.dataset.scope") == "admin")
         assert page.find("#open-add").is_displayed() and page.find("#open-webhooks").is_displayed()
@@ -636,6 +692,11 @@ def tour(page, driver, width, height, shots, restart, kill):
     rows_seen = page.js("const v = document.getElementById('viewport'); return Math.floor(v.clientHeight / 44);")
     if height >= 1000:
         assert rows_seen >= 15, f"{rows_seen} rows fit at {width} x {height}"
+    if width >= 1024:
+        # While there is room, the speed column and a running row's pause stay.
+        wait.until(lambda d: (page.cell("slow.bin", ".speed") or "").endswith("/s"))
+        assert page.row("slow.bin").find_element(By.CSS_SELECTOR, ".pause").is_displayed(), \
+            f"no pause on a running row at {width}"
     shot("list")
     # The queue from a row's menu: the last waiting download to the top.
     page.search("waiting-")
@@ -667,6 +728,18 @@ def tour(page, driver, width, height, shots, restart, kill):
         wait.until(lambda d: page.find(f"#{dialog}-dialog").is_displayed())
         if dialog == "add":
             page.find("#add-dialog details summary").click()
+            # With More options open, Add is still in view, and every hint can be read in its field.
+            assert page.js("const r = document.getElementById('add').getBoundingClientRect();"
+                           "return r.bottom <= window.innerHeight && r.top >= 0;"), f"Add out of view at {width}"
+            cut = page.js("""
+                const c = document.createElement('canvas').getContext('2d');
+                return [...document.querySelectorAll('#add-dialog input[placeholder]')].filter((e) => {
+                  const s = getComputedStyle(e, '::placeholder');
+                  c.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+                  const pad = parseFloat(getComputedStyle(e).paddingLeft) + parseFloat(getComputedStyle(e).paddingRight);
+                  return c.measureText(e.placeholder).width > e.clientWidth - pad + 1;
+                }).map((e) => e.id);""")
+            assert width > 420 or not cut, f"hints cut at {width}: {cut}"
         page.fits(f"the {dialog} dialog at {width}")
         shot(dialog)
         page.find(f"#{dialog}-dialog .close-dialog").click()

@@ -195,14 +195,24 @@ async function start() {
  * buttons it cannot use, so a wall dashboard with a read-only token shows no Pause that would answer 403.
  */
 async function loadScope() {
+  document.body.dataset.hasToken = String(Boolean(state.token));
   try {
     const me = await api("GET", "/token");
+    state.me = me;
     document.body.dataset.scope = me.scope;
     document.body.dataset.confined = me.root ? "true" : "false";
   } catch (error) {
     if (error.status === 401) throw error;
+    state.me = null;
     delete document.body.dataset.scope;
   }
+}
+
+/** Whether the token in use reaches `scope` (read < add < manage < admin); without a token, everything. */
+function mayUse(scope) {
+  const order = ["read", "add", "manage", "admin"];
+  const mine = document.body.dataset.scope;
+  return !mine || order.indexOf(mine) >= order.indexOf(scope);
 }
 
 /**
@@ -240,6 +250,8 @@ async function follow() {
   };
   const track = (event) => {
     if (event.lastEventId) state.lastEventId = event.lastEventId;
+    // An event is word from the server as much as an answer is: "last heard" counts it.
+    contact();
   };
   for (const kind of ["created", "progress", "state"]) {
     source.addEventListener(kind, (event) => {
@@ -745,6 +757,7 @@ function renderDetail() {
     $("detail-problem").dataset.action = "false";
   }
 
+  for (const field of $("detail-form").querySelectorAll("input")) field.disabled = !mayUse("add");
   const fields = [];
   const add = (label, value, kind) => { if (value !== null && value !== undefined && value !== "") fields.push([label, value, kind]); };
   add("URL", d.url);
@@ -754,7 +767,9 @@ function renderDetail() {
   add("Priority", String(d.priority));
   add("Connections", `${d.active_connections} open of ${d.connections}`);
   add("Max speed", d.max_speed ? `${formatBytes(d.max_speed)}/s` : "no limit");
-  add("Resumable", d.resumable ? "yes" : "no: the server gives no ranges, size or validator");
+  // Known once the server has answered the first request (final_url is set then).
+  add("Resumable", d.resumable ? "yes" : d.final_url === null && !["failed", "completed"].includes(d.state)
+    ? "unknown until the server answers" : "no: the server gives no ranges, size or validator");
   if (d.error) add("Error", `${d.error.code}: ${d.error.message}`, "error");
   if (d.last_error && !d.error) add("Last error", `${d.last_error.code}: ${d.last_error.message}`, "error");
   if (d.next_attempt_at) add("Next attempt", formatTime(d.next_attempt_at));
@@ -1120,6 +1135,7 @@ function showSettings(settings) {
     + "the first window that holds the moment sets the limit, outside them the max speed above.";
   $("limit").textContent = settings.current_max_speed
     ? `limit ${formatBytes(settings.current_max_speed)}/s` : "";
+  lockSettings();
 }
 
 function windowRow(window) {
@@ -1159,10 +1175,23 @@ function settingsBody() {
     if (limit.trim() === "") {
       throw new Error(`window ${index + 1}: at most what? Give a speed like 2M, or 0 for no limit`);
     }
+    const time = (input, latest) => {
+      const text = input.value.trim();
+      const match = /^(\d{1,2}):(\d{2})$/.exec(text);
+      const hours = match ? Number(match[1]) : NaN, minutes = match ? Number(match[2]) : NaN;
+      const fits = match && minutes < 60 && (hours < 24 || (latest === "24:00" && hours === 24 && minutes === 0));
+      row.classList.toggle("invalid", !fits);
+      if (!fits) {
+        throw new Error(text === "" ? `window ${index + 1}: from and to are times like 09:00`
+          : `window ${index + 1}: ${text} is not a time of the day: hours go from 00 to 23, minutes from 00 to 59`
+            + (latest === "24:00" ? " (24:00 ends the day)" : ""));
+      }
+      return `${String(hours).padStart(2, "0")}:${match[2]}`;
+    };
     return {
       days: [...row.querySelectorAll(".days input:checked")].map((box) => box.value),
-      from: row.querySelector(".from").value.trim(),
-      to: row.querySelector(".to").value.trim(),
+      from: time(row.querySelector(".from"), "23:59"),
+      to: time(row.querySelector(".to"), "24:00"),
       max_speed: speed(limit),
     };
   });
@@ -1270,6 +1299,88 @@ $("category-delete").addEventListener("click", async () => {
     await loadCategories();
   } catch (error) {
     showProblem("category-problem", error);
+  }
+});
+
+// MARK: tokens
+
+/** The tokens an admin handed out, each with what it reaches and holds, and a way to revoke it. */
+async function loadTokens() {
+  try {
+    const { tokens } = await api("GET", "/tokens");
+    $("token-list").replaceChildren(...tokens.map(tokenItem));
+    if (!tokens.length) {
+      const none = document.createElement("li");
+      none.className = "muted";
+      none.textContent = "No tokens yet: every client uses the server's own.";
+      $("token-list").append(none);
+    }
+  } catch (error) {
+    showProblem("tokens-problem", error);
+  }
+}
+
+function tokenItem(token) {
+  const item = document.createElement("li");
+  const head = document.createElement("div");
+  head.className = "head";
+  const text = document.createElement("span");
+  text.className = "grow";
+  const parts = [token.scope];
+  if (token.root) parts.push(`root ${token.root}`);
+  if (token.quota_bytes) parts.push(`${formatBytes(token.used_bytes || 0)} of ${formatBytes(token.quota_bytes)}`);
+  else if (token.used_bytes) parts.push(`holds ${formatBytes(token.used_bytes)}`);
+  if (token.max_active) parts.push(`${token.max_active} at once`);
+  parts.push(token.expires_at ? `expires ${formatTime(token.expires_at)}` : "no expiry");
+  text.textContent = `${token.name}: ${parts.join(", ")}`;
+  const revoke = document.createElement("button");
+  revoke.type = "button";
+  revoke.textContent = "Revoke";
+  revoke.addEventListener("click", async () => {
+    const answer = await confirmAction({ title: `Revoke the token ${token.name}?`,
+      text: "It is refused from its next request on, and its open streams are cut off. Its downloads stay.",
+      ok: "Revoke" });
+    if (!answer.ok) return;
+    try {
+      await api("DELETE", `/tokens/${encodeURIComponent(token.id)}`);
+      loadTokens();
+    } catch (error) {
+      showProblem("tokens-problem", error);
+    }
+  });
+  head.append(text, revoke);
+  item.append(head);
+  return item;
+}
+
+$("open-tokens").addEventListener("click", () => {
+  showProblem("tokens-problem", "");
+  $("token-secret").textContent = "";
+  loadTokens();
+  $("tokens-dialog").showModal();
+});
+
+$("token-create-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  $("token-secret").textContent = "";
+  const body = { name: $("tok-name").value.trim(), scope: $("tok-scope").value };
+  try {
+    if ($("tok-root").value.trim()) body.root = $("tok-root").value.trim();
+    const quota = $("tok-quota").value.trim();
+    if (quota && quota.toLowerCase() !== "none") {
+      const bytes = parseSize(quota);
+      if (bytes === null) throw new Error(`quota: '${quota}' is not a size like 50G or 500M`);
+      body.quota_bytes = bytes;
+    }
+    if ($("tok-max-active").value.trim()) body.max_active = Number($("tok-max-active").value);
+    if ($("tok-expires").value) body.expires_at = new Date($("tok-expires").value).toISOString();
+    const token = await api("POST", "/tokens", body);
+    $("token-secret").textContent = `Secret of ${token.name}, shown this once: ${token.secret}`;
+    showProblem("tokens-problem", "");
+    for (const id of ["tok-name", "tok-root", "tok-quota", "tok-max-active", "tok-expires"]) $(id).value = "";
+    loadTokens();
+  } catch (error) {
+    showProblem("tokens-problem", error);
   }
 });
 
@@ -1387,13 +1498,22 @@ $("webhook-form").addEventListener("submit", async (event) => {
 
 // MARK: dialogs and forms
 
-function askForToken(message) {
-  if (state.source) state.source.close();
-  setConnection("down", "needs a token");
+/** Asks for the token: the server refused the one in use (or there is none), or the user wants another
+ * (`changing`: the one in use works, and may be kept). */
+function askForToken(message, changing = false) {
+  if (!changing) {
+    if (state.source) state.source.close();
+    setConnection("down", "needs a token");
+  }
+  $("token-cancel").hidden = !changing;
   $("token-problem").textContent = message;
   if (!$("token-dialog").open) $("token-dialog").showModal();
   $("token").focus();
 }
+$("token-cancel").addEventListener("click", () => {
+  $("token").value = "";
+  $("token-dialog").close();
+});
 
 $("token-form").addEventListener("submit", (event) => {
   event.preventDefault();
@@ -1418,7 +1538,40 @@ $("open-settings").addEventListener("click", () => {
   showProblem("settings-problem", "");
   $("settings-saved").textContent = "";
   loadSettings();
+  showTokenInfo();
+  lockSettings();
   $("settings-dialog").showModal();
+});
+
+/** A token below manage sees the settings and cannot change them: the fields say so instead of failing on Save. */
+function lockSettings() {
+  const locked = !mayUse("manage");
+  for (const field of $("settings-form").querySelectorAll("input, select")) field.disabled = locked;
+  $("settings-note").textContent = locked
+    ? `Read only: this token's scope (${document.body.dataset.scope}) cannot change the settings.`
+    : "Changes take effect at once and are kept by the server; an empty field is the server's default (shown in grey).";
+  $("settings-note").className = locked ? "readonly-note" : "muted";
+}
+
+/** Which token this browser uses, with the ways to change or forget it (only when the server asks for one). */
+function showTokenInfo() {
+  $("token-info").hidden = !state.token;
+  if (!state.token) return;
+  const me = state.me;
+  $("token-who").textContent = me && me.name
+    ? `This browser uses the token ${me.name} (${me.scope}${me.root ? `, root ${me.root}` : ""}).`
+    : "This browser uses the server's own token (everything).";
+}
+$("change-token").addEventListener("click", () => {
+  $("settings-dialog").close();
+  askForToken("", true);
+});
+$("forget-token").addEventListener("click", () => {
+  localStorage.removeItem(TOKEN_KEY);
+  state.token = "";
+  $("settings-dialog").close();
+  // Everything the page holds came with that token: start again without it (the server asks for one if it needs).
+  location.reload();
 });
 $("open-webhooks").addEventListener("click", () => {
   loadCategories();
@@ -1557,8 +1710,11 @@ $("clear-completed").addEventListener("click", async () => {
     showProblem("list-problem", "No download is completed.");
     return;
   }
+  // Below manage a token removes only the downloads it added: those are cleared, the others' stay.
+  const own = !mayUse("manage");
   const answer = await confirmAction({
-    title: `Clear ${count.toLocaleString("en")} completed download${count === 1 ? "" : "s"}?`,
+    title: own ? "Clear the completed downloads this token added?"
+      : `Clear ${count.toLocaleString("en")} completed download${count === 1 ? "" : "s"}?`,
     text: "They leave the list; their files stay on the disk unless you tick the box.",
     ok: "Clear", files: true,
   });
@@ -1567,8 +1723,16 @@ $("clear-completed").addEventListener("click", async () => {
     const body = { action: "remove", state: ["completed"] };
     if (answer.files) body.delete_file = true;
     const result = await api("POST", "/downloads/actions", body);
-    for (const item of result.results) if (item.status === 204) forget(item.id);
-    showProblem("list-problem", "");
+    let cleared = 0;
+    for (const item of result.results) {
+      if (item.status === 204) {
+        forget(item.id);
+        cleared += 1;
+      }
+    }
+    const kept = result.results.length - cleared;
+    showProblem("list-problem", own && kept
+      ? `Cleared ${cleared}; ${kept} added by others stay (this token clears only its own).` : "");
   } catch (error) {
     showProblem("list-problem", error);
   }
