@@ -43,20 +43,21 @@ fetch(api + "/downloads", {
 """ % TOKEN
 
 
-class Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+def serve_page(page=PAGE):
+    """Serves `page` (HTML) at every path of a loopback port of its own: an origin of its own. Returns the server
+    and its origin."""
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = page.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
-    def log_message(self, *args):
-        pass
+        def log_message(self, *args):
+            pass
 
-
-def serve_page():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"

@@ -14,20 +14,19 @@ Usage: extension_test.py BUILD_DIR
 """
 import base64
 import hashlib
-import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
+from cors_test import serve_page
 from dashboard_test import start, stop
 
 TOKEN = "extension-test-token-0123456789"
@@ -115,24 +114,6 @@ def browser(extension):
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 
 
-def serve_hostile():
-    class Page(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = HOSTILE.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
-
-
 def run(driver, url):
     driver.get(url)
     WebDriverWait(driver, 30, poll_frequency=0.1).until(lambda d: d.title == "done")
@@ -151,7 +132,7 @@ def main():
     extension_id = make_extension(f"{work}/extension")
     log = open(f"{work}/haul.log", "w")
     servers = []
-    hostile, hostile_origin = serve_hostile()
+    hostile, hostile_origin = serve_page(HOSTILE)
     driver = None
     ok = False
     try:
