@@ -10,12 +10,30 @@ func serve(_ arguments: [String]) -> Int32 {
         print(ServeConfig.usage)
         return 0
     }
+    // For the tests that hold README and every source of each option to the table: its rows, as a table and as data.
+    if arguments == ["--help-markdown"] {
+        print(ServeConfig.markdown)
+        return 0
+    }
+    if arguments == ["--describe-options"] {
+        print(JSONValue.array(ServerOptions.all.map { option in
+            .object([("name", .string(option.name)), ("variable", .string(option.variable)),
+                     ("switch", .bool(option.placeholder == nil)), ("sample", .string(option.sample)),
+                     ("shown", .string(option.sampleShown ?? option.sample)),
+                     ("settings", JSONValue(option.settings))])
+        }).serialized())
+        return 0
+    }
     let config: ServeConfig
     do {
         config = try ServeConfig.parse(arguments, environment: ProcessInfo.processInfo.environment)
     } catch {
         writeError("haul: \(error) (haul serve --help lists the options)\n")
         return 2
+    }
+    if config.check {
+        print(config.checked)
+        return 0
     }
     let logBuffer = LogBuffer()
     let log = Logger(minimum: config.logLevel, format: config.logFormat, buffer: logBuffer)
@@ -55,47 +73,19 @@ func serve(_ arguments: [String]) -> Int32 {
         let node = config.node ?? hostName()
         let store = try config.store.map { try DownloadStore(postgres: $0, node: node) }
             ?? DownloadStore(path: dataDir + "/haul.sqlite")
-        var engineConfig = EngineConfig(downloadRoot: downloadRoot)
-        engineConfig.maxActive = config.maxActive
+        // The options set each part's configuration; what is worked out at start goes in here.
+        var engineConfig = config.engine
+        engineConfig.downloadRoot = downloadRoot
         engineConfig.completedRoot = completedRoot
-        engineConfig.hooks = config.hooks
         // A crash test's point of no return (FileMove): never set in production.
         engineConfig.crashAt = ProcessInfo.processInfo.environment["HAUL_CRASH_AT"]
-        engineConfig.defaultConnections = config.connections
-        engineConfig.maxAttempts = config.maxAttempts
-        engineConfig.retryBaseDelay = config.retryWait
-        engineConfig.webhookRetryWait = config.webhookRetryWait
-        engineConfig.stallTimeout = config.stallTimeout
-        engineConfig.minSplitSize = config.minSplitSize
-        engineConfig.maxConnectionsPerHost = config.maxConnectionsPerHost
-        engineConfig.maxSpeed = config.maxSpeed
-        engineConfig.lowestSpeed = config.lowestSpeed
         engineConfig.node = node
-        engineConfig.lease = config.lease
-        engineConfig.space = SpacePolicy(minFreeSpace: config.minFreeSpace, maxFileSize: config.maxFileSize)
-        if config.denyPrivateNetworks { engineConfig.addressPolicy = AddressPolicy(exceptions: config.allowNetworks) }
-        engineConfig.proxy = config.proxy
-        engineConfig.environmentProxies = config.environmentProxies
-        engineConfig.noProxy = config.noProxy
-        engineConfig.webhookProxy = config.webhookProxy
-        if let userAgent = config.userAgent { engineConfig.userAgent = userAgent }
-        engineConfig.netrcFile = config.netrcFile
-        engineConfig.sshKey = config.sshKey
-        engineConfig.sshKnownHosts = config.sshKnownHosts
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
-        var events = EventStreamConfig()
-        events.heartbeat = config.heartbeat
-        events.progressInterval = config.progressInterval
-        events.slowClientTimeout = config.slowClientTimeout
         let access = AccessPolicy(token: config.token, allowedHosts: config.hostAllowlist,
                                   corsOrigins: Set(config.corsOrigins))
-        var limits = APILimits()
-        limits.maxDownloads = config.maxDownloads
-        limits.maxEventStreams = config.maxEventStreams
-        let api = API(engine: engine, loop: loop, events: events, access: access, limits: limits,
-                      aria2: Aria2Config(allowShutdown: config.rpcAllowShutdown), log: log)
-        let connections = ConnectionPolicy(maxPerClient: config.maxConnectionsPerClient,
-                                           requestDeadline: Double(config.httpTimeout))
+        let api = API(engine: engine, loop: loop, events: config.events, access: access, limits: config.limits,
+                      aria2: config.aria2, log: log)
+        let connections = config.connectionPolicy
         let server = try HTTPServer(loop: loop, timeout: Int32(config.httpTimeout),
                                     connections: connections) { exchange in
             api.serve(exchange.message, receivedAt: exchange.receivedAt) { result in
@@ -114,7 +104,7 @@ func serve(_ arguments: [String]) -> Int32 {
                 }
             }
         }
-        let port = try server.bind(host: config.host, port: config.port)
+        let port = try server.bind(host: config.listen.host, port: config.listen.port)
         if let rpc = config.rpcListen {
             let rpcPort = try server.bind(host: rpc.host, port: rpc.port)
             log.info("aria2 JSON-RPC also listening", ["http.address": "\(rpc.host):\(rpcPort)"])
@@ -143,7 +133,7 @@ func serve(_ arguments: [String]) -> Int32 {
                 loop.stop()
             }
         }
-        let host = config.host.contains(":") ? "[\(config.host)]" : config.host
+        let host = config.listen.host.contains(":") ? "[\(config.listen.host)]" : config.listen.host
         // Scripts and tests read the address from this line (useful with port 0).
         printOutput("haul listening on http://\(host):\(port)")
         log.info("listening", ["http.address": "\(host):\(port)", "download.root": downloadRoot,

@@ -39,6 +39,54 @@ final class ConfigurationTests: XCTestCase {
         }
     }
 
+    /// The option table walked row by row: each row's sample value, given by flag, by its environment twin and by
+    /// the config file, is what `haul serve --check` says the option is; and README's table is the one the option
+    /// table makes.
+    func testEveryOptionRowTakesItsValueFromEachSourceAndREADMEShowsTheTable() throws {
+        let described = try execute(buildDirectory + "/haul", ["serve", "--describe-options"])
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(described.stdout.utf8)) as? [[String: Any]])
+        XCTAssertGreaterThan(rows.count, 40)
+        let walked = rows.filter { !["check", "config"].contains($0["name"] as? String) }
+        var environment = ProcessInfo.processInfo.environment
+        for key in environment.keys where key.hasPrefix("HAUL_") { environment[key] = nil }
+        func expect(_ result: CommandResult, _ source: String) {
+            XCTAssertEqual(result.status, 0, "\(source): \(result.output)")
+            let lines = Set(result.stdout.split(separator: "\n").map(String.init))
+            for row in walked {
+                let line = "\(row["name"] as? String ?? "?") = \(row["shown"] as? String ?? "?")"
+                XCTAssertTrue(lines.contains(line), "\(source): no '\(line)' in:\n\(result.stdout)")
+            }
+        }
+        // By flag.
+        var flags = ["serve", "--check"]
+        for row in walked {
+            let name = row["name"] as? String ?? "", sample = row["sample"] as? String ?? ""
+            flags += row["switch"] as? Bool == true ? ["--" + name + "=" + sample] : ["--" + name, sample]
+        }
+        expect(try execute(buildDirectory + "/haul", flags, environment: environment), "flags")
+        // By the environment.
+        var twins = environment
+        for row in walked { twins[row["variable"] as? String ?? ""] = row["sample"] as? String }
+        twins["HAUL_CHECK"] = "1"
+        expect(try execute(buildDirectory + "/haul", ["serve"], environment: twins), "environment")
+        // By the config file, names with underscores.
+        let sandbox = try Sandbox()
+        let file = sandbox.file("all.toml")
+        try walked.map { row in
+            let name = (row["name"] as? String ?? "").replacingOccurrences(of: "-", with: "_")
+            return "\(name) = \"\(row["sample"] as? String ?? "")\""
+        }.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        expect(try execute(buildDirectory + "/haul", ["serve", "--check", "--config", file], environment: environment),
+               "config file")
+        // README's table is the table's.
+        let table = try execute(buildDirectory + "/haul", ["serve", "--help-markdown"]).stdout
+        XCTAssertTrue(try readme.contains(table), "README's table of options differs from `haul serve --help-markdown`")
+        // The options PATCH /settings changes say so.
+        for row in rows where row["settings"] is String {
+            XCTAssertTrue(table.contains("`PATCH /settings` `\(row["settings"] as? String ?? "")`"), "\(row)")
+        }
+    }
+
     func testTheEnvironmentTwinTakesEffectAndTheFlagWins() throws {
         let sandbox = try Sandbox()
         var environment = ProcessInfo.processInfo.environment
