@@ -7,7 +7,7 @@ import HaulLoop
 ///
 /// Its parts, a file each in this folder: start and recovery here; `+Settings` (settings, the speed schedule,
 /// shutdown), `+Queries` (snapshots, totals, pages), `+Commands` (add, batch, idempotency, change, remove, files),
-/// `+Machines` (stepping machines, fanning out their changes, what runners use), `+Store` (scheduling over
+/// `+Machines` (stepping machines, fanning out their changes, what runners use), `+Scheduling` (scheduling over
 /// `RunQueue`, ids), `+Cluster` (claims and leases on a shared store) and `+Webhooks` (the outbox). Beside them,
 /// as types of their own: `DownloadRegistry` (machines, indexes, totals), `Persister` (group commit, journals, the
 /// webhook changes stored with their downloads), `RunQueue` and `LeaseSchedule`.
