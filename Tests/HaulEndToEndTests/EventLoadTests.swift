@@ -116,7 +116,8 @@ final class EventLoadTests: HaulTestCase {
             try SSEClient(port: haul.port, path: "/events", headers: ["Last-Event-ID": "1"], receiveBuffer: 4096)
         }
         try waitFor("30 streams", timeout: 60) { int(try api.get("/stats").json["event_streams"]) >= 30 }
-        usleep(500_000)
+        // Each stalled client is marked slow once its queue reaches the limit: then nothing more is queued for it.
+        try waitFor("30 slow streams", timeout: 60) { int(try api.get("/stats").json["slow_event_streams"]) >= 30 }
         let queued = int(try api.get("/stats").json["event_queued_bytes"])
         // One snapshot of 3,000 downloads is about 2 MB; all of it queued for 30 clients would be 60 MB. Written a
         // piece at a time, each client holds at most the slow-client limit (256 KiB) and one piece.

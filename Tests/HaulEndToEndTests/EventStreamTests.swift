@@ -200,9 +200,12 @@ final class PollingTests: HaulTestCase {
         XCTAssertEqual(delta["reset"] as? Bool, false)
         XCTAssertGreaterThan(int(delta["sequence"]), since)
         // Once announced (progress ticks run four times a second), nothing is newer than the latest sequence.
-        usleep(400_000)
-        let latest = int(try api.get("/downloads").json["sequence"])
-        let nothing = try api.get("/downloads?changed_since=\(latest)").json
+        var nothing: [String: Any] = [:]
+        try waitFor("every change announced") {
+            let latest = int(try api.get("/downloads").json["sequence"])
+            nothing = try api.get("/downloads?changed_since=\(latest)").json
+            return (nothing["downloads"] as? [Any])?.isEmpty == true
+        }
         XCTAssertEqual((nothing["downloads"] as? [Any])?.count, 0)
         XCTAssertEqual((nothing["removed"] as? [Any])?.count, 0)
         // From before this server started: everything, flagged as a reset.

@@ -80,7 +80,7 @@ final class FTPTests: HaulTestCase {
             (start: int($0["start"]), received: int($0["received"]))
         }
         let before = server.log.count
-        usleep(300_000)
+        try waitFor("the download to see its sessions cut") { int(try download(id)["active_connections"]) == 0 }
         try server.start()
         let done = try waitForState(id, "completed", timeout: 120)
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
@@ -99,9 +99,10 @@ final class FTPTests: HaulTestCase {
         try waitFor("the first megabyte") { try self.int(self.download(id)["received_bytes"]) > 1 << 20 }
         XCTAssertEqual(try patch(id, ["state": "paused"]).status, 200)
         try waitForState(id, "paused")
-        // Another version: another size, another modification time.
-        sleep(1)
+        // Another version: another size, another modification time (set a minute on: MDTM counts seconds).
         let hash = try sandbox.makeRandomFile("www/changing.bin", size: 5 << 20)
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)],
+                                              ofItemAtPath: sandbox.file("www/changing.bin"))
         XCTAssertEqual(try patch(id, ["state": "queued"]).status, 200)
         let done = try waitForState(id, "completed", timeout: 120)
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash, "never two versions spliced")
@@ -231,8 +232,7 @@ final class FTPTests: HaulTestCase {
         XCTAssertEqual(started.status, 0, started.output)
         let pid = try XCTUnwrap(pid_t(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), started.output)
         defer { ProcessTree.kill(pid) }
-        let listening = { kill(pid, 0) == 0 && !((try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8))?
-            .contains(") Z ") ?? true) }
+        let listening = { !ProcessTree.isGone(pid) }
         try waitFor("vsftpd to listen") { LocalProxy.accepts(host: "127.0.0.1", port: 990) || !listening() }
         guard listening() else {
             let said = (try? String(contentsOfFile: directory + "/stderr", encoding: .utf8)) ?? ""

@@ -174,10 +174,15 @@ final class HookTests: HaulTestCase {
         try startHaul()
         XCTAssertEqual(try waitForHook(id)["status"] as? Int, 0)
         // Restarted once more: it does not run again.
+        let ran = try download(id)["hook"] as? [String: Any]
         haul.stop(signal: SIGTERM)
         try startHaul()
-        XCTAssertEqual(try download(id)["state"] as? String, "completed")
-        Thread.sleep(forTimeInterval: 0.5)
+        // A hook still due is stored as pending before it runs: none is, and the last run is the same one.
+        let after = try download(id)
+        XCTAssertEqual(after["state"] as? String, "completed")
+        let hook = after["hook"] as? [String: Any]
+        XCTAssertEqual(hook?["pending"] as? Bool, false, "\(after)")
+        XCTAssertEqual(hook?["at"] as? String, ran?["at"] as? String)
         XCTAssertEqual(record(id, "completed").components(separatedBy: "start ").count - 1, 1, record(id, "completed"))
     }
 }

@@ -28,6 +28,14 @@ enum ProcessTree {
         for pid in members(of: root) { Foundation.kill(pid, signal) }
     }
 
+    /// Whether `pid` has ended: no such process, or one left to be reaped (a zombie runs nothing).
+    static func isGone(_ pid: pid_t) -> Bool {
+        guard Foundation.kill(pid, 0) == 0 else { return true }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return true }
+        return stat[stat.index(after: close)...].split(separator: " ").first == "Z"
+    }
+
     /// The pid in a daemon's pid file, if it names a live process.
     static func pid(inFile path: String) -> pid_t? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8),

@@ -73,8 +73,11 @@ final class LocalSSH {
     /// Kills the listener and every session (SIGKILL): transfers end mid-way.
     func kill() {
         // Sessions are the listener's children (sshd forks one per connection): found by parent id, by pid.
-        if let listener = ProcessTree.pid(inFile: directory + "/sshd.pid") { ProcessTree.kill(listener) }
-        usleep(200_000)
+        guard let listener = ProcessTree.pid(inFile: directory + "/sshd.pid") else { return }
+        let members = ProcessTree.members(of: listener)
+        ProcessTree.kill(listener)
+        // Waited for until each has ended, not for a guess of how long that takes.
+        waitFor("sshd's processes to end", timeout: 10) { members.allSatisfy(ProcessTree.isGone) }
     }
 
     var log: String { (try? String(contentsOfFile: directory + "/sshd.log", encoding: .utf8)) ?? "" }
@@ -153,8 +156,10 @@ final class SFTPTests: HaulTestCase {
         try waitFor("the first megabyte") { try self.int(self.download(id)["received_bytes"]) > 1 << 20 }
         XCTAssertEqual(try patch(id, ["state": "paused"]).status, 200)
         try waitForState(id, "paused")
-        sleep(1)
+        // Another version with a modification time of its own (set a minute on: the SFTP stat counts seconds).
         let hash = try serve("changing.bin", size: 5 << 20)
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)],
+                                              ofItemAtPath: ssh.files + "/changing.bin")
         XCTAssertEqual(try patch(id, ["state": "queued", "max_speed": 0]).status, 200)
         let done = try waitForState(id, "completed", timeout: 120)
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash, "never two versions spliced")

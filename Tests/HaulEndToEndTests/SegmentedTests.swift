@@ -67,7 +67,6 @@ final class SegmentedTests: HaulTestCase {
         try waitFor("bytes received") { int(try download(id)["received_bytes"]) >= 300_000 }
         XCTAssertEqual(try patch(id, ["state": "paused"]).status, 200)
         try waitFor("the origin to see the connections closed") { try originActiveStreams() == 0 }
-        usleep(10_000)
         let newHash = try sandbox.makeRandomFile("www/season.bin", size: 2 << 20)
         XCTAssertEqual(try patch(id, ["state": "queued"]).status, 200)
         let done = try waitForState(id, "completed", timeout: 60)

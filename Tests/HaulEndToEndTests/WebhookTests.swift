@@ -48,6 +48,14 @@ final class WebhookTests: HaulTestCase {
         return (id, try XCTUnwrap(reply.json["secret"] as? String))
     }
 
+    /// Waits until the webhook's deliveries are `count`, each stored as delivered: nothing more is due to be sent.
+    private func waitForAllDelivered(_ hook: String, count: Int) throws {
+        try waitFor("\(count) deliveries stored as delivered") {
+            let listed = try api.get("/webhooks/\(hook)/deliveries").json["deliveries"] as? [[String: Any]] ?? []
+            return listed.count == count && listed.allSatisfy { $0["state"] as? String == "delivered" }
+        }
+    }
+
     /// The POSTs the receiver got, as JSON bodies, after checking each one's signature and headers.
     private func deliveries(secret: String, file: StaticString = #filePath, line: UInt = #line) -> [[String: Any]] {
         receiver.requests.filter { $0.method == "POST" }.compactMap { request in
@@ -86,7 +94,8 @@ final class WebhookTests: HaulTestCase {
         try waitForState(id, "completed")
         XCTAssertEqual(try api.request("DELETE", "/downloads/\(id)").status, 204)
         try waitFor("three deliveries") { deliveries(secret: hook.secret).count >= 3 }
-        Thread.sleep(forTimeInterval: 0.5)
+        // Every delivery stored as delivered: nothing more is due to be sent.
+        try waitForAllDelivered(hook.id, count: 3)
         let received = deliveries(secret: hook.secret)
         XCTAssertEqual(received.compactMap { $0["event"] as? String }.sorted(), ["completed", "created", "removed"])
         XCTAssertEqual(Set(received.compactMap { $0["id"] as? String }).count, 3, "one id per delivery")
@@ -204,7 +213,8 @@ final class WebhookTests: HaulTestCase {
         _ = try add(["url": "http://127.0.0.1:9/other.bin", "start_paused": true])
         let film = try add(["url": "http://127.0.0.1:9/film.bin", "start_paused": true, "category": "films"])
         try waitFor("the film's delivery") { !deliveries(secret: hook.secret).isEmpty }
-        Thread.sleep(forTimeInterval: 1)
+        // The other download's change was stored before the film's; the webhook has one delivery, delivered.
+        try waitForAllDelivered(hook.id, count: 1)
         let received = deliveries(secret: hook.secret)
         XCTAssertEqual(received.count, 1)
         XCTAssertEqual((received.first?["download"] as? [String: Any])?["id"] as? String, film)
