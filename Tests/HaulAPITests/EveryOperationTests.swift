@@ -91,7 +91,7 @@ final class EveryOperationTests: XCTestCase {
         // What the calls did is what a client sees afterwards.
         XCTAssertEqual(fixture.engine.count, 0, "the download was removed")
         XCTAssertEqual(fixture.engine.currentSettings.maxActive, 3)
-        XCTAssertEqual(fixture.engine.webhooks.count, 0)
+        XCTAssertEqual(fixture.engine.webhooks.list.count, 0)
         XCTAssertEqual(fixture.engine.allCategories.count, 0)
     }
 }

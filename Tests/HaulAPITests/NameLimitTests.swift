@@ -90,7 +90,7 @@ final class NameLimitTests: XCTestCase {
             XCTAssertEqual(hook.status, 422, "webhook \(url.debugDescription)")
             XCTAssertEqual(try add(fixture, ["url": url]).status, 422, "download \(url.debugDescription)")
         }
-        XCTAssertEqual(fixture.engine.webhooks.count, 0)
+        XCTAssertEqual(fixture.engine.webhooks.list.count, 0)
         XCTAssertEqual(fixture.engine.count, 0)
         for url in ["http://127.0.0.1:8080/hook", "https://hooks.example.com/a?b=c", "http://[::1]:9000/h",
                     "http://under_score.example/h", "http://host.example./h", "https://xn--bcher-kva.example/h",

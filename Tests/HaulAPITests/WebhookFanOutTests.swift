@@ -34,15 +34,15 @@ final class WebhookFanOutTests: XCTestCase {
         var turns = 0
         var made = 0
         while turns < 2000 {
-            fixture.clock.advance(Engine.backgroundGap)
+            fixture.clock.advance(WebhookDispatcher.backgroundGap)
             turns += 1
             let now = try pending(fixture)
-            XCTAssertLessThanOrEqual(now - made, Engine.fanOutSlice + 200, "one turn made \(now - made)")
+            XCTAssertLessThanOrEqual(now - made, WebhookDispatcher.fanOutSlice + 200, "one turn made \(now - made)")
             made = now
             if made >= 20_000 { break }
         }
         XCTAssertEqual(made, 20_000, "one created delivery per webhook and download")
-        XCTAssertGreaterThanOrEqual(turns, 20_000 / (Engine.fanOutSlice + 200))
+        XCTAssertGreaterThanOrEqual(turns, 20_000 / (WebhookDispatcher.fanOutSlice + 200))
 
         // The outbox holds each body once: under 600 bytes a delivery (a hundred thousand in under 64 MiB), where
         // a copy of the body each was over a kilobyte.
@@ -89,7 +89,7 @@ final class DownloadDeliveriesTests: XCTestCase {
         }
         let mine = fixture.addPaused("http://127.0.0.1:9/mine.bin")
         let other = fixture.addPaused("http://127.0.0.1:9/other.bin")
-        for _ in 0..<20 { fixture.clock.advance(Engine.backgroundGap) }
+        for _ in 0..<20 { fixture.clock.advance(WebhookDispatcher.backgroundGap) }
         let list = fixture.json(fixture.call("GET", "/downloads/\(mine)/deliveries"))["deliveries"] as? [[String: Any]]
         XCTAssertEqual(Set(list?.compactMap { $0["webhook_id"] as? String } ?? []), Set(hooks))
         XCTAssertEqual(Set(list?.compactMap { $0["download_id"] as? String } ?? []), [mine])

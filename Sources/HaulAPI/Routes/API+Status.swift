@@ -88,7 +88,7 @@ extension API {
                    Double(events.slowStreamCount))
         out.single("haul_event_queued_bytes", type: "gauge", help: "Event bytes waiting for slow clients.",
                    Double(events.queuedBytes))
-        if admin, let counts = engine.webhookDeliveryCounts() {
+        if admin, let counts = engine.webhooks.deliveryCounts() {
             out.family("haul_webhook_deliveries", type: "gauge", help: "Webhook deliveries in the outbox, by state "
                        + "(pending: not yet answered 2xx; delivered: the newest hundred per webhook kept; failed: given "
                        + "up on within a week).")

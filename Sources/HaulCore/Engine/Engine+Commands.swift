@@ -149,10 +149,10 @@ extension Engine {
                 try store.transaction {
                     for download in fresh {
                         try store.save(download)
-                        try store.insertChanges(webhookChanges(download, before: nil))
+                        try store.insertChanges(webhooks.changes(download, before: nil))
                     }
                 }
-                askFanOut()
+                webhooks.askFanOut()
             } catch {
                 throw .storage("\(error)")
             }
@@ -317,8 +317,8 @@ extension Engine {
                 for download in last {
                     try store.delete(id: download.id)
                     // What waited for the group commit is told too: a receiver hears every change, then the removal.
-                    try store.insertChanges((outbox.waiting[download.id] ?? [])
-                        + webhookChanges(download, before: download.state, removed: true))
+                    try store.insertChanges((webhooks.waiting[download.id] ?? [])
+                        + webhooks.changes(download, before: download.state, removed: true))
                 }
             }
         } catch {
@@ -326,7 +326,7 @@ extension Engine {
         }
         for download in last {
             let id = download.id
-            outbox.waiting.removeValue(forKey: id)
+            _ = webhooks.takeWaiting(id)
             if let name = download.filename {
                 let directory = try? fileDirectory(of: download)
                 if download.state != .completed {
@@ -340,7 +340,7 @@ extension Engine {
             log.info("download removed", ["download.id": id])
             onChange?(.removed(id, last: download.state))
         }
-        askFanOut()
+        webhooks.askFanOut()
         schedule()
         return found
     }

@@ -69,11 +69,8 @@ extension Engine {
             machines[id]!.machine.markHookPending(!download.hookPending)
             download.hookPending.toggle()
         }
-        if stateChanged {
-            logStateChange(download, from: before.state)
-            let changes = webhookChanges(download, before: before.state)
-            if !changes.isEmpty { outbox.waiting[id, default: []] += changes }
-        }
+        if stateChanged { logStateChange(download, from: before.state) }
+        for observer in observers { observer.downloadWillBeStored(download, changedFrom: before) }
         if download.journal != before.journal, !Persister.onlyGrew(from: before.journal, to: download.journal) {
             // Cutting the file back is on disk before a byte of other data can land where the journal used to vouch
             // for.

@@ -87,9 +87,26 @@ extension Engine {
 extension Engine: PersisterHost {
     func current(_ id: String) -> Download? { machines[id]?.machine.download }
 
+    func storeWaitingChanges(_ id: String) throws { try webhooks.storeWaitingChanges(id) }
+
+    func storedWaitingChanges<S: Sequence<String>>(_ ids: S) { webhooks.storedWaitingChanges(ids) }
+
     func refusedWrite(_ id: String) {
         // Another node holds it now: what this node saw of it is not the story, the holder tells its own.
-        outbox.waiting.removeValue(forKey: id)
+        _ = webhooks.takeWaiting(id)
         lost(id)
+    }
+}
+
+/// What the webhooks ask of the engine.
+extension Engine: WebhookHost {
+    /// The download as the API shows it (`webhookResource`), with this moment's speed; its id alone without one.
+    func resource(of download: Download) -> JSONValue {
+        let shown = snapshot(download.id).map { snapshot in
+            var snapshot = snapshot
+            snapshot.download = download
+            return snapshot
+        } ?? DownloadSnapshot(download: download, speed: 0, activeConnections: 0)
+        return webhookResource?(shown) ?? .object([("id", .string(download.id))])
     }
 }

@@ -8,7 +8,8 @@ import HaulLoop
 /// Its parts, a file each in this folder: start and recovery here; `+Settings` (settings, the speed schedule,
 /// shutdown), `+Queries` (snapshots, totals, pages), `+Commands` (add, batch, idempotency, change, remove, files),
 /// `+Machines` (stepping machines, fanning out their changes, what runners use), `+Scheduling` (scheduling over
-/// `RunQueue`, ids), `+Cluster` (claims and leases on a shared store) and `+Webhooks` (the outbox). Beside them,
+/// `RunQueue`, ids), `+Cluster` (claims and leases on a shared store). Beside them, components of their own:
+/// `WebhookDispatcher` (the webhooks' outbox), as the observers of downloads' changes (`DownloadObserver`); and
 /// as types of their own: `DownloadRegistry` (machines, indexes, totals), `Persister` (group commit, journals, the
 /// webhook changes stored with their downloads), `RunQueue` and `LeaseSchedule`.
 public final class Engine {
@@ -62,8 +63,10 @@ public final class Engine {
     public var onChange: ((EngineChange) -> Void)?
     /// With a store several nodes share: what this node holds, its timers and its notification connection.
     var cluster: ClusterState?
-    /// Webhooks, the deliveries waiting to be stored, the attempts in flight.
-    let outbox = WebhookOutbox()
+    /// Webhooks: their changes stored with the downloads they tell of, their deliveries sent.
+    public private(set) lazy var webhooks = WebhookDispatcher(host: self)
+    /// The parts that follow downloads' changes, told in this order.
+    lazy var observers: [DownloadObserver] = [webhooks]
     /// Categories and their speed limits.
     let book = CategoryBook()
     /// The download as the API shows it, for webhook bodies (set by the API; a bare id without it).
@@ -142,7 +145,7 @@ public final class Engine {
         }
         resumeMoves()
         resumeHooks()
-        try startWebhooks()
+        try webhooks.start()
         schedule()
     }
 

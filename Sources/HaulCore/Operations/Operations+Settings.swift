@@ -31,10 +31,10 @@ extension Operations {
 
     // MARK: webhooks
 
-    public var webhooks: [Webhook] { engine.webhooks }
+    public var webhooks: [Webhook] { engine.webhooks.list }
 
     public func webhook(_ id: String) throws(EngineError) -> Webhook {
-        guard let hook = engine.webhook(id) else { throw .missing("no webhook with id '\(id)'") }
+        guard let hook = engine.webhooks.webhook(id) else { throw .missing("no webhook with id '\(id)'") }
         return hook
     }
 
@@ -44,25 +44,25 @@ extension Operations {
         if let category, engine.category(category) == nil {
             throw .conflict("no category '\(category)'; make it first with PUT /categories/\(category)")
         }
-        guard engine.webhooks.count < Operations.maxWebhooks else {
+        guard engine.webhooks.list.count < Operations.maxWebhooks else {
             throw .full(kind: "webhooks", limit: Operations.maxWebhooks)
         }
-        return try engine.addWebhook(url: url, events: events, category: category)
+        return try engine.webhooks.add(url: url, events: events, category: category)
     }
 
     public func removeWebhook(_ id: String) throws(EngineError) {
-        try engine.removeWebhook(try webhook(id).id)
+        try engine.webhooks.remove(try webhook(id).id)
     }
 
     /// At most `limit` deliveries of a webhook, as the store lists them.
     public func deliveries(of id: String, limit: Int) throws(EngineError) -> [WebhookDelivery] {
-        try engine.deliveries(of: .webhook(try webhook(id).id), limit: limit)
+        try engine.webhooks.deliveries(of: .webhook(try webhook(id).id), limit: limit)
     }
 
     /// At most `limit` deliveries about a download, to every webhook, newest first.
     public func deliveries(about id: String, limit: Int) throws(EngineError) -> [WebhookDelivery] {
         guard engine.snapshot(id) != nil else { throw .notFound(id) }
-        return try engine.deliveries(of: .download(id), limit: limit)
+        return try engine.webhooks.deliveries(of: .download(id), limit: limit)
     }
 
     // MARK: settings

@@ -89,7 +89,7 @@ extension Engine {
         refill?.cancel()
         refill = nil
         persister.stop()
-        stopWebhooks()
+        webhooks.stop()
         leaveCluster()
         multi?.close()
     }

@@ -130,7 +130,7 @@ extension Engine {
         guard resync else { return }
         // What other nodes changed while nobody listened.
         loadSettings()
-        reloadWebhooks()
+        webhooks.reload()
         reloadCategories()
         do {
             var seen: Set<String> = []
@@ -172,7 +172,7 @@ extension Engine {
         // A client changed the settings, a webhook or a category through another node: they hold cluster-wide, and
         // from this notification on (a webhook added there hears of downloads finishing here at once).
         if settingsChanged { loadSettings() }
-        if webhooksChanged { reloadWebhooks() }
+        if webhooksChanged { webhooks.reload() }
         if categoriesChanged { reloadCategories() }
         for id in ids { changedElsewhere(id) }
     }

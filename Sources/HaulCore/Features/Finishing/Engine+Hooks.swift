@@ -21,7 +21,7 @@ extension Engine {
         if config.crashAt == "hook-pending" { kill(getpid(), SIGKILL) }
         hooksRunning.insert(id)
         let state = download.state
-        let input = (webhookResource?(snapshot) ?? .null).serializedBytes()
+        let input = resource(of: snapshot.download).serializedBytes()
         pool.run(argv, environment: hookEnvironment(download), input: input, on: loop) { result in
             self.hookFinished(id, state: state, program: argv[0], result)
         }

@@ -1,0 +1,14 @@
+/// A part of the server that follows downloads' changes (webhooks, the finishing of files, and the next kinds of
+/// download): the engine tells each of its observers, in order, without naming them.
+protocol DownloadObserver: AnyObject {
+    /// `download` changed from `before`, and is about to be stored: what the observer adds to the store (a webhook's
+    /// change) goes in the same write.
+    func downloadWillBeStored(_ download: Download, changedFrom before: Download)
+    /// `download` changed from `before`, and is stored (or waits for the group commit) and announced.
+    func downloadChanged(_ download: Download, from before: Download)
+}
+
+extension DownloadObserver {
+    func downloadWillBeStored(_ download: Download, changedFrom before: Download) {}
+    func downloadChanged(_ download: Download, from before: Download) {}
+}
