@@ -64,13 +64,10 @@ extension Engine {
         }
         machines[id]!.machine.stamp(updatedAt: download.updatedAt, startedAt: download.startedAt,
                             completedAt: download.completedAt)
-        // The operator's hook for the new state is due, stored with it.
-        if stateChanged, (config.hooks.command(for: download.state) != nil) != download.hookPending {
-            machines[id]!.machine.markHookPending(!download.hookPending)
-            download.hookPending.toggle()
-        }
         if stateChanged { logStateChange(download, from: before.state) }
         for observer in observers { observer.downloadWillBeStored(download, changedFrom: before) }
+        // What an observer noted goes in the same write (a hook due for the new state).
+        download = machines[id]!.machine.download
         if download.journal != before.journal, !Persister.onlyGrew(from: before.journal, to: download.journal) {
             // Cutting the file back is on disk before a byte of other data can land where the journal used to vouch
             // for.
@@ -79,10 +76,7 @@ extension Engine {
             persister.saveSoon(id)
         }
         onChange?(.updated(id, stateChanged: stateChanged))
-        if stateChanged, download.state == .completed, download.completedDirectory != nil, !download.moved {
-            moveFinishedFile(id)
-        }
-        if stateChanged, download.hookPending { runHook(id) }
+        for observer in observers { observer.downloadChanged(download, from: before) }
     }
 
     /// One line per state change: what a log reader follows a download by. At info a download that runs through
@@ -114,6 +108,12 @@ extension Engine {
     }
 
     func download(_ id: String) -> Download? { machines[id]?.machine.download }
+
+    /// The folder a download's file is in now (its completed folder once moved there), without following links.
+    func fileDirectory(of download: Download) throws(FileError) -> ConfinedDirectory {
+        guard download.moved else { return try directory(download.directory, create: false) }
+        return try ConfinedDirectory(root: config.completedFolderRoot, relative: download.fileDirectory, create: false)
+    }
 
     func countReceived(_ bytes: Int64) { bytesReceived += bytes }
 

@@ -110,3 +110,25 @@ extension Engine: WebhookHost {
         return webhookResource?(shown) ?? .object([("id", .string(download.id))])
     }
 }
+
+/// What the finishing of files asks of the engine.
+extension Engine: FinishingHost {
+    var allDownloads: [Download] { machines.values.map(\.machine.download) }
+
+    func isLocal(_ download: Download) -> Bool { cluster.map { download.node == $0.node } ?? true }
+
+    func change(_ id: String, _ body: (inout DownloadMachine) -> Void) {
+        guard let box = machines[id] else { return }
+        let before = box.machine.download
+        body(&box.machine)
+        registry.changed(id, from: before)
+        changed(id, from: before)
+    }
+
+    func note(_ id: String, _ body: (inout DownloadMachine) -> Void) {
+        guard let box = machines[id] else { return }
+        body(&box.machine)
+    }
+
+    func storeNow(_ download: Download) { persister.save(download) }
+}

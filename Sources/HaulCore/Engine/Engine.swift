@@ -40,11 +40,6 @@ public final class Engine {
     /// Queued downloads of tokens running as many as their `max_active`, by owner, in run queue order: set aside
     /// until one of the owner's runners ends, so they neither start nor hold up the downloads behind them.
     var heldByOwner: [String: RunQueue] = [:]
-    /// Downloads whose finished file is being moved to its completed folder.
-    var moving: Set<String> = []
-    /// The threads hooks run on (nil without hooks), and the downloads whose hook runs.
-    var hookPool: CommandPool?
-    var hooksRunning: Set<String> = []
     var nextSequence: Int64 = 1
     var tick: ClockTimer?
     /// Open connections per host, over all downloads.
@@ -65,8 +60,11 @@ public final class Engine {
     var cluster: ClusterState?
     /// Webhooks: their changes stored with the downloads they tell of, their deliveries sent.
     public private(set) lazy var webhooks = WebhookDispatcher(host: self)
+    /// Finished files moved to their completed folder, and the operator's hooks run after.
+    private(set) lazy var mover = FileMover(host: self)
+    private(set) lazy var hooks = HookRunner(host: self, mover: mover)
     /// The parts that follow downloads' changes, told in this order.
-    lazy var observers: [DownloadObserver] = [webhooks]
+    lazy var observers: [DownloadObserver] = [webhooks, mover, hooks]
     /// Categories and their speed limits.
     let book = CategoryBook()
     /// The download as the API shows it, for webhook bodies (set by the API; a bare id without it).
@@ -140,11 +138,8 @@ public final class Engine {
             for runner in Array(self.runners.values) { runner.deliver(.tick(now: now)) }
         }
         if shared { try joinCluster() }
-        if !config.hooks.isEmpty {
-            hookPool = try? CommandPool(concurrency: config.hooks.concurrency, timeout: config.hooks.timeout)
-        }
-        resumeMoves()
-        resumeHooks()
+        mover.resume()
+        hooks.start()
         try webhooks.start()
         schedule()
     }
