@@ -155,7 +155,7 @@ func hostName() -> String {
     var buffer = [CChar](repeating: 0, count: 256)
     guard gethostname(&buffer, buffer.count - 1) == 0 else { return "haul" }
     let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    return ClusterState.isValidNodeName(name) ? name : "haul"
+    return ClusterMembership.isValidNodeName(name) ? name : "haul"
 }
 
 /// Every event-stream client holds a socket: allow as many as the hard limit permits.

@@ -7,7 +7,7 @@ extension Engine {
     /// start takes the run queue's first entry, whatever the queue's length.
     func schedule() {
         registry.runQueue.compact(live: registry.stateCounts[.queued] ?? 0, where: waiting)
-        if cluster != nil { return claimWork() }
+        if let cluster { return cluster.claimWork() }
         releaseHeld()
         // Checked for each: starting one may finish it at once (found complete) and start others meanwhile.
         while runners.count < config.maxActive, let next = registry.runQueue.popFirst(where: waiting) {

@@ -57,7 +57,7 @@ public final class Engine {
     /// Told of every change, on the loop thread, after it is stored.
     public var onChange: ((EngineChange) -> Void)?
     /// With a store several nodes share: what this node holds, its timers and its notification connection.
-    var cluster: ClusterState?
+    var cluster: ClusterMembership?
     /// Webhooks: their changes stored with the downloads they tell of, their deliveries sent.
     public private(set) lazy var webhooks = WebhookDispatcher(host: self)
     /// Finished files moved to their completed folder, and the operator's hooks run after.
@@ -137,7 +137,11 @@ public final class Engine {
             let now = self.clock.now
             for runner in Array(self.runners.values) { runner.deliver(.tick(now: now)) }
         }
-        if shared { try joinCluster() }
+        if shared {
+            let membership = ClusterMembership(host: self)
+            cluster = membership
+            try membership.join()
+        }
         mover.resume()
         hooks.start()
         try webhooks.start()

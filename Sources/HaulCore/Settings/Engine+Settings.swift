@@ -90,7 +90,7 @@ extension Engine {
         refill = nil
         persister.stop()
         webhooks.stop()
-        leaveCluster()
+        cluster?.leave()
         multi?.close()
     }
 }

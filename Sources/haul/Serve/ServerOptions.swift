@@ -52,7 +52,7 @@ enum ServerOptions {
         text("node", "NAME", shown: "the host name", help: "this node's name among the nodes sharing `--store`, "
              + "unique to each", sample: "node-1") { given, config throws(ServeConfig.Invalid) in
             // A file of the download directory is named after it (.haul-nodes/NAME).
-            guard ClusterState.isValidNodeName(given.text) else {
+            guard ClusterMembership.isValidNodeName(given.text) else {
                 throw given.invalid("takes up to 64 letters, digits, '-', '_' or '.', starting with a letter or "
                     + "digit, not '\(given.text)'")
             }
