@@ -24,7 +24,7 @@ final class Aria2FormatTests: XCTestCase {
     }
 
     func testAGIDIsSixteenHexDigitsOfTheIdAndFoundAgain() {
-        let ids = (0..<1000).map { _ in Engine.newID() }
+        let ids = (0..<1000).map { _ in HaulID.random() }
         let gids = ids.map(Aria2GIDs.gid(of:))
         XCTAssertTrue(gids.allSatisfy { Aria2GIDs.isGID($0) && $0 == $0.lowercased() })
         XCTAssertEqual(Set(gids).count, ids.count)

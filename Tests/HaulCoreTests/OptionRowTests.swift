@@ -37,7 +37,7 @@ final class OptionRowTests: XCTestCase {
 
     func testEveryRowTakesItsValueRefusesAnotherTypeAndShowsWhatItTook() throws {
         let engine = try makeEngine(fetcher: SilentFetcher(), clock: ManualClock())
-        _ = try engine.putCategory(Category(name: "films", directory: "films"))
+        _ = try engine.categories.put(Category(name: "films", directory: "films"))
         var members: [(String, JSONValue)] = []
         for option in DownloadOptions.all {
             var request = NewDownload(url: "http://origin.test/x")

@@ -93,7 +93,7 @@ final class DownloadStateTests: XCTestCase {
     /// The table printed in DownloadState's doc comment is the table `next(after:)` follows, cell by cell.
     func testThePrintedTableIsTheTableFollowed() throws {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources/HaulCore/DownloadState.swift")
+            .deletingLastPathComponent().appendingPathComponent("Sources/HaulCore/Model/DownloadState.swift")
         let lines = try String(contentsOf: source, encoding: .utf8).split(separator: "\n").map(String.init)
         let fences = lines.indices.filter { lines[$0].hasPrefix("/// ```") }
         XCTAssertEqual(fences.count, 2)

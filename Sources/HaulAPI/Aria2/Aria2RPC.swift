@@ -82,12 +82,11 @@ final class Aria2RPC {
         }.joined()
     }
 
-    private var engine: Engine { base.engine }
     /// What the server's options in aria2's names are read from, for the caller.
     private var globalSource: Aria2GlobalOptions.Source {
-        Aria2GlobalOptions.Source(settings: operations.settings, config: engine.config, root: callersRoot)
+        Aria2GlobalOptions.Source(settings: operations.settings, config: base.config, root: callersRoot)
     }
-    private var root: String { engine.config.downloadRoot }
+    private var root: String { base.config.downloadRoot }
     /// The folder the caller's downloads land under: its token's root, else the download root.
     private var callersRoot: String {
         guard let folder = operations.caller.token?.root else { return root }
@@ -190,7 +189,7 @@ final class Aria2RPC {
         switch change {
         case .created: return
         case .updated(let changed, let stateChanged):
-            guard stateChanged, let snapshot = engine.snapshot(changed) else { return }
+            guard stateChanged, let snapshot = base.snapshot(changed) else { return }
             id = changed
             owners[id] = snapshot.download.owner
             let now = Aria2Status.status(snapshot.download.state)
@@ -322,7 +321,7 @@ final class Aria2RPC {
         case "aria2.tellStatus": return try status(of: try p.gid(0), keys: try p.keys(1))
         case "aria2.getUris": return Aria2Status.uris(try snapshot(try p.gid(0)).download)
         case "aria2.getFiles": return .array([Aria2Status.file(try snapshot(try p.gid(0)).download, root: root,
-                                                             completedRoot: engine.config.completedRoot)])
+                                                             completedRoot: base.config.completedRoot)])
         case "aria2.getPeers":
             _ = try snapshot(try p.gid(0))
             return .array([])
@@ -420,7 +419,7 @@ final class Aria2RPC {
 
     private func idOf(_ gid: String) -> String? {
         // The GIDs of every download (the map is shared by every caller); what the caller sees is checked after.
-        gids.id(of: gid, count: engine.count, now: ProcessInfo.processInfo.systemUptime) {
+        gids.id(of: gid, count: base.count, now: ProcessInfo.processInfo.systemUptime) {
             base.ids(matching: DownloadFilter())
         }
     }
@@ -434,7 +433,7 @@ final class Aria2RPC {
 
     private func status(_ snapshot: DownloadSnapshot, keys: [String]?) -> JSONValue {
         Aria2Status.select(Aria2Status.json(snapshot, gid: Aria2GIDs.gid(of: snapshot.download.id), root: root,
-                                            completedRoot: engine.config.completedRoot),
+                                            completedRoot: base.config.completedRoot),
                            keys: keys)
     }
 
@@ -499,7 +498,7 @@ final class Aria2RPC {
         guard !snapshot.download.state.isFinished else {
             throw RPCError("Active Download not found for GID#\(gid)")
         }
-        var last = Aria2Status.json(snapshot, gid: gid, root: root, completedRoot: engine.config.completedRoot)
+        var last = Aria2Status.json(snapshot, gid: gid, root: root, completedRoot: base.config.completedRoot)
         last = last.filter { !["status", "downloadSpeed", "connections", "errorCode", "errorMessage"].contains($0.0) }
             + [("status", .string("removed")), ("downloadSpeed", .string("0")), ("connections", .string("0")),
                ("errorCode", .string("31")), ("errorMessage", .string(""))]

@@ -168,7 +168,7 @@ final class Aria2GIDs {
 
     static func gid(of id: String) -> String {
         let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
-        // The id's characters are its bits five at a time, lowest first (Engine.newID).
+        // The id's characters are its bits five at a time, lowest first (HaulID.random).
         var value: UInt64 = 0
         for (position, byte) in id.utf8.prefix(13).enumerated() {
             guard let digit = alphabet.firstIndex(of: byte) else { continue }

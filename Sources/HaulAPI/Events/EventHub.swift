@@ -4,8 +4,9 @@ import HaulLoop
 
 /// Turns engine changes into numbered events: streams them to subscribers, keeps the newest for clients that
 /// reconnect with Last-Event-ID, and remembers what changed when for `changed_since` polling.
-public final class EventHub {
-    private let engine: Engine
+public final class EventHub: EngineListener {
+    /// The server's own operations: every download, whoever's.
+    private let operations: Operations
     private let config: EventStreamConfig
     /// The last sequence number handed out. Starts at the microseconds since 1970, so numbers keep growing
     /// across restarts and a Last-Event-ID from an earlier run is never mistaken for one of this run.
@@ -35,18 +36,18 @@ public final class EventHub {
     private var heartbeatTimer: ClockTimer?
 
     /// A hub for `engine`'s changes, keeping time (progress coalescing, heartbeats, slow clients) by its clock.
-    public init(engine: Engine, config: EventStreamConfig) {
-        self.engine = engine
+    public init(operations: Operations, config: EventStreamConfig) {
+        self.operations = operations
         self.config = config
         sequence = Int64(Date().timeIntervalSince1970 * 1_000_000)
         forgottenBefore = sequence
-        clock = engine.clock
+        clock = operations.clock
         progressTimer = clock.every(config.progressInterval) { [unowned self] in
             self.emitProgress()
             self.closeSlowClients()
         }
         heartbeatTimer = clock.every(config.heartbeat) { [unowned self] in self.heartbeat() }
-        engine.onChange = { [unowned self] change in self.engineChanged(change) }
+        operations.listen(self)
     }
 
     public var streamCount: Int { subscribers.count }
@@ -56,10 +57,13 @@ public final class EventHub {
 
     // MARK: engine -> events
 
+    /// Webhooks and hooks are the operator's: the bodies name each download's owner.
+    public func resource(of snapshot: DownloadSnapshot) -> JSONValue { DownloadResource.json(snapshot, owner: true) }
+
     /// Told every change too (the aria2 front's notifications).
     var onEngineChange: ((EngineChange) -> Void)?
 
-    private func engineChanged(_ change: EngineChange) {
+    public func engineChanged(_ change: EngineChange) {
         onEngineChange?(change)
         switch change {
         case .created(let id):
@@ -73,7 +77,7 @@ public final class EventHub {
             // carries the bytes too (the last ones before completion among them), which a progress event repeats
             // for clients that follow progress alone.
             // One snapshot for both: they describe the same moment (three were built, one to read the state).
-            guard let snapshot = engine.snapshot(id) else { return }
+            guard let snapshot = operations.snapshot(id) else { return }
             let moved = dirty.contains(id) || snapshot.download.receivedBytes != announcedBytes[id]
             publish(.state, snapshot)
             if moved || snapshot.download.state == .completed { publish(.progress, snapshot) }
@@ -102,12 +106,12 @@ public final class EventHub {
     private func emitProgress() {
         var due = dirty
         dirty.removeAll()
-        for id in engine.runningIDs where engine.receivedBytes(id) != announcedBytes[id] { due.insert(id) }
+        for id in operations.runningIDs where operations.receivedBytes(id) != announcedBytes[id] { due.insert(id) }
         for id in due.sorted() { publish(.progress, about: id) }
     }
 
     private func publish(_ kind: StreamEvent.Kind, about id: String) {
-        guard let snapshot = engine.snapshot(id) else { return }
+        guard let snapshot = operations.snapshot(id) else { return }
         publish(kind, snapshot)
     }
 
@@ -163,7 +167,7 @@ public final class EventHub {
         guard let lastEventID else {
             // A new follower of one download starts from where it stands (finished or not): a `state` event
             // numbered with the current sequence, so a reconnect from it misses nothing.
-            if let downloadID, let snapshot = engine.snapshot(downloadID) {
+            if let downloadID, let snapshot = operations.snapshot(downloadID) {
                 subscriber.offer(StreamEvent(sequence: sequence, kind: .state, downloadID: downloadID,
                                              category: snapshot.download.category, owner: snapshot.download.owner,
                                              payload: .download(snapshot)),
@@ -178,8 +182,8 @@ public final class EventHub {
         } else {
             // Every download now (or the one followed), as one event carrying the current sequence number,
             // written as the client reads it.
-            subscriber.send(SnapshotStream(engine: engine, sequence: sequence, downloadID: downloadID,
-                                           category: category, caller: caller), now: now)
+            subscriber.send(SnapshotStream(operations: operations.acting(as: caller), sequence: sequence,
+                                           downloadID: downloadID, category: category), now: now)
         }
     }
 
@@ -224,7 +228,7 @@ public final class EventHub {
         // An id logged past `since` changed since, unless it was removed (then it has no last change).
         var changed = dirty
         for entry in changeLog[low...] where lastChange[entry.id] != nil { changed.insert(entry.id) }
-        for id in engine.runningIDs where engine.receivedBytes(id) != announcedBytes[id] { changed.insert(id) }
+        for id in operations.runningIDs where operations.receivedBytes(id) != announcedBytes[id] { changed.insert(id) }
         let confinedTo = caller.confinedTo
         let removed = tombstones.filter { $0.sequence > since && (confinedTo == nil || $0.owner == confinedTo) }
             .map(\.id)

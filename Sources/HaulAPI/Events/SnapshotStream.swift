@@ -8,24 +8,22 @@ final class SnapshotStream {
     /// Downloads per piece: about 60 KiB of JSON.
     static let pageSize = 100
 
-    private let engine: Engine
+    /// The stream's caller's operations: only what its token sees, with owners for managers.
+    private let operations: Operations
     /// The event's id: the hub's sequence when the snapshot began. Changes after it follow as ordinary events.
     private let sequence: Int64
     /// Only this download (a per-download stream), or all of them.
     private let downloadID: String?
     /// Only the downloads of this category.
     private let category: String?
-    /// Whose stream: only what its token sees, with owners for managers.
-    private let caller: Caller
     /// The sequence number of the last download written.
     private var cursor: Int64 = 0
     private var stage = Stage.header
 
     private enum Stage { case header, items(first: Bool), done }
 
-    init(engine: Engine, sequence: Int64, downloadID: String?, category: String? = nil, caller: Caller = .server) {
-        self.engine = engine
-        self.caller = caller
+    init(operations: Operations, sequence: Int64, downloadID: String?, category: String? = nil) {
+        self.operations = operations
         self.sequence = sequence
         self.downloadID = downloadID
         self.category = category
@@ -45,7 +43,7 @@ final class SnapshotStream {
             }
             cursor = items.last!.download.sequence
             stage = more ? .items(first: false) : .done
-            let json = items.map { DownloadResource.json($0, owner: caller.seesOwners).serialized() }
+            let json = items.map { DownloadResource.json($0, owner: operations.caller.seesOwners).serialized() }
                 .joined(separator: ",")
             return "data: " + (first ? "" : ",") + json + "\n" + (more ? "" : "data: ]}\n\n")
         case .done:
@@ -55,18 +53,15 @@ final class SnapshotStream {
 
     private func page() -> (items: [DownloadSnapshot], more: Bool) {
         guard let downloadID else {
-            if let owner = caller.confinedTo {
-                return engine.page(of: engine.ids(ownedBy: owner), after: cursor, limit: SnapshotStream.pageSize) {
-                    category == nil || $0.category == category
-                }
-            }
-            guard let category else { return engine.page(after: cursor, limit: SnapshotStream.pageSize) }
-            return engine.page(after: cursor, limit: SnapshotStream.pageSize) { $0.category == category }
+            var query = DownloadQuery()
+            query.filter.category = category
+            query.cursor = .sequence(cursor)
+            query.limit = SnapshotStream.pageSize
+            let page = operations.page(query)
+            return (page.downloads, page.next != nil)
         }
         // A per-download stream's snapshot is that download, if it is still there.
-        guard cursor == 0, let snapshot = engine.snapshot(downloadID), caller.sees(snapshot.download) else {
-            return ([], false)
-        }
+        guard cursor == 0, let snapshot = operations.snapshot(downloadID) else { return ([], false) }
         return ([snapshot], false)
     }
 }

@@ -26,7 +26,7 @@ final class WatchFolder {
     init(path: String, operations: Operations, loop: EventLoop, log: Logger?) throws(FileError) {
         self.path = path
         self.operations = operations
-        clock = operations.engine.clock
+        clock = operations.clock
         self.log = log
         watch = try DirectoryWatch(loop: loop, path: path) { [unowned self] change in self.changed(change) }
         scan()
@@ -67,7 +67,7 @@ final class WatchFolder {
             return finish(name, in: folder, text: "", report: ["the list is over \(WatchFolder.maxBytes) bytes or "
                 + "cannot be read whole"], added: 0)
         }
-        let entries = WatchFolder.parse(text, root: operations.engine.config.downloadRoot)
+        let entries = WatchFolder.parse(text, root: operations.config.downloadRoot)
         var report: [String] = []
         var requests: [(line: Int, request: NewDownload)] = []
         for entry in entries {

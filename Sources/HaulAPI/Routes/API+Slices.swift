@@ -12,7 +12,7 @@ extension API {
     /// fit one slice). A slice that throws ends the work, and its problem is the answer.
     func inSlices<T>(_ items: [T], _ slice: @escaping (ArraySlice<T>) throws(Problem) -> Void,
                      finish: @escaping () -> HTTPResponse) -> APIResult {
-        let run = SliceRun(items: items, slice: slice, finish: finish, engine: engine)
+        let run = SliceRun(items: items, slice: slice, finish: finish, operations: serverOperations)
         run.step()
         if let response = run.pending.response { return .response(response) }
         return .pending(run.pending)
@@ -24,16 +24,16 @@ private final class SliceRun<T> {
     let items: [T]
     let slice: (ArraySlice<T>) throws(Problem) -> Void
     let finish: () -> HTTPResponse
-    let engine: Engine
+    let operations: Operations
     let pending = PendingResponse()
     var next = 0
 
     init(items: [T], slice: @escaping (ArraySlice<T>) throws(Problem) -> Void, finish: @escaping () -> HTTPResponse,
-         engine: Engine) {
+         operations: Operations) {
         self.items = items
         self.slice = slice
         self.finish = finish
-        self.engine = engine
+        self.operations = operations
     }
 
     func step() {
@@ -45,6 +45,6 @@ private final class SliceRun<T> {
         }
         next = end
         guard next < items.count else { return pending.resolve(finish()) }
-        engine.onNextTurn { [self] in step() }
+        operations.onNextTurn { [self] in step() }
     }
 }

@@ -8,10 +8,10 @@ extension API {
     /// in, and the defaults the flags gave.
     func settings() -> HTTPResponse {
         guard case .object(var members) = serverOperations.settings.json else { return API.json(200, .null) }
-        members.append(("current_max_speed", JSONValue(engine.currentSpeedLimit ?? 0)))
+        members.append(("current_max_speed", JSONValue(serverOperations.currentSpeedLimit ?? 0)))
         members.append(("time_zone", .string(API.timeZone)))
         members.append(("utc_offset", .string(ServerTimeZone.offset(at: Date()))))
-        members.append(("defaults", engine.defaultSettings.json))
+        members.append(("defaults", serverOperations.defaultSettings.json))
         return API.json(200, .object(members))
     }
 
@@ -46,7 +46,7 @@ extension API {
             ("slow_event_streams", JSONValue(events.slowStreamCount)),
             ("event_queued_bytes", JSONValue(events.queuedBytes)),
             ("sequence", JSONValue(events.sequence)),
-            ("disk", engine.diskSpace().map { space in
+            ("disk", serverOperations.diskSpace().map { space in
                 .object([("free_bytes", JSONValue(space.free)), ("total_bytes", JSONValue(space.total)),
                          ("reserved_bytes", JSONValue(space.reserved)), ("usable_bytes", JSONValue(space.usable))])
             } ?? .null),
@@ -61,13 +61,13 @@ extension API {
         let admin = c.caller.scope == .admin
         let confined = c.caller.confinedTo != nil
         var out = PrometheusText()
-        if admin, let node = engine.node {
+        if admin, let node = serverOperations.node {
             out.family("haul_node_info", type: "gauge", help: "This node's name among the nodes sharing the store.")
             out.sample("haul_node_info", ["node": node], 1)
             out.single("haul_node_running_downloads", type: "gauge", help: "Downloads this node runs (the others' "
-                       + "are in haul_downloads too).", Double(engine.runningIDs.count))
+                       + "are in haul_downloads too).", Double(serverOperations.runningIDs.count))
             out.single("haul_nodes_alive", type: "gauge", help: "Nodes sharing the store heard of within a lease, "
-                       + "this one included: the limits are shared out among them.", Double(engine.nodeShare))
+                       + "this one included: the limits are shared out among them.", Double(serverOperations.nodeShare))
         }
         out.family("haul_downloads", type: "gauge", help: "Downloads stored, by state.")
         for state in DownloadState.allCases {
@@ -75,7 +75,7 @@ extension API {
         }
         if !confined {
             out.single("haul_downloaded_bytes_total", type: "counter",
-                       help: "Body bytes written to part files since the server started.", Double(engine.bytesReceived))
+                       help: "Body bytes written to part files since the server started.", Double(serverOperations.bytesReceived))
         }
         out.single("haul_download_speed_bytes_per_second", type: "gauge",
                    help: "Current transfer speed over all running downloads.", totals.speed.rounded())
@@ -88,7 +88,7 @@ extension API {
                    Double(events.slowStreamCount))
         out.single("haul_event_queued_bytes", type: "gauge", help: "Event bytes waiting for slow clients.",
                    Double(events.queuedBytes))
-        if admin, let counts = engine.webhooks.deliveryCounts() {
+        if admin, let counts = serverOperations.webhookDeliveryCounts() {
             out.family("haul_webhook_deliveries", type: "gauge", help: "Webhook deliveries in the outbox, by state "
                        + "(pending: not yet answered 2xx; delivered: the newest hundred per webhook kept; failed: given "
                        + "up on within a week).")
@@ -96,7 +96,7 @@ extension API {
                 out.sample("haul_webhook_deliveries", ["state": state.rawValue], Double(counts[state] ?? 0))
             }
         }
-        if let space = engine.diskSpace() {
+        if let space = serverOperations.diskSpace() {
             out.single("haul_disk_free_bytes", type: "gauge", help: "Free bytes of the download root's file system "
                        + "(for unprivileged users).", Double(space.free))
             out.single("haul_disk_total_bytes", type: "gauge", help: "Size of the download root's file system.",

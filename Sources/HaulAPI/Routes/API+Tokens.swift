@@ -11,7 +11,7 @@ extension API {
         [
             Route(pattern: "/tokens", handlers: [
                 "GET": .read(.listTokens) { [unowned self] _ throws(Problem) in
-                    let tokens = try self.attempt(self.engine.tokens())
+                    let tokens = try self.attempt(self.serverOperations.tokens())
                     return .response(API.json(200, .object([("tokens", .array(tokens.map { self.tokenJSON($0) }))])))
                 },
                 "POST": .write(.addToken) { [unowned self] c throws(Problem) in .response(try self.addToken(c)) },
@@ -29,7 +29,7 @@ extension API {
             Route(pattern: "/tokens/{id}", handlers: [
                 "DELETE": .write(.removeToken) { [unowned self] c throws(Problem) in
                     let id = c.parameters["id"]!
-                    try self.attempt(self.engine.removeToken(id))
+                    try self.attempt(self.serverOperations.removeToken(id))
                     self.cutOff(token: id)
                     return .response(HTTPResponse(status: 204))
                 },
@@ -63,7 +63,7 @@ extension API {
         try body.finish()
         let asked = AccessToken(id: "", name: name!, scope: scope!, expiresAt: expiresAt, createdAt: Date(),
                                 root: root, quotaBytes: quota, maxActive: maxActive.map { Int($0) })
-        let (token, secret) = try attempt(engine.addToken(asked))
+        let (token, secret) = try attempt(serverOperations.addToken(asked))
         guard case .object(var members) = tokenJSON(token) else { return API.json(500, .null) }
         members.append(("secret", .string(secret)))
         return API.json(201, .object(members), headers: [("Location", "/tokens/\(token.id)")])
@@ -73,7 +73,7 @@ extension API {
     func tokenJSON(_ token: AccessToken) -> JSONValue {
         .object([("id", .string(token.id)), ("name", .string(token.name)), ("scope", .string(token.scope.name)),
                  ("root", JSONValue(token.root)), ("quota_bytes", JSONValue(token.quotaBytes)),
-                 ("used_bytes", JSONValue(engine.usage(of: token.id))),
+                 ("used_bytes", JSONValue(serverOperations.usage(ofToken: token.id))),
                  ("max_active", JSONValue(token.maxActive.map { Int64($0) })),
                  ("expires_at", token.expiresAt.map { .string(Timestamp.rfc3339($0)) } ?? .null),
                  ("created_at", .string(Timestamp.rfc3339(token.createdAt)))])

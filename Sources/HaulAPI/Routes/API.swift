@@ -6,7 +6,6 @@ import HaulLoop
 /// The REST API: routes, handlers and JSON shapes, independent of any transport. `handle` turns a request into a
 /// response; the HTTP server only carries bytes.
 public final class API {
-    let engine: Engine
     /// What the handlers decode requests into and encode answers from, done for the server's own token: each
     /// request's handler gets them for its caller instead (`RequestContext.operations`).
     let serverOperations: Operations
@@ -31,20 +30,17 @@ public final class API {
     public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
                 access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(),
                 aria2: Aria2Config = Aria2Config(), log: Logger? = nil) {
-        self.engine = engine
         self.loop = loop
         serverOperations = Operations(engine: engine, maxDownloads: limits.maxDownloads)
         self.limits = limits
         self.log = log
         gate = AccessGate(policy: access)
         self.aria2 = Aria2RPC(operations: serverOperations, gate: gate, config: aria2, log: log)
-        gate.lookup = { [unowned engine] secret in engine.token(forSecret: secret) }
-        gate.byID = { [unowned engine] id in engine.token(id: id) }
-        self.events = EventHub(engine: engine, config: events)
+        gate.lookup = { [serverOperations] secret in serverOperations.token(forSecret: secret) }
+        gate.byID = { [serverOperations] id in serverOperations.token(id: id) }
+        self.events = EventHub(operations: serverOperations, config: events)
         self.events.onEngineChange = { [unowned aria2 = self.aria2] change in aria2.engineChanged(change) }
-        // Webhooks are the admin's: their bodies name each download's owner.
-        engine.webhookResource = { DownloadResource.json($0, owner: true) }
-        tokenCheck = engine.clock.every(API.tokenCheckInterval) { [unowned self] in self.checkStreamTokens() }
+        tokenCheck = serverOperations.clock.every(API.tokenCheckInterval) { [unowned self] in self.checkStreamTokens() }
         router = Router(routes: [
             Route(pattern: "/downloads", handlers: [
                 "GET": .read(.listDownloads, query: ["state", "limit", "cursor", "changed_since", "q", "sort",
@@ -113,7 +109,7 @@ public final class API {
                 "GET": .read(.health, query: nil) { [unowned self] _ in
                     // With a shared store, which node answered (the others are behind the same name).
                     var members: [(String, JSONValue)] = [("status", .string("ok"))]
-                    if let node = self.engine.node { members.append(("node", .string(node))) }
+                    if let node = self.serverOperations.node { members.append(("node", .string(node))) }
                     return .response(API.json(200, .object(members)))
                 },
             ]),
@@ -122,8 +118,8 @@ public final class API {
             Route(pattern: "/readyz", access: .open, handlers: [
                 "GET": .read(.health, query: nil) { [unowned self] _ in
                     var members: [(String, JSONValue)] = []
-                    if let node = self.engine.node { members.append(("node", .string(node))) }
-                    guard let problem = self.engine.storeProblem() else {
+                    if let node = self.serverOperations.node { members.append(("node", .string(node))) }
+                    guard let problem = self.serverOperations.storeProblem() else {
                         return .response(API.json(200, .object([("status", .string("ready"))] + members)))
                     }
                     return .response(API.json(503, .object([("status", .string("unavailable")),

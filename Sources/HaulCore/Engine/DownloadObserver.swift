@@ -6,9 +6,15 @@ protocol DownloadObserver: AnyObject {
     func downloadWillBeStored(_ download: Download, changedFrom before: Download)
     /// `download` changed from `before`, and is stored (or waits for the group commit) and announced.
     func downloadChanged(_ download: Download, from before: Download)
+    /// The engine loaded its downloads and starts: what a restart finds half done goes on.
+    func engineStarted() throws
+    /// The engine stops: nothing more is started.
+    func engineStopping()
 }
 
 extension DownloadObserver {
     func downloadWillBeStored(_ download: Download, changedFrom before: Download) {}
     func downloadChanged(_ download: Download, from before: Download) {}
+    func engineStarted() throws {}
+    func engineStopping() {}
 }

@@ -28,6 +28,8 @@ final class DownloadRegistry {
     /// What each such token's downloads hold against its quota (`heldBytes`), kept as they change like
     /// `receivedTotal`: the quota of a download of unknown size is checked against it on every chunk.
     private(set) var held: [String: Int64] = [:]
+    /// The sequence number of the next download added here (one more than the highest inserted).
+    private(set) var nextSequence: Int64 = 1
 
     /// The bytes a download holds against its token's quota: a finished file's size, an unfinished one's size once
     /// known (or the size its client said), else what it received; a failed one what it left on disk.
@@ -57,6 +59,7 @@ final class DownloadRegistry {
     /// every field once more). At start-up downloads come in any order: `sortOrder` once after loading them all.
     func insert(_ box: MachineBox, holding download: Download) {
         machines[download.id] = box
+        nextSequence = max(nextSequence, download.sequence + 1)
         index(download, was: nil)
         receivedTotal += download.receivedBytes
         hold(download, sign: 1)
@@ -179,4 +182,14 @@ final class DownloadRegistry {
     static func destination(_ url: String, _ directory: String, _ name: String?) -> String {
         url + "\u{0}" + directory + "\u{0}" + (name ?? "")
     }
+}
+
+/// A download's machine on the heap, so the engine's dictionary holds a reference, not the value.
+final class MachineBox {
+    var machine: DownloadMachine
+    /// The clock's time of the last bytes written, which stamp no `updatedAt` on the hot path; a snapshot makes
+    /// `updated_at` follow them.
+    var lastWriteAt: Double?
+
+    init(_ machine: DownloadMachine) { self.machine = machine }
 }

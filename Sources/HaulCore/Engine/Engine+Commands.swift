@@ -102,7 +102,7 @@ extension Engine {
             }
             if let owner = request.owner, let quota = owner.quotaBytes {
                 // What the token's downloads hold, those of this batch before this one included, must leave room.
-                let held = usage(of: owner.id) + (ownerReserved[owner.id] ?? 0)
+                let held = tenancy.usage(of: owner.id) + (ownerReserved[owner.id] ?? 0)
                 let size = request.expectedBytes ?? 0
                 if held >= quota || held + size > quota {
                     plans.append(.refused(.insufficientStorage(DownloadError(.quotaExceeded, "the token '\(owner.name)' "
@@ -111,12 +111,12 @@ extension Engine {
                     continue
                 }
                 ownerReserved[owner.id, default: 0] += size
-                ownerTokens[owner.id] = owner
+                tenancy.adding(as: owner)
             }
             reservedBytes += request.expectedBytes ?? 0
             // The category's connections and priority are the defaults.
             var download = Download(
-                id: request.id ?? Engine.newID(), sequence: nextSequence + Int64(fresh.count), url: request.url,
+                id: request.id ?? HaulID.random(), sequence: registry.nextSequence + Int64(fresh.count), url: request.url,
                 headers: request.headers, requestedFilename: request.filename, directory: directory,
                 state: request.startPaused ? .paused : .queued,
                 connections: request.connections ?? category?.connections ?? config.defaultConnections,
@@ -157,11 +157,10 @@ extension Engine {
                 throw .storage("\(error)")
             }
         }
-        nextSequence += Int64(fresh.count)
         for download in fresh {
-            registry.insert(MachineBox(DownloadMachine(download: download, settings: settings)), holding: download)
+            registry.insert(MachineBox(DownloadMachine(download: download, settings: settings.machine)), holding: download)
             log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
-            onChange?(.created(download.id))
+            listener?.engineChanged(.created(download.id))
         }
         if !fresh.isEmpty { schedule() }
         return plans.map { plan in
@@ -288,7 +287,7 @@ extension Engine {
             deliver(id, .change(changes))
             // A running download takes a new speed limit at once.
             if changes.maxSpeed != nil {
-                runners[id]?.limitsChanged(maxSpeed: machines[id]?.machine.download.maxSpeed)
+                pool[id]?.limitsChanged(maxSpeed: machines[id]?.machine.download.maxSpeed)
             }
         }
         if let stateEvent { deliver(id, stateEvent) }
@@ -306,7 +305,7 @@ extension Engine {
         for id in ids {
             refresh(id)
             guard machines[id] != nil else { continue }
-            if let runner = runners.removeValue(forKey: id) { runner.deliver(.stop(keepFile: false)) }
+            if let runner = pool.remove(id) { runner.deliver(.stop(keepFile: false)) }
             found.append(id)
         }
         guard !found.isEmpty else { return [] }
@@ -338,7 +337,7 @@ extension Engine {
             registry.remove(id)
             persister.forget(id)
             log.info("download removed", ["download.id": id])
-            onChange?(.removed(id, last: download.state))
+            listener?.engineChanged(.removed(id, last: download.state))
         }
         webhooks.askFanOut()
         schedule()
@@ -355,7 +354,7 @@ extension Engine {
     /// Runs `work` on the loop's next turn (after what is waiting now): how the API works through a bulk change
     /// a slice at a time.
     public func onNextTurn(_ work: @escaping () -> Void) {
-        later(work)
+        turns.later(work)
     }
 
     /// The finished file of `id`, opened for reading (never through a link, and only while it is still the file

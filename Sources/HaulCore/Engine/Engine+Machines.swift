@@ -1,13 +1,15 @@
 import FoundationEssentials
 import HaulLoop
 
-/// Stepping the machines and fanning out their changes, and the services runners use (directories, host
-/// connections, deferred work).
+/// Stepping the machines and fanning out their changes.
 extension Engine {
+    /// The machines, for reading (a change goes through `registry`).
+    var machines: [String: MachineBox] { registry.machines }
+
     /// Gives `event` to the machine of `id`: through its runner when it runs (which carries out the actions), else
     /// directly (a download that is not running asks for no action but its state).
     func deliver(_ id: String, _ event: MachineEvent) {
-        if let runner = runners[id] {
+        if let runner = pool[id] {
             runner.deliver(event)
         } else {
             _ = step(id, event)
@@ -23,7 +25,7 @@ extension Engine {
             // The bytes of a chunk, not yet written: the write that follows moves the totals. A file of unknown
             // size grows into its token's quota: what the token's other downloads hold now decides how far.
             if box.machine.quotaAllowance != nil, box.machine.download.totalBytes == nil {
-                box.machine.quotaAllowance = quotaAllowance(for: id)
+                box.machine.quotaAllowance = tenancy.quotaAllowance(for: id)
             }
             return box.machine.handle(event, at: clock.now)
         case .wrote, .synced:
@@ -75,7 +77,7 @@ extension Engine {
         } else {
             persister.saveSoon(id)
         }
-        onChange?(.updated(id, stateChanged: stateChanged))
+        listener?.engineChanged(.updated(id, stateChanged: stateChanged))
         for observer in observers { observer.downloadChanged(download, from: before) }
     }
 
@@ -115,29 +117,8 @@ extension Engine {
         return try ConfinedDirectory(root: config.completedFolderRoot, relative: download.fileDirectory, create: false)
     }
 
-    func countReceived(_ bytes: Int64) { bytesReceived += bytes }
-
     /// Stores the journal of `id` (what a sync vouched for).
     func saveJournal(_ id: String, _ journal: [Segment]) { persister.saveJournal(id, journal) }
-
-    /// Takes a connection to `host` if the per-host cap allows.
-    func acquireConnection(to host: String) -> Bool {
-        // Several nodes: each takes an even share of the cap on the cluster's connections to one host.
-        guard hostConnections[host, default: 0] < max(1, config.maxConnectionsPerHost / nodeShare) else { return false }
-        hostConnections[host, default: 0] += 1
-        return true
-    }
-
-    /// Gives a connection back; downloads waiting for one get a chance soon (not from inside this call chain).
-    func releaseConnection(to host: String) {
-        hostConnections[host, default: 1] -= 1
-        if hostConnections[host] == 0 { hostConnections.removeValue(forKey: host) }
-        guard refill == nil else { return }
-        refill = clock.after(0) { [unowned self] in
-            self.refill = nil
-            for runner in Array(self.runners.values) { runner.deliver(.hostConnectionFreed) }
-        }
-    }
 
     /// Whether a download other than `except` still needs the part file `name.part` in `directory`.
     func isClaimed(directory: String, name: String, except: String) -> Bool {
@@ -148,25 +129,9 @@ extension Engine {
         }
     }
 
-    /// Runs `work` on the loop's next turn, after the work deferred before it. The queue is the engine's, not a
-    /// runner's: a runner that finished meanwhile still gets its transfers cancelled, and nothing is left holding it
-    /// at shutdown.
-    func later(_ work: @escaping () -> Void) {
-        deferred.append(work)
-        guard deferTimer == nil else { return }
-        deferTimer = clock.after(0) { [unowned self] in
-            self.deferTimer = nil
-            let work = self.deferred
-            self.deferred.removeAll()
-            for item in work { item() }
-        }
-    }
-
-    var hasDeferredWork: Bool { !deferred.isEmpty }
-
     /// A runner's download no longer needs its slot.
     func runnerFinished(_ id: String) {
-        runners.removeValue(forKey: id)
+        pool.remove(id)
         // Still queued (its start never reached the machine): back in line, or it would wait for no entry.
         if let download = machines[id]?.machine.download, download.state == .queued {
             registry.runQueue.push(RunQueue.Entry(download))

@@ -4,29 +4,10 @@ import HaulLoop
 /// What clients read: snapshots, totals and pages of downloads in an order.
 extension Engine {
     /// Throws unless the store answers now (a round trip).
-    func requireStore() throws(EngineError) {
-        do {
-            try store.ping()
-        } catch {
-            readiness = (clock.now, "\(error)")
-            throw .storage("\(error)")
-        }
-    }
+    func requireStore() throws(EngineError) { try persister.requireStore() }
 
-    /// Why the store cannot be used now, or nil when it answers: what `/readyz` tells a load balancer. Asked at most
-    /// once a second, however often it is polled.
-    public func storeProblem() -> String? {
-        let now = clock.now
-        if let last = readiness, now - last.at < 1 { return last.problem }
-        var problem: String?
-        do {
-            try store.ping()
-        } catch {
-            problem = "\(error)"
-        }
-        readiness = (now, problem)
-        return problem
-    }
+    /// Why the store cannot be used now, or nil when it answers (`/readyz`), asked at most once a second.
+    public func storeProblem() -> String? { persister.storeProblem() }
 
     public func snapshot(_ id: String) -> DownloadSnapshot? {
         guard let box = machines[id] else { return nil }
@@ -56,7 +37,7 @@ extension Engine {
         assert(totals.byState == Dictionary(grouping: machines.values) { $0.machine.download.state }.mapValues(\.count)
                && registry.receivedTotal == machines.values.reduce(0) { $0 + $1.machine.download.receivedBytes },
                "the running totals drifted from the downloads")
-        for id in runners.keys {
+        for id in pool.ids {
             guard let box = machines[id] else { continue }
             totals.speed += box.machine.speed
             totals.activeConnections += box.machine.activeConnections
@@ -150,7 +131,7 @@ extension Engine {
     }
 
     /// Ids of the downloads holding a slot (probing, downloading, verifying).
-    public var runningIDs: [String] { Array(runners.keys) }
+    public var runningIDs: [String] { Array(pool.ids) }
 
     /// Bytes received so far by `id` (the hot counter, without building a snapshot).
     public func receivedBytes(_ id: String) -> Int64? { machines[id]?.machine.download.receivedBytes }

@@ -39,6 +39,8 @@ final class Persister {
     private var retryTimer: ClockTimer?
     /// Transactions committed (for tests and metrics: how well changes are grouped).
     private(set) var commits = 0
+    /// When the store was last asked whether it answers, and why not (nil: it did).
+    private var readiness: (at: Double, problem: String?)?
 
     init(store: DownloadStore, clock: Clock, log: Logger) {
         self.store = store
@@ -54,6 +56,31 @@ final class Persister {
             self.groupTimer = nil
             self.flush()
         }
+    }
+
+    /// Throws unless the store answers now (a round trip): what a client's change asks before anything moves.
+    func requireStore() throws(EngineError) {
+        do {
+            try store.ping()
+        } catch {
+            readiness = (clock.now, "\(error)")
+            throw .storage("\(error)")
+        }
+    }
+
+    /// Why the store cannot be used now, or nil when it answers: what `/readyz` tells a load balancer. Asked at most
+    /// once a second, however often it is polled.
+    func storeProblem() -> String? {
+        let now = clock.now
+        if let last = readiness, now - last.at < 1 { return last.problem }
+        var problem: String?
+        do {
+            try store.ping()
+        } catch {
+            problem = "\(error)"
+        }
+        readiness = (now, problem)
+        return problem
     }
 
     /// Whether `id` has a change waiting for the group commit.

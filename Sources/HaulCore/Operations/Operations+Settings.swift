@@ -7,26 +7,26 @@ extension Operations {
 
     // MARK: categories
 
-    public var categories: [Category] { engine.allCategories }
+    public var categories: [Category] { engine.categories.all }
 
     public func category(_ name: String) throws(EngineError) -> Category {
-        guard let category = engine.category(name) else { throw .missing("no category '\(name)'") }
+        guard let category = engine.categories[name] else { throw .missing("no category '\(name)'") }
         return category
     }
 
     /// Makes or replaces a category; true when it is new.
     public func putCategory(_ category: Category) throws(EngineError) -> Bool {
-        if engine.category(category.name) == nil, engine.allCategories.count >= Operations.maxCategories {
+        if engine.categories[category.name] == nil, engine.categories.all.count >= Operations.maxCategories {
             throw .full(kind: "categories", limit: Operations.maxCategories)
         }
         var category = category
         // A proxy is the operator's only when the server's own token named it.
         category.proxyTrusted = caller.token == nil
-        return try engine.putCategory(category)
+        return try engine.categories.put(category)
     }
 
     public func removeCategory(_ name: String) throws(EngineError) {
-        try engine.removeCategory(try category(name).name)
+        try engine.categories.remove(try category(name).name)
     }
 
     // MARK: webhooks
@@ -41,7 +41,7 @@ extension Operations {
     /// A new webhook. As for downloads (and qBittorrent), a category is made first, so a typo never makes a
     /// webhook that no download will ever wake.
     public func addWebhook(url: String, events: [WebhookEvent], category: String?) throws(EngineError) -> Webhook {
-        if let category, engine.category(category) == nil {
+        if let category, engine.categories[category] == nil {
             throw .conflict("no category '\(category)'; make it first with PUT /categories/\(category)")
         }
         guard engine.webhooks.list.count < Operations.maxWebhooks else {

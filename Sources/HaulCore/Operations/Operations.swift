@@ -96,7 +96,7 @@ public struct Idempotency: Sendable {
 /// action does to each, which downloads a token sees and may change). `Operation` names them with their scope;
 /// this does them, for one `caller` (`acting(as:)` gives the same operations for another).
 public struct Operations {
-    public let engine: Engine
+    let engine: Engine
     /// The most downloads the server holds.
     public let maxDownloads: Int
     /// Whose request this is: what it adds is its own, and it sees and changes what its token may.
@@ -175,7 +175,7 @@ public struct Operations {
         var filter = filter
         filter.owner = owner
         // Its own downloads are indexed: a page visits those, not every download.
-        let own = engine.ids(ownedBy: owner)
+        let own = engine.tenancy.ids(ownedBy: owner)
         filter.ids = filter.ids.map { $0.intersection(own) } ?? own
         return filter
     }
@@ -216,7 +216,7 @@ public struct Operations {
 
     /// The totals of what the caller sees.
     public func totals() -> EngineTotals {
-        caller.confinedTo.map { engine.totals(ownedBy: $0) } ?? engine.totals()
+        caller.confinedTo.map { engine.tenancy.totals(ownedBy: $0) } ?? engine.totals()
     }
 
     /// The finished file of `id`, opened: only the file recorded at completion (device, inode, size), else `gone`.

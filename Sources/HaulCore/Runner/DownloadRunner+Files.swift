@@ -9,9 +9,9 @@ extension DownloadRunner {
     /// Opens the part file under the download's name, or chooses and reserves a free name. A part file that is not
     /// Haul's own (other hard links, another owner) is never written: its name is passed over.
     func openPartFile(_ request: PartFileRequest) {
-        guard let download = engine.download(id) else { return }
+        guard let download = host.download(id) else { return }
         do throws(FileError) {
-            let directory = try engine.directory(download.directory, create: true)
+            let directory = try host.directory(download.directory, create: true)
             var passedOver: String?
             if let name = request.current {
                 do {
@@ -25,7 +25,7 @@ extension DownloadRunner {
                 let name = FileName.candidate(request.base, n)
                 if directory.exists(name) { continue }
                 if let size = directory.size(name + ".part"),
-                   !engine.isClaimed(directory: download.directory, name: name, except: id) {
+                   !host.isClaimed(directory: download.directory, name: name, except: id) {
                     // A part file nobody journals: adopted (the machine's resume plan decides what to keep).
                     guard let adopted = try? PartFile(directory: directory, name: name + ".part") else { continue }
                     return try opened(adopted, name: name, adopted: size, passedOver: passedOver)
@@ -49,7 +49,7 @@ extension DownloadRunner {
         let usage = try opened.usage()
         queue.append(.fileOpened(PartFileInfo(name: name, size: usage.size, allocated: usage.allocated,
                                               free: try opened.directory.freeBytes(), adopted: adopted,
-                                              passedOver: passedOver, allowance: engine.quotaAllowance(for: id))))
+                                              passedOver: passedOver, allowance: host.quotaAllowance(for: id))))
     }
 
     /// fdatasync off the loop; the machine then journals what the sync covered.
@@ -61,7 +61,7 @@ extension DownloadRunner {
         } catch {
             return queue.append(.syncFailed(error))
         }
-        engine.loop.offload({ handle.syncAndClose() }, then: { error in
+        host.loop.offload({ handle.syncAndClose() }, then: { error in
             self.deliver(error.map { .syncFailed($0) } ?? .synced(segments, generation: generation, final: false))
         })
     }
@@ -86,7 +86,7 @@ extension DownloadRunner {
         } catch {
             return queue.append(.fileFailed(error))
         }
-        engine.loop.offload({ () -> Result<String?, FileError> in
+        host.loop.offload({ () -> Result<String?, FileError> in
             guard let algorithm else { return handle.syncAndClose().map { .failure($0) } ?? .success(nil) }
             return handle.syncHashAndClose(algorithm).map { $0 }
         }, then: { result in
@@ -100,7 +100,7 @@ extension DownloadRunner {
     /// Gives the part file its final name: only the file written (not one put in its place, nor one someone else
     /// holds a link to), of the size expected, under the first free name, never replacing anything.
     func publish(_ base: String) {
-        guard let file, let download = engine.download(id) else {
+        guard let file, let download = host.download(id) else {
             return queue.append(.publishFailed(DownloadError(.writeFailed, "the part file is not open")))
         }
         if let why = file.replacedOrShared() {
@@ -138,9 +138,9 @@ extension DownloadRunner {
     /// finished file in place, the part file gone or (between link and unlink) a second name of it. Only a file that
     /// is Haul's own counts: one planted under that name is not this download's.
     func finishedBeforeACrash() -> String? {
-        guard let download = engine.download(id), let base = download.filename, let total = download.totalBytes,
+        guard let download = host.download(id), let base = download.filename, let total = download.totalBytes,
               download.durableBytes == total,
-              let directory = try? engine.directory(download.directory, create: false) else { return nil }
+              let directory = try? host.directory(download.directory, create: false) else { return nil }
         let part = base + ".part"
         if let partFile = directory.status(part) {
             guard partFile.st_nlink == 2, partFile.st_uid == geteuid(), Int64(partFile.st_size) == total,

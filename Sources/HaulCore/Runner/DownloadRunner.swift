@@ -9,10 +9,10 @@ import HaulLoop
 /// actions of the current event are all done. Nothing touches the fetcher from inside a transfer's own callback:
 /// starts and cancels made there run on the loop's next turn, in order.
 final class DownloadRunner: FetchDelegate {
-    unowned let engine: Engine
+    unowned let host: RunnerHost
     let id: String
     /// The origin's host, for the per-host connection cap.
-    let host: String
+    let origin: String
     /// The download's category (it never changes), whose speed limit each chunk also passes.
     private let category: String?
     var file: PartFile?
@@ -47,11 +47,11 @@ final class DownloadRunner: FetchDelegate {
     /// differed.
     private var comparing: [TransferID: (next: Int64, start: Int64, differsAt: Int64?)] = [:]
 
-    init(engine: Engine, id: String, url: String, maxSpeed: Int64?) {
-        self.engine = engine
+    init(host: RunnerHost, id: String, url: String, maxSpeed: Int64?) {
+        self.host = host
         self.id = id
-        host = URLComponents(string: url)?.host?.lowercased() ?? ""
-        category = engine.download(id)?.category
+        origin = URLComponents(string: url)?.host?.lowercased() ?? ""
+        category = host.download(id)?.category
         limitsChanged(maxSpeed: maxSpeed)
     }
 
@@ -60,13 +60,13 @@ final class DownloadRunner: FetchDelegate {
     /// Starts the download: finished already (a crash after its file got its name), else probe.
     func begin() {
         if let name = finishedBeforeACrash() {
-            let file = try? engine.directory(engine.download(id)?.directory ?? "", create: false)
+            let file = try? host.directory(host.download(id)?.directory ?? "", create: false)
             let stamp = file.flatMap { directory in
                 directory.identity(name).map { FileStamp($0, size: directory.size(name) ?? 0) }
             }
             deliver(.foundFinished(name: name, file: stamp))
         } else {
-            deliver(.start(now: engine.clock.now))
+            deliver(.start(now: host.clock.now))
         }
     }
 
@@ -81,24 +81,24 @@ final class DownloadRunner: FetchDelegate {
         defer { dispatching = false }
         while !queue.isEmpty, !suspended {
             let next = queue.removeFirst()
-            for action in engine.step(id, next) { perform(action) }
+            for action in host.step(id, next) { perform(action) }
         }
     }
 
     /// Suspends the runner once the lease may have run out, and asks the engine to renew it at once.
     private func checkLease() {
-        guard !suspended, !engine.leaseHolds(id) else { return }
+        guard !suspended, !host.leaseHolds(id) else { return }
         suspended = true
-        engine.log.warning("the lease may have run out (this node was stopped or cut off); nothing is written "
+        host.log.warning("the lease may have run out (this node was stopped or cut off); nothing is written "
                            + "until it is renewed", meta)
-        engine.renewLeaseSoon()
+        host.renewLeaseSoon()
     }
 
     /// The lease was renewed: what waited goes on.
     func leaseRenewed() {
         guard suspended, !abandoned else { return }
         suspended = false
-        for transfer in heldForLease where transfers.contains(transfer) { engine.fetcher.resume(transfer) }
+        for transfer in heldForLease where transfers.contains(transfer) { host.fetcher.resume(transfer) }
         heldForLease.removeAll()
         guard !queue.isEmpty, !dispatching else { return }
         // The queue is run by delivering what waits first.
@@ -132,7 +132,7 @@ final class DownloadRunner: FetchDelegate {
                 // held ones curl_easy_pause gave back after a speed limit's wait: that transfer then sat until an
                 // unrelated timer, up to 30 s, with its download complete. What curl has not ended by the next
                 // turn is ended here.
-                engine.later { [weak self] in self?.endIfStillRunning(transfer) }
+                host.turns.later { [weak self] in self?.endIfStillRunning(transfer) }
             } else {
                 cancel(transfer)
             }
@@ -158,13 +158,13 @@ final class DownloadRunner: FetchDelegate {
             }
         case .schedule(let timer, let delay):
             // The runner owns its timers (a released runner's never fire): no weak reference needed.
-            timers[timer] = engine.clock.after(delay) { [unowned self] in
+            timers[timer] = host.clock.after(delay) { [unowned self] in
                 self.timers.removeValue(forKey: timer)
                 self.deliver(.timer(timer))
             }
         case .cancelTimer(let timer): timers.removeValue(forKey: timer)?.cancel()
-        case .saveJournal(let journal): engine.saveJournal(id, journal)
-        case .log(let level, let message, let extra): engine.log.log(level, message, meta.merging(extra) { a, _ in a })
+        case .saveJournal(let journal): host.saveJournal(id, journal)
+        case .log(let level, let message, let extra): host.log.log(level, message, meta.merging(extra) { a, _ in a })
         case .finished: finish()
         }
     }
@@ -172,24 +172,24 @@ final class DownloadRunner: FetchDelegate {
     /// Runs `work` now, or after the current callback when inside one (the fetcher may not be called from there);
     /// while earlier work waits, it waits behind it, so starts and cancels keep their order.
     private func outsideCallbacks(_ work: @escaping () -> Void) {
-        guard inCallback != nil || engine.hasDeferredWork else { return work() }
-        engine.later(work)
+        guard inCallback != nil || !host.turns.isEmpty else { return work() }
+        host.turns.later(work)
     }
 
     private func fetch(_ transfer: TransferID, _ kind: FetchKind, from mirror: String? = nil) {
-        guard !done, let download = engine.download(id) else { return }
-        let host = mirror.map { URLComponents(string: $0)?.host?.lowercased() ?? "" } ?? self.host
-        guard engine.acquireConnection(to: host) else { return deliver(.noHostConnection(transfer)) }
-        hostConnections[transfer] = host
+        guard !done, let download = host.download(id) else { return }
+        let origin = mirror.map { URLComponents(string: $0)?.host?.lowercased() ?? "" } ?? self.origin
+        guard host.bandwidth.acquireConnection(to: origin) else { return deliver(.noHostConnection(transfer)) }
+        hostConnections[transfer] = origin
         let url = mirror ?? download.url
-        let policy = Outbound.policy(engine.config, for: download, category: download.category.flatMap(engine.category),
+        let policy = Outbound.policy(host.config, for: download, category: download.category.flatMap { host.category($0) },
                                      url: url)
         // Always a jar: a cookie a redirect sets reaches the request after it, and the segments after that.
-        if cookieJar == nil { cookieJar = CookieJar(cookies: download.cookies ?? "", host: self.host) }
+        if cookieJar == nil { cookieJar = CookieJar(cookies: download.cookies ?? "", host: origin) }
         let request = Outbound.fetch(kind, url: url, of: download, cookieJar: cookieJar, policy: policy)
         if case .compare(let start, _, _) = kind { comparing[transfer] = (start, start, nil) }
         do {
-            try engine.fetcher.start(transfer, request, delegate: self)
+            try host.fetcher.start(transfer, request, delegate: self)
             transfers.insert(transfer)
         } catch {
             releaseHostConnection(transfer)
@@ -222,7 +222,7 @@ final class DownloadRunner: FetchDelegate {
         }
         outsideCallbacks {
             self.cancelled.remove(transfer)
-            self.engine.fetcher.cancel(transfer)
+            self.host.fetcher.cancel(transfer)
         }
     }
 
@@ -232,12 +232,12 @@ final class DownloadRunner: FetchDelegate {
         holds.removeValue(forKey: transfer)?.cancel()
         releaseHostConnection(transfer)
         transfers.remove(transfer)
-        engine.fetcher.cancel(transfer)
+        host.fetcher.cancel(transfer)
         deliver(.ended(transfer, TransferResult(failure: .aborted, message: "stopped", response: nil)))
     }
 
     private func releaseHostConnection(_ transfer: TransferID) {
-        if let host = hostConnections.removeValue(forKey: transfer) { engine.releaseConnection(to: host) }
+        if let origin = hostConnections.removeValue(forKey: transfer) { host.bandwidth.releaseConnection(to: origin) }
     }
 
     private func write(_ transfer: TransferID, offset: Int64, count: Int) {
@@ -245,7 +245,7 @@ final class DownloadRunner: FetchDelegate {
             FileError(call: "pwrite", path: "", code: EBADF))) }
         do {
             try file.write(count == chunk.count ? chunk : chunk.prefix(count), at: offset)
-            engine.countReceived(Int64(count))
+            host.bandwidth.received(Int64(count))
             queue.append(.wrote(transfer, count: count))
         } catch {
             queue.append(.writeFailed(transfer, error))
@@ -256,7 +256,7 @@ final class DownloadRunner: FetchDelegate {
 
     private func finish() {
         stopEverything()
-        engine.runnerFinished(id)
+        host.runnerFinished(id)
     }
 
     /// No timer, hold or transfer of this download goes on.
@@ -302,9 +302,9 @@ final class DownloadRunner: FetchDelegate {
         }
         if let wait = limitDelay(chunk.count), wait > 0 {
             // curl stops reading, so TCP slows the sender down; the same bytes come again after the wait.
-            holds[transfer] = engine.clock.after(wait) { [unowned self] in
+            holds[transfer] = host.clock.after(wait) { [unowned self] in
                 guard self.holds.removeValue(forKey: transfer) != nil else { return }
-                self.engine.fetcher.resume(transfer)
+                self.host.fetcher.resume(transfer)
             }
             return .pause
         }
@@ -329,18 +329,9 @@ final class DownloadRunner: FetchDelegate {
         deliver(.ended(transfer, result))
     }
 
-    /// Seconds until `count` bytes fit this download's, its category's and the global speed limits, spending them if they fit now;
-    /// nil without limits.
+    /// Seconds until `count` bytes fit this download's, its category's and the global speed limits, spending them if
+    /// they fit now; nil without limits.
     private func limitDelay(_ count: Int) -> Double? {
-        guard bucket != nil || engine.globalBucket != nil || engine.categoryLimited(category) else { return nil }
-        let now = engine.clock.now
-        let wait = max(bucket?.delay(for: count, now: now) ?? 0, engine.globalBucket?.delay(for: count, now: now) ?? 0,
-                       engine.categoryDelay(category, for: count, now: now))
-        if wait == 0 {
-            bucket?.consume(count)
-            engine.globalBucket?.consume(count)
-            engine.categoryConsume(category, count)
-        }
-        return wait
+        host.bandwidth.delay(for: count, own: &bucket, category: category)
     }
 }

@@ -10,7 +10,8 @@ protocol ClusterHost: AnyObject {
     var clock: Clock { get }
     var loop: EventLoop { get }
     var log: Logger { get }
-    func later(_ work: @escaping () -> Void)
+    /// Work for the loop's next turn.
+    var turns: TurnQueue { get }
     func download(_ id: String) -> Download?
     var allIDs: [String] { get }
     /// The downloads this node runs now.
@@ -222,7 +223,7 @@ extension ClusterMembership {
             log.warning("the download was taken over, changed or removed through another node; stopped here",
                         ["download.id": id, "node": node])
         }
-        host.later { [unowned self] in
+        host.turns.later { [unowned self] in
             self.refresh(id)
             self.host.schedule()
         }
@@ -249,7 +250,7 @@ extension ClusterMembership {
     func renewLeaseSoon() {
         guard !renewalAsked else { return }
         renewalAsked = true
-        host.later { [unowned self] in
+        host.turns.later { [unowned self] in
             self.renewalAsked = false
             self.renewLeases(now: self.host.clock.now)
         }

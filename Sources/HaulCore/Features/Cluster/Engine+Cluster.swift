@@ -34,21 +34,22 @@ extension Engine: ClusterHost {
             guard let before else { return }
             registry.remove(id)
             persister.forget(id)
-            return (onChange?(.removed(id, last: before.state))) ?? ()
+            listener?.engineChanged(.removed(id, last: before.state))
+            return
         }
         if let before, before == row { return }
-        registry.replace(with: MachineBox(DownloadMachine(download: row, settings: settings)))
+        registry.replace(with: MachineBox(DownloadMachine(download: row, settings: settings.machine)))
         // Not logged: the node that made the change logged it.
         if let before {
-            onChange?(.updated(id, stateChanged: before.state != row.state))
+            listener?.engineChanged(.updated(id, stateChanged: before.state != row.state))
         } else {
-            onChange?(.created(id))
+            listener?.engineChanged(.created(id))
         }
     }
 
     func abandon(_ id: String) -> Bool {
         persister.forget(id)
-        guard let runner = runners.removeValue(forKey: id) else { return false }
+        guard let runner = pool.remove(id) else { return false }
         runner.abandon()
         return true
     }
@@ -56,20 +57,18 @@ extension Engine: ClusterHost {
     func interrupted(_ id: String) { deliver(id, .interrupted) }
 
     func startClaimed(_ download: Download) {
-        guard runners[download.id] == nil else { return }
-        if let owner = download.owner, freeSlots(of: owner) <= 0 { return }
-        let runner = DownloadRunner(engine: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed)
-        runners[download.id] = runner
-        runner.begin()
+        guard pool[download.id] == nil else { return }
+        if let owner = download.owner, tenancy.freeSlots(of: owner) <= 0 { return }
+        pool.start(DownloadRunner(host: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed))
     }
 
-    func leaseRenewed(_ id: String) { runners[id]?.leaseRenewed() }
+    func leaseRenewed(_ id: String) { pool[id]?.leaseRenewed() }
 
-    func reloadShared(settings: Bool, webhooks reloadWebhooks: Bool, categories: Bool) {
-        if settings { loadSettings() }
+    func reloadShared(settings reloadSettings: Bool, webhooks reloadWebhooks: Bool, categories reloadCategories: Bool) {
+        if reloadSettings { settings.load() }
         if reloadWebhooks { webhooks.reload() }
-        if categories { reloadCategories() }
+        if reloadCategories { categories.reload() }
     }
 
-    func nodesChanged() { updateSpeedLimit() }
+    func nodesChanged() { updateLimits() }
 }

@@ -35,7 +35,7 @@ final class FileMover: DownloadObserver {
 
     /// Moves the files a crash or a stop left on their way, and removes the markers of moves stored just before a
     /// crash (at start).
-    func resume() {
+    func engineStarted() {
         for download in host.allDownloads {
             guard download.state == .completed, let target = download.completedDirectory,
                   !download.moveSettled, let name = download.filename, host.isLocal(download) else { continue }

@@ -21,7 +21,7 @@ final class HookRunner: DownloadObserver {
     }
 
     /// Starts the threads (with hooks configured), and runs the hooks a stop or a crash left due.
-    func start() {
+    func engineStarted() {
         let hooks = host.config.hooks
         guard !hooks.isEmpty else { return }
         pool = try? CommandPool(concurrency: hooks.concurrency, timeout: hooks.timeout)

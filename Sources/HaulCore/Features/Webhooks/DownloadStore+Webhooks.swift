@@ -75,7 +75,7 @@ extension DownloadStore {
                         try db.run("INSERT INTO webhook_deliveries (id, webhook_id, event, download_id, body, "
                                    + "created_at, state, attempts, next_attempt_at, change_id) "
                                    + "VALUES (?, ?, ?, ?, '', ?, 'pending', 0, ?, ?)",
-                                   [.text(Engine.newOrderedID()), .text(hook.id), .text(kind.rawValue), .text(download),
+                                   [.text(HaulID.ordered()), .text(hook.id), .text(kind.rawValue), .text(download),
                                     .real(created), .real(created), .text(id)])
                         made += 1
                     }

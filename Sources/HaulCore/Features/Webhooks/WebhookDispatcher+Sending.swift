@@ -10,7 +10,7 @@ extension WebhookDispatcher {
     func askSend() {
         guard !stopping, !sendAsked else { return }
         sendAsked = true
-        host.later { [unowned self] in
+        host.turns.later { [unowned self] in
             self.sendAsked = false
             self.sendDueDeliveries()
         }

@@ -8,8 +8,8 @@ protocol WebhookHost: AnyObject {
     var fetcher: Fetcher { get }
     var config: EngineConfig { get }
     var log: Logger { get }
-    /// Runs `work` on the loop's next turn (never from inside a fetcher's callback).
-    func later(_ work: @escaping () -> Void)
+    /// Work for the loop's next turn (never from inside a fetcher's callback).
+    var turns: TurnQueue { get }
     /// The download as a delivery's body shows it.
     func resource(of download: Download) -> JSONValue
 }
@@ -80,7 +80,7 @@ public final class WebhookDispatcher {
 
     public func webhook(_ id: String) -> Webhook? { hooks.first { $0.id == id } }
 
-    func start() throws {
+    func engineStarted() throws {
         hooks = try store.webhooks()
         // What this node had in flight when it stopped or died is due now: no attempt of it is still running.
         try store.releaseDeliveries(node: host.config.node, now: clock.wallTime)
@@ -93,7 +93,7 @@ public final class WebhookDispatcher {
         askSend()
     }
 
-    func stop() {
+    func engineStopping() {
         stopping = true
         timer?.cancel()
         for timer in background.values { timer.cancel() }
@@ -106,7 +106,7 @@ public final class WebhookDispatcher {
     }
 
     public func add(url: String, events: [WebhookEvent], category: String?) throws(EngineError) -> Webhook {
-        let hook = Webhook(id: Engine.newID(), url: url, secret: Webhook.newSecret(), events: events,
+        let hook = Webhook(id: HaulID.random(), url: url, secret: Webhook.newSecret(), events: events,
                            category: category, createdAt: clock.wallTime)
         do {
             try store.insertWebhook(hook)
@@ -175,7 +175,7 @@ public final class WebhookDispatcher {
         }
         let wanted = kinds.filter { kind in hooks.contains { $0.wants(kind, category: download.category) } }
         guard !wanted.isEmpty else { return [] }
-        return [WebhookChange(id: Engine.newOrderedID(), downloadID: download.id, category: download.category,
+        return [WebhookChange(id: HaulID.ordered(), downloadID: download.id, category: download.category,
                               kinds: wanted, createdAt: clock.wallTime,
                               resource: host.resource(of: download).serialized())]
     }
@@ -277,6 +277,6 @@ final class WebhookAttempt: FetchDelegate {
 
     func transfer(_ id: TransferID, ended result: TransferResult) {
         // Not from inside the fetcher's callback: the next attempts start from here.
-        dispatcher.host.later { [dispatcher] in dispatcher.attemptEnded(id, result) }
+        dispatcher.host.turns.later { [dispatcher] in dispatcher.attemptEnded(id, result) }
     }
 }

@@ -1,0 +1,53 @@
+import FoundationEssentials
+import HaulLoop
+
+/// What a client asks for when adding a download (already validated by the API layer).
+public struct NewDownload: Sendable {
+    public var url: String
+    /// The id, when the caller chose it (aria2's `gid` option, through an id made for that GID); nil for a new one.
+    /// One already taken refuses the download.
+    public var id: String?
+    public var headers: [HeaderField] = []
+    public var filename: String?
+    public var directory = ""
+    public var connections: Int?
+    /// nil: the category's, else 0.
+    public var priority: Int?
+    public var maxSpeed: Int64?
+    /// The name of a category made with `putCategory`, whose folder and defaults the download takes.
+    public var category: String?
+    /// Other URLs of the same file.
+    public var mirrors: [String] = []
+    public var startPaused = false
+    public var checksum: String?
+    public var insecure = false
+    /// nil: the category's, else the settings'.
+    public var proxy: ProxyChoice?
+    public var username: String?
+    public var password: String?
+    public var cookies: String?
+    public var userAgent: String?
+    public var referer: String?
+    /// The SFTP server's host key fingerprint the download pins.
+    public var hostKey: String?
+
+    /// Moves user information in `url` (`https://user:pass@host/`) to `username` and `password`, unless those are
+    /// given, so that the URL shown back carries none.
+    public mutating func takeCredentialsFromURL() {
+        guard url.utf8.contains(UInt8(ascii: "@")), var components = URLComponents(string: url),
+              components.user != nil || components.password != nil else { return }
+        if username == nil, password == nil {
+            username = components.user
+            password = components.password
+        }
+        components.user = nil
+        components.password = nil
+        if let stripped = components.string { url = stripped }
+    }
+    /// The size the client expects the file to have, if it knows.
+    public var expectedBytes: Int64?
+    /// The scoped token adding it: its root holds the download's folder, its quota bounds it, and it owns it.
+    public var owner: AccessToken?
+
+    public init(url: String) { self.url = url }
+}

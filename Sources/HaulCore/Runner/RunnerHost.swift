@@ -1,0 +1,33 @@
+import HaulLoop
+
+/// What a running download asks of the engine: its machine stepped, the download as it stands and its category,
+/// folders under the download root, what the running downloads share (the fetcher, the limits, the next turn),
+/// and its node's lease on it.
+protocol RunnerHost: AnyObject {
+    var clock: Clock { get }
+    var log: Logger { get }
+    /// The loop that hands file work (a sync, a checksum) to its threads.
+    var loop: EventLoop { get }
+    var config: EngineConfig { get }
+    var fetcher: Fetcher { get }
+    var bandwidth: Bandwidth { get }
+    /// Work for the loop's next turn: nothing touches the fetcher from inside a transfer's callback.
+    var turns: TurnQueue { get }
+    func download(_ id: String) -> Download?
+    func category(_ name: String) -> Category?
+    /// The directory `relative` to the download root, opened without following links.
+    func directory(_ relative: String, create: Bool) throws(FileError) -> ConfinedDirectory
+    /// Whether a download other than `except` still needs the part file `name.part` in `directory`.
+    func isClaimed(directory: String, name: String, except: String) -> Bool
+    /// The most bytes `id` may hold under its token's quota (nil: no quota).
+    func quotaAllowance(for id: String) -> Int64?
+    /// One step of the machine of `id`: the event in, the actions to carry out back.
+    func step(_ id: String, _ event: MachineEvent) -> [MachineAction]
+    /// Stores the journal of `id` (what a sync vouched for).
+    func saveJournal(_ id: String, _ journal: [Segment])
+    /// Whether this node may still act on `id` (its lease holds by its own clock).
+    func leaseHolds(_ id: String) -> Bool
+    func renewLeaseSoon()
+    /// The runner of `id` is done: its slot is free.
+    func runnerFinished(_ id: String)
+}

@@ -1,0 +1,63 @@
+import HaulLoop
+
+/// The running downloads: a runner each, the fetcher their transfers run on, the tick that brings them their
+/// progress samples, and the work they deferred to the next turn.
+final class RunnerPool {
+    let fetcher: Fetcher
+    /// The curl multi handle when the engine made its own fetcher; closed at shutdown.
+    private let multi: CurlMulti?
+    let turns: TurnQueue
+    private(set) var runners: [String: DownloadRunner] = [:]
+    private var tick: ClockTimer?
+
+    /// A pool fetching with libcurl on `loop`, unless a test gives its own fetcher.
+    init(loop: EventLoop, clock: Clock, fetcher: Fetcher?) throws {
+        if let fetcher {
+            self.fetcher = fetcher
+            multi = nil
+        } else {
+            let multi = try CurlMulti(loop: loop)
+            self.fetcher = multi
+            self.multi = multi
+        }
+        turns = TurnQueue(clock: clock)
+    }
+
+    subscript(id: String) -> DownloadRunner? { runners[id] }
+
+    var count: Int { runners.count }
+
+    var ids: Dictionary<String, DownloadRunner>.Keys { runners.keys }
+
+    /// Starts `runner` (after its slot is taken here: starting may finish it at once).
+    func start(_ runner: DownloadRunner) {
+        runners[runner.id] = runner
+        runner.begin()
+    }
+
+    /// Takes the runner of `id` out of the pool (its download no longer holds a slot).
+    @discardableResult
+    func remove(_ id: String) -> DownloadRunner? { runners.removeValue(forKey: id) }
+
+    /// Gives every runner `event`.
+    func deliverToAll(_ event: MachineEvent) {
+        for runner in Array(runners.values) { runner.deliver(event) }
+    }
+
+    /// Ticks every `interval` seconds: each running download samples its speed and checks for stalls.
+    func startTicking(every interval: Double, clock: Clock) {
+        tick = clock.every(interval) { [unowned self] in self.deliverToAll(.tick(now: clock.now)) }
+    }
+
+    /// Stops every transfer, each keeping its part file and checkpointing it; what was deferred has nothing left
+    /// to do.
+    func stop() {
+        tick?.cancel()
+        deliverToAll(.stop(keepFile: true))
+        runners.removeAll()
+        turns.cancel()
+    }
+
+    /// Closes the fetcher: every transfer ends.
+    func close() { multi?.close() }
+}
