@@ -25,123 +25,29 @@ extension Engine {
     /// fails adds none either way (thrown). At most `capacity` new downloads are added; the rest are refused.
     public func add(batch requests: [NewDownload], atomic: Bool, capacity: Int = .max)
         throws(EngineError) -> [AddOutcome] {
-        enum Plan {
-            case new(Int)
-            case same(String)
-            case sameAsNew(Int)
-            case refused(EngineError)
+        var context = AdmissionContext()
+        context.categories = categories.byName
+        context.completedRoot = config.completedRoot
+        context.existing = { [registry] url, directory, name in
+            let id = registry.download(fetching: url, into: directory, as: name)
+            return id.flatMap { registry.machines[$0]?.machine.download }
         }
-        var plans: [Plan] = []
-        var fresh: [Download] = []
-        var claimed: [String: Int] = [:]
-        var reservedBytes: Int64 = 0
-        var ownerReserved: [String: Int64] = [:]
-        let now = clock.wallTime
-        for request in requests {
-            var category: Category?
-            if let name = request.category {
-                guard let found = self.category(name) else {
-                    // As qBittorrent's API: a category is made before it is used (409), never by a typo.
-                    plans.append(.refused(.conflict("no category '\(name)'; make it first with PUT "
-                                                    + "/categories/\(name)")))
-                    continue
-                }
-                category = found
-            }
-            // A category's folder holds its downloads (a download's own directory is then under it); a token's
-            // root holds all of the token's, and a category whose folder is elsewhere is not the token's to use.
-            var folder = category?.directory ?? ""
-            if let root = request.owner?.root {
-                if folder.isEmpty {
-                    folder = root
-                } else if folder != root && !folder.hasPrefix(root + "/") {
-                    plans.append(.refused(.invalid(field: "category", message: "the category's folder '\(folder)' is "
-                        + "outside the token's root '\(root)'")))
-                    continue
-                }
-                if let completed = category?.completedDirectory, config.completedRoot != nil
-                    || (completed != root && !completed.hasPrefix(root + "/")) {
-                    plans.append(.refused(.invalid(field: "category", message: "the category's completed folder "
-                        + "'\(completed)' is outside the token's root '\(root)'")))
-                    continue
-                }
-            }
-            let directory = [folder, request.directory].filter { !$0.isEmpty }.joined(separator: "/")
-            let depth = directory.split(separator: "/").count
-            if depth > FileName.maxDepth || directory.utf8.count > FileName.maxDirectoryBytes {
-                plans.append(.refused(.invalid(field: "directory", message: "with the category's folder it would be "
-                    + "\(depth) folders and \(directory.utf8.count) bytes; at most \(FileName.maxDepth) and "
-                    + "\(FileName.maxDirectoryBytes)")))
-                continue
-            }
-            let destination = DownloadRegistry.destination(request.url, directory, request.filename)
-            // The same file asked for again: the download there is the answer, unless it is one the asking token
-            // may not see (another token's under a shared root), which gets its own.
-            if let existing = registry.download(fetching: request.url, into: directory, as: request.filename),
-               let download = machines[existing]?.machine.download,
-               request.owner?.root == nil || download.owner == request.owner?.id {
-                plans.append(request.refusal(asking: download).map { .refused($0) } ?? .same(existing))
-                continue
-            }
-            if let index = claimed[destination] {
-                plans.append(.sameAsNew(index))
-                continue
-            }
-            if fresh.count >= capacity {
-                plans.append(.refused(.tooMany))
-                continue
-            }
-            // Sizes of one batch add up: each must fit beside the ones before it.
-            if let size = request.expectedBytes, let refusal = spaceRefusal(for: reservedBytes + size) {
-                plans.append(.refused(.insufficientStorage(refusal)))
-                continue
-            }
-            if let id = request.id, machines[id] != nil || fresh.contains(where: { $0.id == id }) {
-                plans.append(.refused(.conflict("the id \(id) is taken")))
-                continue
-            }
-            if let owner = request.owner, let quota = owner.quotaBytes {
-                // What the token's downloads hold, those of this batch before this one included, must leave room.
-                let held = tenancy.usage(of: owner.id) + (ownerReserved[owner.id] ?? 0)
-                let size = request.expectedBytes ?? 0
-                if held >= quota || held + size > quota {
-                    plans.append(.refused(.insufficientStorage(DownloadError(.quotaExceeded, "the token '\(owner.name)' "
-                        + "holds \(SpacePolicy.bytes(held)) of its \(SpacePolicy.bytes(quota)) quota"
-                        + (size > 0 ? "; this file needs \(SpacePolicy.bytes(size))" : "")))))
-                    continue
-                }
-                ownerReserved[owner.id, default: 0] += size
-                tenancy.adding(as: owner)
-            }
-            reservedBytes += request.expectedBytes ?? 0
-            // The category's connections and priority are the defaults.
-            var download = Download(
-                id: request.id ?? HaulID.random(), sequence: registry.nextSequence + Int64(fresh.count), url: request.url,
-                headers: request.headers, requestedFilename: request.filename, directory: directory,
-                state: request.startPaused ? .paused : .queued,
-                connections: request.connections ?? category?.connections ?? config.defaultConnections,
-                priority: request.priority ?? category?.priority ?? 0, maxSpeed: request.maxSpeed, createdAt: now)
-            download.mirrors = request.mirrors.map(Mirror.init)
-            download.owner = request.owner?.id
-            download.ownerName = request.owner?.name
-            // The category's completed folder, with the download's own folder under it as under the category's.
-            download.completedDirectory = category?.completedDirectory.map { completed in
-                [completed, request.directory].filter { !$0.isEmpty }.joined(separator: "/")
-            }
-            for carry in DownloadOptions.carrying { carry(request, &download) }
-            claimed[destination] = fresh.count
-            plans.append(.new(fresh.count))
-            fresh.append(download)
-        }
-        let refused = plans.contains { if case .refused = $0 { true } else { false } }
-        if atomic && refused {
-            return plans.map { plan in
-                if case .refused(let error) = plan { return .refused(error) }
-                return .refused(.notAdded)
+        context.idTaken = { [registry] in registry.machines[$0] != nil }
+        context.spaceRefusal = { [roots] in roots.spaceRefusal(for: $0) }
+        context.usage = { [tenancy] in tenancy.usage(of: $0) }
+        context.capacity = capacity
+        context.defaultConnections = config.defaultConnections
+        context.nextSequence = registry.nextSequence
+        context.now = clock.wallTime
+        let plan = AdmissionPlan(requests, context)
+        if atomic && plan.refusesAny {
+            return plan.outcomes.map { outcome in
+                if case .refused(let error) = outcome { .refused(error) } else { .refused(.notAdded) }
             }
         }
+        var fresh = plan.fresh
         if !fresh.isEmpty {
-            do {
+            try EngineError.storing {
                 // Several nodes number their downloads from one sequence in the store.
                 if let numbers = try store.allocateSequences(fresh.count), numbers.count == fresh.count {
                     for index in fresh.indices { fresh[index].sequence = numbers[index] }
@@ -152,77 +58,24 @@ extension Engine {
                         try store.insertChanges(webhooks.changes(download, before: nil))
                     }
                 }
-                webhooks.askFanOut()
-            } catch {
-                throw .storage("\(error)")
             }
+            webhooks.askFanOut()
         }
+        for owner in plan.owners { tenancy.adding(as: owner) }
         for download in fresh {
-            registry.insert(MachineBox(DownloadMachine(download: download, settings: settings.machine)), holding: download)
+            let box = MachineBox(DownloadMachine(download: download, settings: settings.machine))
+            registry.insert(box, holding: download)
             log.info("download added", ["download.id": download.id, "download.url": Redact.url(download.url)])
             listener?.engineChanged(.created(download.id))
         }
         if !fresh.isEmpty { schedule() }
-        return plans.map { plan in
-            switch plan {
-            case .new(let index): return .added(snapshot(fresh[index].id)!)
-            case .same(let id): return .existing(snapshot(id)!)
-            case .sameAsNew(let index): return .existing(snapshot(fresh[index].id)!)
-            case .refused(let error): return .refused(error)
+        return plan.outcomes.map { outcome in
+            switch outcome {
+            case .new(let index): .added(snapshot(fresh[index].id)!)
+            case .sameAsNew(let index): .existing(snapshot(fresh[index].id)!)
+            case .same(let id): .existing(snapshot(id)!)
+            case .refused(let error): .refused(error)
             }
-        }
-    }
-
-    /// Adds a download once per `key`: a repeated request with the same key and body gets the first answer's
-    /// status and the download as it is now; the same key with another body is a conflict.
-    public func add(_ request: NewDownload, idempotencyKey key: String, requestHash: String)
-        throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool) {
-        let first: (downloadID: String, requestHash: String, status: Int)?
-        do {
-            first = try store.idempotencyAnswer(key: key)
-        } catch {
-            throw .storage("\(error)")
-        }
-        if let first {
-            guard first.requestHash == requestHash else {
-                throw .conflict("Idempotency-Key '\(key)' was used before with a different request")
-            }
-            guard let snapshot = snapshot(first.downloadID) else {
-                throw .conflict("the download created for Idempotency-Key '\(key)' has been removed")
-            }
-            return (snapshot, first.status == 201)
-        }
-        let answer = try add(request)
-        do {
-            try store.rememberIdempotencyAnswer(key: key, downloadID: answer.snapshot.download.id,
-                                                requestHash: requestHash, status: answer.created ? 201 : 200)
-        } catch {
-            log.error("cannot record an Idempotency-Key", ["error": "\(error)"])
-        }
-        return answer
-    }
-
-    /// What the first batch with this `key` was answered (stored by `rememberBatchAnswer`), or nil for a new key;
-    /// the same key with another body, or one a single download used, is a conflict.
-    public func batchAnswer(key: String, requestHash: String) throws(EngineError) -> String? {
-        let first: (requestHash: String, answer: String?)?
-        do {
-            first = try store.batchAnswer(key: key)
-        } catch {
-            throw .storage("\(error)")
-        }
-        guard let first else { return nil }
-        guard first.requestHash == requestHash, let answer = first.answer else {
-            throw .conflict("Idempotency-Key '\(key)' was used before with a different request")
-        }
-        return answer
-    }
-
-    public func rememberBatchAnswer(key: String, requestHash: String, answer: String) throws(EngineError) {
-        do {
-            try store.rememberBatchAnswer(key: key, requestHash: requestHash, answer: answer)
-        } catch {
-            throw .storage("\(error)")
         }
     }
 
@@ -311,7 +164,7 @@ extension Engine {
         guard !found.isEmpty else { return [] }
         // As the stop left each: what the indexes and totals hold.
         let last = found.map { machines[$0]!.machine.download }
-        do {
+        try EngineError.storing {
             try store.transaction {
                 for download in last {
                     try store.delete(id: download.id)
@@ -320,14 +173,12 @@ extension Engine {
                         + webhooks.changes(download, before: download.state, removed: true))
                 }
             }
-        } catch {
-            throw .storage("\(error)")
         }
         for download in last {
             let id = download.id
             _ = webhooks.takeWaiting(id)
             if let name = download.filename {
-                let directory = try? fileDirectory(of: download)
+                let directory = try? roots.fileDirectory(of: download)
                 if download.state != .completed {
                     try? directory?.remove(name + ".part")
                 } else if deleteFile {
@@ -344,56 +195,14 @@ extension Engine {
         return found
     }
 
-    /// The ids of the downloads that pass `filter`, in creation order, without building a snapshot of any.
-    public func ids(where filter: (Download) -> Bool) -> [String] {
-        registry.order.compactMap { entry in
-            machines[entry.id].flatMap { filter($0.machine.download) ? entry.id : nil }
-        }
-    }
-
     /// Runs `work` on the loop's next turn (after what is waiting now): how the API works through a bulk change
     /// a slice at a time.
-    public func onNextTurn(_ work: @escaping () -> Void) {
-        turns.later(work)
-    }
+    public func onNextTurn(_ work: @escaping () -> Void) { turns.later(work) }
 
     /// The finished file of `id`, opened for reading (never through a link, and only while it is still the file
     /// Haul wrote), with its download.
     public func finishedFile(_ id: String) throws(EngineError) -> (file: OpenFile, download: Download) {
         guard let download = machines[id]?.machine.download else { throw .notFound(id) }
-        guard download.state == .completed, let name = download.filename else {
-            throw .conflict("the download is \(download.state.rawValue), not completed: it has no file yet")
-        }
-        let file: OpenFile
-        do {
-            file = try fileDirectory(of: download).openForReading(name)
-        } catch {
-            if error.isMissing { throw .gone("the file \(download.relativePath ?? name) is not there any more") }
-            throw .conflict("the file cannot be served: \(error)")
-        }
-        // The name holds another file now (replaced, or truncated or grown in place): not this download's.
-        if let stamp = download.fileStamp, !stamp.matches(file, sameNode: download.node == nil || download.node == node) {
-            throw .conflict("the file \(download.relativePath ?? name) is no longer the one this download wrote (it "
-                + "was replaced or changed since it completed)")
-        }
-        return (file, download)
-    }
-
-    /// The disk under the download root as downloads see it: nil when the root cannot be read.
-    public func diskSpace() -> DiskSpace? {
-        guard let root = try? directory("", create: false), let free = try? root.freeBytes(),
-              let total = try? root.totalBytes() else { return nil }
-        return DiskSpace(free: free, total: total, reserved: config.space.minFreeSpace)
-    }
-
-    /// Why a file of `size` bytes cannot be stored under the root now, or nil when it can.
-    public func spaceRefusal(for size: Int64) -> DownloadError? {
-        let free: Int64
-        do {
-            free = try directory("", create: false).freeBytes()
-        } catch {
-            return nil
-        }
-        return config.space.refusal(total: size, needed: size, free: free)
+        return (try roots.openFinished(download, sameNode: download.node == nil || download.node == node), download)
     }
 }

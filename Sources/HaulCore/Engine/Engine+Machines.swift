@@ -66,7 +66,7 @@ extension Engine {
         }
         machines[id]!.machine.stamp(updatedAt: download.updatedAt, startedAt: download.startedAt,
                             completedAt: download.completedAt)
-        if stateChanged { logStateChange(download, from: before.state) }
+        if stateChanged { log.stateChanged(download, from: before.state) }
         for observer in observers { observer.downloadWillBeStored(download, changedFrom: before) }
         // What an observer noted goes in the same write (a hook due for the new state).
         download = machines[id]!.machine.download
@@ -81,41 +81,17 @@ extension Engine {
         for observer in observers { observer.downloadChanged(download, from: before) }
     }
 
-    /// One line per state change: what a log reader follows a download by. At info a download that runs through
-    /// says it was added and that it completed (or failed, a warning); the steps between (probing, downloading,
-    /// verifying, and back to queued for a retry) are debug lines. A small file wrote five lines, as many as the
-    /// rest of its work cost in formatting.
-    private func logStateChange(_ download: Download, from before: DownloadState) {
-        let step = download.state.isActive || (download.state == .queued && before.isActive)
-        guard !step || log.minimum <= .debug else { return }
-        var meta = ["download.id": download.id, "state.from": before.rawValue, "state.to": download.state.rawValue]
-        if download.state == .completed, let name = download.filename {
-            meta["file.name"] = name
-            meta["file.size"] = String(download.receivedBytes)
-        }
-        if download.state == .failed, let error = download.error {
-            meta["error.code"] = error.code.rawValue
-            meta["error.message"] = error.message
-            return log.warning("download failed", meta)
-        }
-        if download.state == .completed { return log.info("download completed", meta) }
-        log.log(step ? .debug : .info, "state changed", meta)
-    }
-
     // MARK: what runners use
+
+    /// The download root and the completed root.
+    var roots: DownloadRoots { DownloadRoots(config) }
 
     /// The directory `relative` to the download root, opened without following links.
     func directory(_ relative: String, create: Bool) throws(FileError) -> ConfinedDirectory {
-        try ConfinedDirectory(root: config.downloadRoot, relative: relative, create: create)
+        try roots.directory(relative, create: create)
     }
 
     func download(_ id: String) -> Download? { machines[id]?.machine.download }
-
-    /// The folder a download's file is in now (its completed folder once moved there), without following links.
-    func fileDirectory(of download: Download) throws(FileError) -> ConfinedDirectory {
-        guard download.moved else { return try directory(download.directory, create: false) }
-        return try ConfinedDirectory(root: config.completedFolderRoot, relative: download.fileDirectory, create: false)
-    }
 
     /// Stores the journal of `id` (what a sync vouched for).
     func saveJournal(_ id: String, _ journal: [Segment]) { persister.saveJournal(id, journal) }

@@ -39,7 +39,7 @@ extension Operations {
     public var bytesReceived: Int64 { engine.bytesReceived }
 
     /// The disk under the download root as downloads see it: nil when the root cannot be read.
-    public func diskSpace() -> DiskSpace? { engine.diskSpace() }
+    public func diskSpace() -> DiskSpace? { engine.roots.diskSpace() }
 
     /// This node's name when it shares the store with other nodes.
     public var node: String? { engine.node }

@@ -124,7 +124,7 @@ public struct Operations {
         request.owner = caller.token
         if let idempotency {
             // A repeated key answers the first request as it was answered: nothing of it is applied again.
-            return try engine.add(request, idempotencyKey: key(idempotency), requestHash: idempotency.requestHash)
+            return try add(request, once: Idempotency(key: key(idempotency), requestHash: idempotency.requestHash))
         }
         let added = try engine.add(request)
         return added.created ? added : (try reconcile(request, with: added.snapshot), false)
@@ -148,17 +148,8 @@ public struct Operations {
         }
     }
 
-    /// The stored answer of the first batch with this key, nil for a new key.
-    public func batchAnswer(_ idempotency: Idempotency) throws(EngineError) -> String? {
-        try engine.batchAnswer(key: key(idempotency), requestHash: idempotency.requestHash)
-    }
-
-    public func rememberBatchAnswer(_ idempotency: Idempotency, answer: String) throws(EngineError) {
-        try engine.rememberBatchAnswer(key: key(idempotency), requestHash: idempotency.requestHash, answer: answer)
-    }
-
     /// An Idempotency-Key is the caller's own: another token's same key neither answers nor conflicts with it.
-    private func key(_ idempotency: Idempotency) -> String {
+    func key(_ idempotency: Idempotency) -> String {
         caller.token.map { "\($0.id):\(idempotency.key)" } ?? idempotency.key
     }
 
@@ -192,8 +183,9 @@ public struct Operations {
         case nil: if byPosition { position = 0 }
         }
         if let position {
-            let (items, more) = engine.page(by: query.order, descending: query.descending, offset: position,
-                                            limit: query.limit, where: filter.matches)
+            let (items, more) = engine.snapshots(engine.registry.page(by: query.order, descending: query.descending,
+                                                                      offset: position, limit: query.limit,
+                                                                      where: filter.matches))
             return DownloadPage(downloads: items, next: more ? .position(position + items.count) : nil)
         }
         var after: Int64 = 0
@@ -203,16 +195,17 @@ public struct Operations {
             // Only the changed ones: found by id, not by walking every download.
             var rest = filter
             rest.ids = nil
-            result = engine.page(of: ids, after: after, limit: query.limit, where: rest.matches)
+            result = engine.snapshots(engine.registry.page(of: ids, after: after, limit: query.limit,
+                                                           where: rest.matches))
         } else {
-            result = engine.page(after: after, limit: query.limit, where: filter.matches)
+            result = engine.snapshots(engine.registry.page(after: after, limit: query.limit, where: filter.matches))
         }
         let next = result.more ? result.items.last.map { DownloadQuery.Cursor.sequence($0.download.sequence) } : nil
         return DownloadPage(downloads: result.items, next: next)
     }
 
     /// The ids of the downloads `filter` matches, in creation order.
-    public func ids(matching filter: DownloadFilter) -> [String] { engine.ids(where: confined(filter).matches) }
+    public func ids(matching filter: DownloadFilter) -> [String] { engine.registry.ids(where: confined(filter).matches) }
 
     /// The totals of what the caller sees.
     public func totals() -> EngineTotals {

@@ -37,7 +37,11 @@ final class Bandwidth {
     func setCategoryLimits(_ limits: [String: Int64]) {
         for (name, limit) in limits {
             let rate = Double(max(1, limit))
-            if categories[name] != nil { categories[name]?.rate = rate } else { categories[name] = TokenBucket(rate: rate) }
+            if categories[name] != nil {
+                categories[name]?.rate = rate
+            } else {
+                categories[name] = TokenBucket(rate: rate)
+            }
         }
         for name in categories.keys where limits[name] == nil { categories.removeValue(forKey: name) }
     }

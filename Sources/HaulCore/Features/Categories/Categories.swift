@@ -13,7 +13,7 @@ protocol CategoriesHost: AnyObject {
 /// (each one's shared out among the nodes like the global one).
 public final class Categories {
     unowned let host: CategoriesHost
-    private var byName: [String: Category] = [:]
+    private(set) var byName: [String: Category] = [:]
 
     init(host: CategoriesHost) { self.host = host }
 
