@@ -11,10 +11,35 @@ public struct FileTransferDialect: OriginDialect {
 
     public var schemes: [String] { ["ftp", "ftps", "sftp"] }
 
+    /// How `url` is fetched: its modification time asked for; SFTP as an SSH login with the host key checked;
+    /// FTP passive to the control connection's address, with SIZE and REST sent by Haul (but for a HEAD), and for
+    /// ftps:// looked at now and then whatever its sockets say. ftps:// on port 990 is TLS from the first byte
+    /// (implicit, as curl speaks ftps:// itself); on another port AUTH TLS on the control connection, required
+    /// (explicit: curl is given ftp://).
+    static func profile(_ url: String, head: Bool) -> TransferProfile {
+        var profile = TransferProfile(answers: .fileServerReplies, settings: [.fileTime], failures: .fileServer)
+        let parts = URLParts(url)
+        guard parts?.scheme != "sftp" else {
+            profile.settings.append(.ssh)
+            return profile
+        }
+        profile.settings.append(.passiveToControlAddress)
+        if !head { profile.settings.append(.sizeAndOffsetCommands) }
+        if parts?.scheme == "ftps" {
+            profile.settings.append(.sweeps)
+            if parts?.givenPort != 990 {
+                profile.settings.append(.requireTLS)
+                profile.curlURL = "ftp" + url.dropFirst(4)
+            }
+        }
+        return profile
+    }
+
     public func request(_ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy)
         -> TransferRequest {
         // Headers are HTTP's: an FTP or SFTP server gets none.
         var request = TransferRequest(url: url, policy: policy)
+        request.profile = FileTransferDialect.profile(url, head: kind == .head)
         switch kind {
         case .probe, .whole: break
         case .head: request.method = .head

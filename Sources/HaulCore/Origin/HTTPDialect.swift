@@ -7,9 +7,15 @@ public struct HTTPDialect: OriginDialect {
 
     public var schemes: [String] { ["http", "https"] }
 
+    /// HTTP/2 where TLS offers it (a download's segments then share a connection), credentials as HTTP
+    /// authentication, answers read as header lines, and redirects within HTTP.
+    static let profile = TransferProfile(answers: .headerLines, settings: [.http2(waitOn: ["https"]), .httpAuthentication],
+                                         failures: .http, redirects: ["http", "https"])
+
     public func request(_ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy)
         -> TransferRequest {
         var request = TransferRequest(url: url, policy: policy)
+        request.profile = HTTPDialect.profile
         request.headers = headers.map { ($0.name, $0.value) }
         switch kind {
         case .probe: request.range = (0, nil)

@@ -125,6 +125,7 @@ enum Outbound {
     static func post(_ url: String, body: [UInt8], headers: [(String, String)], policy: OutboundPolicy)
         -> TransferRequest {
         var request = TransferRequest(url: url, policy: policy)
+        request.profile = HTTPDialect.profile
         request.body = body
         request.headers = headers
         return request

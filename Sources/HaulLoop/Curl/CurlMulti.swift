@@ -283,9 +283,9 @@ extension CurlMulti: Fetcher {
         guard next.redirects <= hop.request.policy.maxRedirects else {
             return fail(hop, .tooManyRedirects, "Maximum (\(hop.request.policy.maxRedirects)) redirects followed")
         }
-        // An HTTP answer redirects only to HTTP (as curl is told when it follows them itself).
+        // Only to the schemes an answer of its kind may lead to (as curl is told when it follows them itself).
         guard let parts = URLParts(target), hop.request.policy.schemes.contains(parts.scheme),
-              parts.scheme == "http" || parts.scheme == "https" else {
+              hop.request.profile.redirects.contains(parts.scheme) else {
             return fail(hop, .unsupportedScheme, "a redirect to \(URLPassword.redacted(target)) is not followed")
         }
         next.request.url = target

@@ -29,6 +29,8 @@ public struct TransferRequest: Sendable {
     /// A body makes the request a POST of these bytes (set `Content-Type` in `headers`).
     public var body: [UInt8]?
     public var policy: OutboundPolicy
+    /// How its kind of origin is spoken to (the dialect's); a plain HTTP request's by default.
+    public var profile = TransferProfile()
 
     public init(url: String, policy: OutboundPolicy = OutboundPolicy()) {
         self.url = url

@@ -112,6 +112,8 @@ public struct ProxyServer: Sendable, Equatable {
     /// As given: what curl is handed (user information included).
     public let url: String
     public let kind: Kind
+    /// Whether the proxy answers in HTTP (a CONNECT's reply): one that refuses credentials says 407.
+    var speaksHTTP: Bool { kind == .http || kind == .https }
     /// The proxy's host, lower case, without IPv6 brackets.
     public let host: String
 
