@@ -120,7 +120,7 @@ func serve(_ arguments: [String]) -> Int32 {
         api.onShutdown = {
             // After the answer has been written.
             shutdownTimer = clock.after(0.2) {
-                log.info("shutting down (aria2.shutdown)")
+                log.info("shutting down (by request)")
                 engine.shutdown()
                 loop.stop()
             }

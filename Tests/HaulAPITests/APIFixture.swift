@@ -19,7 +19,7 @@ final class APIFixture {
     let fetcher = SilentFetcher()
 
     init(access: AccessPolicy = AccessPolicy(), events: EventStreamConfig = EventStreamConfig(),
-         maxActive: Int = 5, limits: APILimits = APILimits()) throws {
+         maxActive: Int = 5, limits: APILimits = APILimits(), aria2: Aria2Config = Aria2Config()) throws {
         directory = NSTemporaryDirectory() + "haul-api-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory + "/downloads", withIntermediateDirectories: true)
         loop = try EventLoop()
@@ -30,7 +30,7 @@ final class APIFixture {
         engine = try Engine(loop: loop, store: store, config: config, log: Logger(minimum: .error), fetcher: fetcher,
                             clock: clock)
         try engine.start()
-        api = API(engine: engine, loop: loop, events: events, access: access, limits: limits)
+        api = API(engine: engine, loop: loop, events: events, access: access, limits: limits, aria2: aria2)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }

@@ -31,6 +31,9 @@ final class EveryOperationTests: XCTestCase {
         ("GET /events", Call(method: "GET", target: "/events", status: 200)),
         ("POST /tickets", Call(method: "POST", target: "/tickets", body: #"{"path": "/events"}"#, status: 201)),
         ("GET /stats", Call(method: "GET", target: "/stats", status: 200)),
+        ("GET /version", Call(method: "GET", target: "/version", status: 200)),
+        // Not started with --rpc-allow-shutdown.
+        ("POST /shutdown", Call(method: "POST", target: "/shutdown", status: 409)),
         ("GET /metrics", Call(method: "GET", target: "/metrics", status: 200)),
         ("GET /settings", Call(method: "GET", target: "/settings", status: 200)),
         ("PATCH /settings", Call(method: "PATCH", target: "/settings", body: #"{"max_active": 3}"#, status: 200)),

@@ -61,7 +61,7 @@ enum Aria2GlobalOptions {
         Row(name: "allow-overwrite", value: { _ in "false" }, fixed: "Haul never overwrites a file"),
         Row(name: "auto-file-renaming", value: { _ in "true" }, fixed: "a taken name always gets \" (1)\""),
         Row(name: "file-allocation", value: { _ in "falloc" }, fixed: "files of 1 MiB and more are reserved"),
-        Row(name: "max-download-result", value: { _ in String(Aria2RPC.maxRemoved) },
+        Row(name: "max-download-result", value: { _ in String(Aria2Session.maxRemoved) },
             fixed: "Haul keeps every finished download until it is removed"),
     ]
 

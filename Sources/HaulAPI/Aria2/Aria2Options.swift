@@ -97,6 +97,27 @@ enum Aria2Options {
         return members
     }
 
+    /// The new download aria2's `addUri` asks for: its sources (the first, then mirrors), and its options through
+    /// the option table's rows (each checks its value as it does for REST); every problem said at once.
+    static func newDownload(uris: [String], options: [(String, JSONValue)], root: String)
+        throws(Refusal) -> NewDownload {
+        var request = NewDownload(url: uris.first ?? "")
+        var problems: [FieldProblem] = []
+        for (index, uri) in uris.enumerated() {
+            if let problem = Validate.url(uri) {
+                problems.append(("urls[\(index)]", problem))
+            } else if index > 0, uri != request.url, !request.mirrors.contains(uri) {
+                // A source named twice is one source.
+                request.mirrors.append(uri)
+            }
+        }
+        problems += DownloadOptions.apply(try downloadMembers(options, root: root, sources: uris.count), to: &request)
+        guard problems.isEmpty else {
+            throw Refusal(message: problems.map { "\($0.field): \($0.message)" }.joined(separator: "; "))
+        }
+        return request
+    }
+
     /// One option's value in the JSON type of its row.
     private static func convert(_ name: String, _ value: JSONValue, option: DownloadOption, root: String)
         throws(Refusal) -> JSONValue {

@@ -136,12 +136,9 @@ extension API {
               case .array(let uris)? = params.first else { return nil }
         var options: [(String, JSONValue)] = []
         if params.count > 1, case .object(let members) = params[1] { options = members }
-        guard let converted = try? Aria2Options.downloadMembers(options, root: root, sources: uris.count) else {
-            return nil
-        }
-        var body = RequestBody(members: [("urls", .array(uris))] + converted)
-        let request = newDownload(&body)
-        return body.errors.isEmpty ? request : nil
+        let sources = uris.compactMap(\.stringValue)
+        guard sources.count == uris.count, (1...(API.maxMirrors + 1)).contains(sources.count) else { return nil }
+        return try? Aria2Options.newDownload(uris: sources, options: options, root: root)
     }
 
     /// A JSONP callback: a JavaScript name or dotted path, nothing that could end the call and start another.

@@ -81,6 +81,15 @@ public final class API {
             Route(pattern: "/stats", handlers: [
                 "GET": .read(.stats) { [unowned self] c in .response(self.stats(c)) },
             ]),
+            Route(pattern: "/version", handlers: [
+                "GET": .read(.version) { _ in
+                    .response(API.json(200, .object([("version", .string(HaulVersion.current)),
+                                                     ("aria2_version", .string(Aria2RPC.aria2Version))])))
+                },
+            ]),
+            Route(pattern: "/shutdown", handlers: [
+                "POST": .write(.shutdown) { [unowned self] _ throws(Problem) in .response(try self.shutdown()) },
+            ]),
             Route(pattern: "/settings", handlers: [
                 "GET": .read(.getSettings) { [unowned self] c throws(Problem) in
                     .response(try self.conditional(c.request, self.settings()))
@@ -264,7 +273,18 @@ public final class API {
         watchFolder = try WatchFolder(path: folder, operations: serverOperations, loop: loop, log: log)
     }
 
-    /// Stops the server soon: what `aria2.shutdown` calls when `--rpc-allow-shutdown` allows it.
+    /// `POST /shutdown`: stops the server after the answer has gone out, when `--rpc-allow-shutdown` allows it
+    /// (as `aria2.shutdown` does).
+    private func shutdown() throws(Problem) -> HTTPResponse {
+        guard aria2.allowsShutdown, let onShutdown else {
+            throw Problem(status: 409, slug: "shutdown-refused", title: "Shutdown refused",
+                          detail: "this server does not stop by request: start it with --rpc-allow-shutdown to allow it")
+        }
+        onShutdown()
+        return API.json(202, .object([("status", .string("stopping"))]))
+    }
+
+    /// Stops the server soon: what `aria2.shutdown` and `POST /shutdown` call when `--rpc-allow-shutdown` allows it.
     public var onShutdown: (() -> Void)? {
         get { aria2.onShutdown }
         set { aria2.onShutdown = newValue }

@@ -54,6 +54,10 @@ public enum Operation: String, CaseIterable, Sendable {
     case health = "server.health"
     /// The dashboard's page and assets: no data in them, for anyone.
     case dashboard = "server.dashboard"
+    /// Which version of Haul answers.
+    case version = "server.version"
+    /// Stop the server (when the operator allows it: `--rpc-allow-shutdown`).
+    case shutdown = "server.shutdown"
     case listTokens = "tokens.list"
     case addToken = "tokens.add"
     case removeToken = "tokens.remove"
@@ -68,11 +72,12 @@ public enum Operation: String, CaseIterable, Sendable {
     public var changesState: Bool {
         switch self {
         case .addDownloads, .changeDownload, .removeDownload, .actOnDownloads, .removeDownloads, .issueTicket,
-             .changeSettings, .putCategory, .removeCategory, .addWebhook, .removeWebhook, .rpc, .addToken, .removeToken:
+             .changeSettings, .putCategory, .removeCategory, .addWebhook, .removeWebhook, .rpc, .addToken, .removeToken,
+             .shutdown:
             return true
         case .listDownloads, .getDownload, .readFile, .followEvents, .stats, .metrics, .getSettings, .listCategories,
              .getCategory, .listWebhooks, .getWebhook, .listDeliveries, .describeAPI, .health, .dashboard, .rpcRead,
-             .listTokens, .whoAmI:
+             .listTokens, .whoAmI, .version:
             return false
         }
     }
@@ -82,12 +87,12 @@ public enum Operation: String, CaseIterable, Sendable {
         switch self {
         case .health, .dashboard, .rpc, .rpcRead: return nil
         case .listDownloads, .getDownload, .readFile, .followEvents, .issueTicket, .stats, .metrics, .getSettings,
-             .listCategories, .getCategory, .describeAPI, .whoAmI:
+             .listCategories, .getCategory, .describeAPI, .whoAmI, .version:
             return .read
         case .addDownloads, .changeDownload, .removeDownload, .actOnDownloads: return .add
         case .removeDownloads, .changeSettings, .putCategory, .removeCategory: return .manage
         case .listWebhooks, .addWebhook, .getWebhook, .removeWebhook, .listDeliveries, .listTokens, .addToken,
-             .removeToken:
+             .removeToken, .shutdown:
             return .admin
         }
     }

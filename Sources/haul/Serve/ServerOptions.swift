@@ -132,7 +132,7 @@ enum ServerOptions {
             guard let address = ListenAddress(given.text) else { throw given.invalid("must be HOST:PORT, got '\(given.text)'") }
             config.rpcListen = address
         } show: { $0.rpcListen.map { "\($0.host):\($0.port)" } },
-        toggle("rpc-allow-shutdown", help: "let `aria2.shutdown` stop the server", \.aria2.allowShutdown),
+        toggle("rpc-allow-shutdown", help: "let `aria2.shutdown` and `POST /shutdown` stop the server", \.aria2.allowShutdown),
         list("allowed-hosts", "NAMES", shown: "loopback names on loopback", help: "names the `Host` header may carry",
              sample: "haul.example,dl.example") { given, config throws(ServeConfig.Invalid) in
             config.allowedHosts = given.list.map { $0.lowercased() }
