@@ -3,16 +3,8 @@ import HaulLoop
 /// What a running download asks of the engine: its machine stepped, the download as it stands and its category,
 /// folders under the download root, what the running downloads share (the fetcher, the limits, the next turn),
 /// and its node's lease on it.
-protocol RunnerHost: AnyObject {
-    var clock: Clock { get }
-    var log: Logger { get }
-    /// The loop that hands file work (a sync, a checksum) to its threads.
-    var loop: EventLoop { get }
-    var config: EngineConfig { get }
-    var fetcher: Fetcher { get }
+protocol RunnerHost: HostServices {
     var bandwidth: Bandwidth { get }
-    /// Work for the loop's next turn: nothing touches the fetcher from inside a transfer's callback.
-    var turns: TurnQueue { get }
     func download(_ id: String) -> Download?
     func category(_ name: String) -> Category?
     /// The directory `relative` to the download root, opened without following links.

@@ -2,10 +2,7 @@ import FoundationEssentials
 import HaulLoop
 
 /// What the settings ask of the engine: the store they are kept in, and their being put in force.
-protocol SettingsHost: AnyObject {
-    var store: DownloadStore { get }
-    var clock: Clock { get }
-    var log: Logger { get }
+protocol SettingsHost: HostServices {
     /// The settings changed (or the speed schedule's window may have): the limits and the queue follow them.
     func settingsApplied()
     /// The speed schedule's window may have changed.

@@ -2,9 +2,7 @@ import HaulLoop
 
 /// What the categories ask of the engine: the store they are kept in, and the speed limits put in force again
 /// when one changes.
-protocol CategoriesHost: AnyObject {
-    var store: DownloadStore { get }
-    var log: Logger { get }
+protocol CategoriesHost: HostServices {
     /// A category's speed limit changed (or a category came or went).
     func categoryLimitsChanged()
 }

@@ -4,14 +4,7 @@ import HaulLoop
 /// What a node of a shared store asks of the engine: the downloads as its machines hold them, a stored row put in
 /// place of what the node knew (and announced), the runners it starts and stops, and the shared settings read
 /// again when another node changed them.
-protocol ClusterHost: AnyObject {
-    var store: DownloadStore { get }
-    var config: EngineConfig { get }
-    var clock: Clock { get }
-    var loop: EventLoop { get }
-    var log: Logger { get }
-    /// Work for the loop's next turn.
-    var turns: TurnQueue { get }
+protocol ClusterHost: HostServices {
     func download(_ id: String) -> Download?
     var allIDs: [String] { get }
     /// The downloads this node runs now.

@@ -3,11 +3,7 @@ import HaulLoop
 /// What the parts that finish a download's file (its move to the completed folder, the operator's hook) ask of the
 /// engine: the downloads as their machines hold them, a change of a machine announced as any other, a write that
 /// may not wait, and the loop to hand work off the thread on.
-protocol FinishingHost: AnyObject {
-    var config: EngineConfig { get }
-    var loop: EventLoop { get }
-    var clock: Clock { get }
-    var log: Logger { get }
+protocol FinishingHost: HostServices {
     func download(_ id: String) -> Download?
     /// Every download, for what a restart finds half done.
     var allDownloads: [Download] { get }

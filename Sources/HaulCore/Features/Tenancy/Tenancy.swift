@@ -2,10 +2,7 @@ import FoundationEssentials
 import HaulLoop
 
 /// What tenancy asks of the engine: the store the tokens are in, and the downloads with what each token's hold.
-protocol TenancyHost: AnyObject {
-    var store: DownloadStore { get }
-    var clock: Clock { get }
-    var log: Logger { get }
+protocol TenancyHost: HostServices {
     var registry: DownloadRegistry { get }
     /// Whether `id` holds a slot now.
     func isRunning(_ id: String) -> Bool

@@ -2,14 +2,7 @@ import FoundationEssentials
 import HaulLoop
 
 /// What the webhook dispatcher needs of the engine it tells of.
-protocol WebhookHost: AnyObject {
-    var store: DownloadStore { get }
-    var clock: Clock { get }
-    var fetcher: Fetcher { get }
-    var config: EngineConfig { get }
-    var log: Logger { get }
-    /// Work for the loop's next turn (never from inside a fetcher's callback).
-    var turns: TurnQueue { get }
+protocol WebhookHost: HostServices {
     /// The download as a delivery's body shows it.
     func resource(of download: Download) -> JSONValue
 }
