@@ -6,7 +6,7 @@ DATA_DIR ?= ./data
 
 .PHONY: deps deps-run deps-docker build run test check sanitize bench bench-quick bench-instructions fuzz \
 	schemathesis docker \
-	docker-check docker-test screenshots clean
+	docker-check docker-test screenshots format clean
 
 # Debian packages by need: building and running (make run), the suite and benchmarks, the container test.
 deps-run:
@@ -42,6 +42,10 @@ test: deps
 	$(MAKE) fuzz
 	python3 bench/bench.py --haul .build/debug/haul --quick
 	python3 bench/test_harness.py --haul .build/debug/haul
+
+# Formats every Swift file by .swift-format's rules (swift-format, which comes with the toolchain).
+format:
+	$(SWIFT) format --in-place --recursive --parallel Package.swift Sources Tests
 
 # The suite again under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer, each in its own build directory;
 # any report fails the run. The end-to-end tests then start sanitized `haul` and TestOrigin binaries too.
