@@ -6,7 +6,7 @@ import PackageDescription
 let package = Package(
     name: "haul",
     products: [
-        .executable(name: "haul", targets: ["haul"]),
+        .executable(name: "haul", targets: ["haul"])
     ],
     targets: [
         .systemLibrary(name: "CEvent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
@@ -17,24 +17,29 @@ let package = Package(
         .systemLibrary(name: "CSystem"),
         // One C file: reads a field evhttp 2.1 offers no getter for (see its header).
         .target(name: "CEventRequest", dependencies: ["CEvent"]),
-        .target(name: "HaulLoop",
-                dependencies: ["CEvent", "CEventRequest", "CCurl", "CSQLite", "CPostgres", "CCrypto", "CSystem"]),
+        .target(
+            name: "HaulLoop",
+            dependencies: ["CEvent", "CEventRequest", "CCurl", "CSQLite", "CPostgres", "CCrypto", "CSystem"]),
         .target(name: "HaulCore", dependencies: ["HaulLoop"]),
         // What the server serves from its binary: openapi.yaml and the dashboard, compiled in as byte arrays.
-        .target(name: "HaulAssets", resources: [
-            .embedInCode("openapi.yaml"), .embedInCode("dashboard/index.html"), .embedInCode("dashboard/app.js"),
-            .embedInCode("dashboard/app.css"),
-        ]),
+        .target(
+            name: "HaulAssets",
+            resources: [
+                .embedInCode("openapi.yaml"), .embedInCode("dashboard/index.html"), .embedInCode("dashboard/app.js"),
+                .embedInCode("dashboard/app.css"),
+            ]),
         .target(name: "HaulAPI", dependencies: ["HaulAssets", "HaulCore", "HaulLoop"]),
         .executableTarget(name: "haul", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"]),
         .executableTarget(name: "TestOrigin", dependencies: ["HaulLoop"], path: "Tests/TestOrigin"),
         // libFuzzer target with `make fuzz`; otherwise a replayer of its corpus.
-        .executableTarget(name: "HaulFuzz", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"], path: "Tests/Fuzz",
-                          exclude: ["corpus"], swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
+        .executableTarget(
+            name: "HaulFuzz", dependencies: ["HaulAPI", "HaulCore", "HaulLoop"], path: "Tests/Fuzz",
+            exclude: ["corpus"], swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
         // Seams for tests: a manual clock and a fetcher that never answers.
         .target(name: "HaulTestSupport", dependencies: ["HaulLoop"], path: "Tests/Support"),
         .testTarget(name: "HaulCoreTests", dependencies: ["HaulCore", "HaulLoop", "HaulTestSupport"]),
-        .testTarget(name: "HaulAPITests", dependencies: ["HaulAPI", "HaulAssets", "HaulCore", "HaulLoop", "HaulTestSupport"]),
+        .testTarget(
+            name: "HaulAPITests", dependencies: ["HaulAPI", "HaulAssets", "HaulCore", "HaulLoop", "HaulTestSupport"]),
         .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulCore", "HaulLoop", "HaulTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

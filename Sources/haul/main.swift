@@ -16,12 +16,17 @@ func serve(_ arguments: [String]) -> Int32 {
         return 0
     }
     if arguments == ["--describe-options"] {
-        print(JSONValue.array(ServerOptions.all.map { option in
-            .object([("name", .string(option.name)), ("variable", .string(option.variable)),
-                     ("switch", .bool(option.placeholder == nil)), ("sample", .string(option.sample)),
-                     ("shown", .string(option.sampleShown ?? option.sample)),
-                     ("settings", JSONValue(option.settings))])
-        }).serialized())
+        print(
+            JSONValue.array(
+                ServerOptions.all.map { option in
+                    .object([
+                        ("name", .string(option.name)), ("variable", .string(option.variable)),
+                        ("switch", .bool(option.placeholder == nil)), ("sample", .string(option.sample)),
+                        ("shown", .string(option.sampleShown ?? option.sample)),
+                        ("settings", JSONValue(option.settings)),
+                    ])
+                }
+            ).serialized())
         return 0
     }
     let config: ServeConfig
@@ -44,21 +49,25 @@ func serve(_ arguments: [String]) -> Int32 {
     do {
         let downloadRoot = Files.absolute(config.downloadDir)
         let dataDir = Files.absolute(config.dataDir)
-        try ServerDirectories.prepare(downloadRoot, role: "the download directory",
-                                      option: "--download-dir, HAUL_DOWNLOAD_DIR", private: false)
+        try ServerDirectories.prepare(
+            downloadRoot, role: "the download directory",
+            option: "--download-dir, HAUL_DOWNLOAD_DIR", private: false)
         let completedRoot = config.completedRoot.map(Files.absolute)
         let watchDir = config.watchDir.map(Files.absolute)
         if let watchDir {
-            try ServerDirectories.prepare(watchDir, role: "the watched folder", option: "--watch-dir, HAUL_WATCH_DIR",
-                                          private: false)
+            try ServerDirectories.prepare(
+                watchDir, role: "the watched folder", option: "--watch-dir, HAUL_WATCH_DIR",
+                private: false)
         }
         if let completedRoot {
-            try ServerDirectories.prepare(completedRoot, role: "the completed root",
-                                          option: "--completed-root, HAUL_COMPLETED_ROOT", private: false)
+            try ServerDirectories.prepare(
+                completedRoot, role: "the completed root",
+                option: "--completed-root, HAUL_COMPLETED_ROOT", private: false)
         }
         if config.store == nil {
-            try ServerDirectories.prepare(dataDir, role: "the data directory", option: "--data-dir, HAUL_DATA_DIR",
-                                          private: true)
+            try ServerDirectories.prepare(
+                dataDir, role: "the data directory", option: "--data-dir, HAUL_DATA_DIR",
+                private: true)
             try ServerDirectories.checkDatabase(dataDir + "/haul.sqlite", option: "--data-dir, HAUL_DATA_DIR")
         }
         let loop = try EventLoop()
@@ -71,7 +80,8 @@ func serve(_ arguments: [String]) -> Int32 {
         }
         defer { logBuffer.schedule = nil }
         let node = config.node ?? hostName()
-        let store = try config.store.map { try DownloadStore(postgres: $0, node: node) }
+        let store =
+            try config.store.map { try DownloadStore(postgres: $0, node: node) }
             ?? DownloadStore(path: dataDir + "/haul.sqlite")
         // The options set each part's configuration; what is worked out at start goes in here.
         var engineConfig = config.engine
@@ -81,13 +91,17 @@ func serve(_ arguments: [String]) -> Int32 {
         engineConfig.crashAt = ProcessInfo.processInfo.environment["HAUL_CRASH_AT"]
         engineConfig.node = node
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
-        let access = AccessPolicy(token: config.token, allowedHosts: config.hostAllowlist,
-                                  corsOrigins: Set(config.corsOrigins))
-        let api = API(engine: engine, loop: loop, events: config.events, access: access, limits: config.limits,
-                      aria2: config.aria2, log: log)
+        let access = AccessPolicy(
+            token: config.token, allowedHosts: config.hostAllowlist,
+            corsOrigins: Set(config.corsOrigins))
+        let api = API(
+            engine: engine, loop: loop, events: config.events, access: access, limits: config.limits,
+            aria2: config.aria2, log: log)
         let connections = config.connectionPolicy
-        let server = try HTTPServer(loop: loop, timeout: Int32(config.httpTimeout),
-                                    connections: connections) { exchange in
+        let server = try HTTPServer(
+            loop: loop, timeout: Int32(config.httpTimeout),
+            connections: connections
+        ) { exchange in
             api.serve(exchange.message, receivedAt: exchange.receivedAt) { result in
                 switch result {
                 case .response(let response):
@@ -136,8 +150,12 @@ func serve(_ arguments: [String]) -> Int32 {
         let host = config.listen.host.contains(":") ? "[\(config.listen.host)]" : config.listen.host
         // Scripts and tests read the address from this line (useful with port 0).
         printOutput("haul listening on http://\(host):\(port)")
-        log.info("listening", ["http.address": "\(host):\(port)", "download.root": downloadRoot,
-                               "store": store.location])
+        log.info(
+            "listening",
+            [
+                "http.address": "\(host):\(port)", "download.root": downloadRoot,
+                "store": store.location,
+            ])
         loop.run()
         // Torn down in order while the event base still exists: open event streams are ended before their
         // connections are freed.

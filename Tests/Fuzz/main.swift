@@ -20,16 +20,18 @@ func exercise(_ data: [UInt8]) {
         for line in input.split(separator: 0x0A, omittingEmptySubsequences: false) {
             let bytes = Array(line) + [0x0A]
             if bytes.withUnsafeBytes({ parser.feed($0) }) {
-                let response = TransferResponse(status: parser.status, headers: parser.headers,
-                                                effectiveURL: "http://origin.test/files/a%20b.iso")
+                let response = TransferResponse(
+                    status: parser.status, headers: parser.headers,
+                    effectiveURL: "http://origin.test/files/a%20b.iso")
                 _ = Probe.interpretFirstResponse(response)
             }
         }
     case 1:
         if let name = ContentDisposition.filename(from: text) {
             let safe = FileName.sanitize(name)
-            precondition(safe.map { !$0.contains("/") && !$0.hasPrefix(".") && !$0.isEmpty } ?? true,
-                         "sanitize let through '\(safe ?? "")'")
+            precondition(
+                safe.map { !$0.contains("/") && !$0.hasPrefix(".") && !$0.isEmpty } ?? true,
+                "sanitize let through '\(safe ?? "")'")
         }
         let derived = FileName.derive(contentDisposition: text, finalURL: "http://h/" + text)
         precondition(!derived.contains("/") && !derived.isEmpty && derived != "." && derived != "..")
@@ -38,13 +40,15 @@ func exercise(_ data: [UInt8]) {
             precondition(first <= last, "a Content-Range with first > last was accepted: \(text)")
         }
     case 3:
-        let request = HTTPRequest(method: "POST", target: "/downloads",
-                                  headers: [("Content-Type", "application/json")], body: input)
+        let request = HTTPRequest(
+            method: "POST", target: "/downloads",
+            headers: [("Content-Type", "application/json")], body: input)
         let (download, status) = API.decodeNewDownload(request)
         precondition([201, 400, 413, 415, 422].contains(status), "status \(status)")
         // The same bytes as the elements of a batch: each is checked as a download on its own.
-        let batch = HTTPRequest(method: "POST", target: "/downloads", headers: [("Content-Type", "application/json")],
-                                body: Array("{\"downloads\":[".utf8) + input + Array("]}".utf8))
+        let batch = HTTPRequest(
+            method: "POST", target: "/downloads", headers: [("Content-Type", "application/json")],
+            body: Array("{\"downloads\":[".utf8) + input + Array("]}".utf8))
         let (elements, batchStatus) = API.decodeBatch(batch)
         precondition([200, 201, 400, 413, 422].contains(batchStatus), "batch status \(batchStatus)")
         precondition(elements.count <= 1000)
@@ -91,8 +95,9 @@ func exercise(_ data: [UInt8]) {
         }
         if HTTPField.isValue(text) { precondition(!text.utf8.contains(where: { $0 < 0x20 && $0 != 0x09 })) }
         // Any Content-Type: JSON is read only under application/json, whatever else it says.
-        let typed = HTTPRequest(method: "POST", target: "/downloads", headers: [("Content-Type", text)],
-                                body: Array("{\"url\":\"http://h/x\"}".utf8))
+        let typed = HTTPRequest(
+            method: "POST", target: "/downloads", headers: [("Content-Type", text)],
+            body: Array("{\"url\":\"http://h/x\"}".utf8))
         let status = API.decodeNewDownload(typed).status
         precondition(status == 415 || status == 201, "status \(status) for Content-Type \(text)")
         if status == 201 { precondition(text.lowercased().contains("application/json")) }
@@ -113,28 +118,29 @@ func exercise(_ data: [UInt8]) {
 }
 
 #if FUZZING
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOne(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
-    exercise(start.map { Array(UnsafeBufferPointer(start: $0, count: count)) } ?? [])
-    return 0
-}
-#else
-@main
-struct Replay {
-    static func main() throws {
-        var count = 0
-        for argument in CommandLine.arguments.dropFirst() {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else { continue }
-            let paths = isDirectory.boolValue
-                ? try FileManager.default.contentsOfDirectory(atPath: argument).sorted().map { argument + "/" + $0 }
-                : [argument]
-            for path in paths {
-                exercise(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
-                count += 1
-            }
-        }
-        print("replayed \(count) inputs")
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzOne(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+        exercise(start.map { Array(UnsafeBufferPointer(start: $0, count: count)) } ?? [])
+        return 0
     }
-}
+#else
+    @main
+    struct Replay {
+        static func main() throws {
+            var count = 0
+            for argument in CommandLine.arguments.dropFirst() {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else { continue }
+                let paths =
+                    isDirectory.boolValue
+                    ? try FileManager.default.contentsOfDirectory(atPath: argument).sorted().map { argument + "/" + $0 }
+                    : [argument]
+                for path in paths {
+                    exercise(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+                    count += 1
+                }
+            }
+            print("replayed \(count) inputs")
+        }
+    }
 #endif

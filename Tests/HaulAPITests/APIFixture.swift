@@ -18,8 +18,10 @@ final class APIFixture {
     private(set) var turnsTaken = 0
     let fetcher = SilentFetcher()
 
-    init(access: AccessPolicy = AccessPolicy(), events: EventStreamConfig = EventStreamConfig(),
-         maxActive: Int = 5, limits: APILimits = APILimits(), aria2: Aria2Config = Aria2Config()) throws {
+    init(
+        access: AccessPolicy = AccessPolicy(), events: EventStreamConfig = EventStreamConfig(),
+        maxActive: Int = 5, limits: APILimits = APILimits(), aria2: Aria2Config = Aria2Config()
+    ) throws {
         directory = NSTemporaryDirectory() + "haul-api-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory + "/downloads", withIntermediateDirectories: true)
         loop = try EventLoop()
@@ -27,8 +29,9 @@ final class APIFixture {
         var config = EngineConfig(downloadRoot: directory + "/downloads")
         config.maxActive = maxActive
         config.space = SpacePolicy(minFreeSpace: 0)
-        engine = try Engine(loop: loop, store: store, config: config, log: Logger(minimum: .error), fetcher: fetcher,
-                            clock: clock)
+        engine = try Engine(
+            loop: loop, store: store, config: config, log: Logger(minimum: .error), fetcher: fetcher,
+            clock: clock)
         try engine.start()
         api = API(engine: engine, loop: loop, events: events, access: access, limits: limits, aria2: aria2)
     }
@@ -36,15 +39,18 @@ final class APIFixture {
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     /// The answer to one request, as a client would send it (`Host` included unless given).
-    func call(_ method: String, _ target: String, json: String? = nil, headers: [(String, String)] = [],
-              peer: String = "127.0.0.1") -> HTTPResponse {
+    func call(
+        _ method: String, _ target: String, json: String? = nil, headers: [(String, String)] = [],
+        peer: String = "127.0.0.1"
+    ) -> HTTPResponse {
         var all = headers.map { (name: $0.0, value: $0.1) }
         if !all.contains(where: { $0.name.lowercased() == "host" }) { all.append(("Host", "127.0.0.1:8080")) }
         if json != nil, !all.contains(where: { $0.name.lowercased() == "content-type" }) {
             all.append(("Content-Type", "application/json"))
         }
-        let request = HTTPRequest(method: method, target: target, headers: all, body: Array((json ?? "").utf8),
-                                  peer: peer)
+        let request = HTTPRequest(
+            method: method, target: target, headers: all, body: Array((json ?? "").utf8),
+            peer: peer)
         switch api.handle(request) {
         case .response(let response): return response
         case .eventStream(let stream): return HTTPResponse(status: 200, headers: stream.headers)

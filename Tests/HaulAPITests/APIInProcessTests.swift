@@ -24,8 +24,10 @@ final class APIInProcessTests: XCTestCase {
             ("PUT", "/downloads", "{}", [], 405, "method-not-allowed"),
             ("PATCH", "/downloads/\(id)", "{\"state\":\"completed\"}", [], 422, "validation"),
             ("POST", "/downloads", big, [], 413, "body-too-large"),
-            ("POST", "/downloads", "{\"url\":\"http://h/x\"}", [("Content-Type", "text/plain")], 415,
-             "unsupported-media-type"),
+            (
+                "POST", "/downloads", "{\"url\":\"http://h/x\"}", [("Content-Type", "text/plain")], 415,
+                "unsupported-media-type"
+            ),
             ("POST", "/downloads", "{\"url\":\"gopher://h/x\",\"connections\":99}", [], 422, "validation"),
             ("POST", "/downloads", "{\"url\":\"http://h/x\",\"size\":1125899906842624}", [], 507, "insufficient-space"),
         ]
@@ -41,11 +43,13 @@ final class APIInProcessTests: XCTestCase {
     func testConflicts() throws {
         let fixture = try APIFixture()
         let key = [("Idempotency-Key", "k1")]
-        let first = fixture.call("POST", "/downloads", json: "{\"url\":\"http://h/a\",\"start_paused\":true}",
-                                 headers: key)
+        let first = fixture.call(
+            "POST", "/downloads", json: "{\"url\":\"http://h/a\",\"start_paused\":true}",
+            headers: key)
         XCTAssertEqual(first.status, 201)
-        let again = fixture.call("POST", "/downloads", json: "{\"start_paused\":true, \"url\":\"http://h/a\"}",
-                                 headers: key)
+        let again = fixture.call(
+            "POST", "/downloads", json: "{\"start_paused\":true, \"url\":\"http://h/a\"}",
+            headers: key)
         XCTAssertEqual(again.status, 201, "the same request under the same key gets the first answer")
         let other = fixture.call("POST", "/downloads", json: "{\"url\":\"http://h/b\"}", headers: key)
         XCTAssertEqual(other.status, 409)
@@ -84,27 +88,39 @@ final class APIInProcessTests: XCTestCase {
     }
 
     func testHostsAndOrigins() throws {
-        let fixture = try APIFixture(access: AccessPolicy(allowedHosts: AccessPolicy.loopbackHosts,
-                                                          corsOrigins: ["http://dash.example:3000"]))
+        let fixture = try APIFixture(
+            access: AccessPolicy(
+                allowedHosts: AccessPolicy.loopbackHosts,
+                corsOrigins: ["http://dash.example:3000"]))
         XCTAssertEqual(fixture.call("GET", "/stats", headers: [("Host", "evil.example")]).status, 403)
         XCTAssertEqual(fixture.call("GET", "/stats", headers: [("Host", "127.0.0.1:8080@evil.example")]).status, 400)
         let body = "{\"url\":\"http://h/x\",\"start_paused\":true}"
         let foreign = fixture.call("POST", "/downloads", json: body, headers: [("Origin", "http://evil.example")])
         XCTAssertEqual(foreign.status, 403)
-        XCTAssertEqual(fixture.call("GET", "/stats", headers: [("Origin", "http://evil.example")]).status, 200,
-                       "a read from another origin is answered (without CORS headers the browser hides it)")
+        XCTAssertEqual(
+            fixture.call("GET", "/stats", headers: [("Origin", "http://evil.example")]).status, 200,
+            "a read from another origin is answered (without CORS headers the browser hides it)")
         let allowed = fixture.call("POST", "/downloads", json: body, headers: [("Origin", "http://dash.example:3000")])
         XCTAssertEqual(allowed.status, 201)
-        XCTAssertEqual(allowed.headers.filter { $0.name == "Access-Control-Allow-Origin" }.map(\.value),
-                       ["http://dash.example:3000"])
-        let preflight = fixture.call("OPTIONS", "/downloads", headers: [("Origin", "http://dash.example:3000"),
-                                                                         ("Access-Control-Request-Method", "POST")])
+        XCTAssertEqual(
+            allowed.headers.filter { $0.name == "Access-Control-Allow-Origin" }.map(\.value),
+            ["http://dash.example:3000"])
+        let preflight = fixture.call(
+            "OPTIONS", "/downloads",
+            headers: [
+                ("Origin", "http://dash.example:3000"),
+                ("Access-Control-Request-Method", "POST"),
+            ])
         XCTAssertEqual(preflight.status, 204)
         for name in ["Access-Control-Allow-Origin", "Vary", "Access-Control-Allow-Methods"] {
             XCTAssertEqual(preflight.headers.filter { $0.name == name }.count, 1, name)
         }
-        let refused = fixture.call("OPTIONS", "/downloads", headers: [("Origin", "http://evil.example"),
-                                                                       ("Access-Control-Request-Method", "POST")])
+        let refused = fixture.call(
+            "OPTIONS", "/downloads",
+            headers: [
+                ("Origin", "http://evil.example"),
+                ("Access-Control-Request-Method", "POST"),
+            ])
         XCTAssertNil(refused.header("Access-Control-Allow-Origin"))
         XCTAssertEqual(fixture.json(fixture.call("GET", "/stats"))["downloads"] as? Int, 1)
     }
@@ -114,11 +130,13 @@ final class APIInProcessTests: XCTestCase {
         let ids = (0..<5).map { fixture.addPaused("http://127.0.0.1:9/\($0).bin") }
         let first = fixture.call("GET", "/downloads?limit=2")
         let page = fixture.json(first)
-        XCTAssertEqual((page["downloads"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, Array(ids.prefix(2)))
+        XCTAssertEqual(
+            (page["downloads"] as? [[String: Any]])?.compactMap { $0["id"] as? String }, Array(ids.prefix(2)))
         let cursor = try XCTUnwrap(page["next_cursor"] as? String)
         let rest = fixture.json(fixture.call("GET", "/downloads?limit=10&cursor=\(cursor)"))
-        XCTAssertEqual((rest["downloads"] as? [[String: Any]])?.compactMap { $0["id"] as? String },
-                       Array(ids.dropFirst(2)))
+        XCTAssertEqual(
+            (rest["downloads"] as? [[String: Any]])?.compactMap { $0["id"] as? String },
+            Array(ids.dropFirst(2)))
         XCTAssertTrue(rest["next_cursor"] is NSNull)
         let tag = try XCTUnwrap(first.header("ETag"))
         XCTAssertEqual(fixture.call("GET", "/downloads?limit=2", headers: [("If-None-Match", tag)]).status, 304)

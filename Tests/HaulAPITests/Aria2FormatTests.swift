@@ -31,7 +31,10 @@ final class Aria2FormatTests: XCTestCase {
         XCTAssertEqual(ids.map(Aria2GIDs.gid(of:)), gids, "the same id, the same GID, in every process")
         let index = Aria2GIDs()
         XCTAssertEqual(index.id(of: gids[500].uppercased(), count: ids.count, now: 0) { ids }, ids[500])
-        XCTAssertNil(index.id(of: "0123456789abcdef", count: ids.count, now: 0.5) { XCTFail("walked again"); return [] })
+        XCTAssertNil(
+            index.id(of: "0123456789abcdef", count: ids.count, now: 0.5) {
+                XCTFail("walked again"); return []
+            })
         for gid in ["0123456789abcdef", "ffffffffffffffff", "8000000000000001"] {
             let made = try? XCTUnwrap(Aria2GIDs.id(forGID: gid))
             XCTAssertEqual(made?.utf8.count, 15)
@@ -54,11 +57,14 @@ final class Aria2FormatTests: XCTestCase {
         XCTAssertEqual(try Aria2Options.directory("films", root: "/srv/dl"), "films")
         XCTAssertThrowsError(try Aria2Options.directory("/srv/dl2/x", root: "/srv/dl"))
         XCTAssertThrowsError(try Aria2Options.directory("/etc", root: "/srv/dl"))
-        let members = try Aria2Options.downloadMembers([("split", .string("16")), ("max-connection-per-server", .string("2")),
-                                                        ("max-download-limit", .string("2M")), ("pause", .string("true")),
-                                                        ("header", .array([.string("Cookie: a=1")])),
-                                                        ("bt-seed-unverified", .string("true"))],
-                                                       root: "/srv/dl", sources: 3)
+        let members = try Aria2Options.downloadMembers(
+            [
+                ("split", .string("16")), ("max-connection-per-server", .string("2")),
+                ("max-download-limit", .string("2M")), ("pause", .string("true")),
+                ("header", .array([.string("Cookie: a=1")])),
+                ("bt-seed-unverified", .string("true")),
+            ],
+            root: "/srv/dl", sources: 3)
         let byName = Dictionary(members, uniquingKeysWith: { $1 })
         XCTAssertEqual(byName["connections"], .number(6), "min(split, per-server x sources)")
         XCTAssertEqual(byName["max_speed"], .number(Double(2 << 20)))
@@ -89,7 +95,8 @@ final class Aria2FormatTests: XCTestCase {
             [(fin ? 0x80 : 0) | opcode, 0x80 | UInt8(payload.count)] + mask
                 + payload.enumerated().map { $0.element ^ mask[$0.offset & 3] }
         }
-        let bytes = masked(0x1, Array("hel".utf8), fin: false) + masked(0x9, [7]) + masked(0x0, Array("lo".utf8))
+        let bytes =
+            masked(0x1, Array("hel".utf8), fin: false) + masked(0x9, [7]) + masked(0x0, Array("lo".utf8))
             + masked(0x8, [0x03, 0xE8])
         // Fed one byte at a time or whole, the same outputs.
         for step in [1, 3, bytes.count] {
@@ -104,9 +111,11 @@ final class Aria2FormatTests: XCTestCase {
             XCTAssertEqual(outputs, [.ping([7]), .text("hello"), .close(1000)], "step \(step)")
         }
         var frames = WebSocketFrames(maxMessage: 4)
-        XCTAssertEqual(masked(0x1, Array("hello".utf8)).withUnsafeBytes { frames.feed($0) }.first,
-                       .fail(1009, "message too large"))
+        XCTAssertEqual(
+            masked(0x1, Array("hello".utf8)).withUnsafeBytes { frames.feed($0) }.first,
+            .fail(1009, "message too large"))
         XCTAssertEqual(WebSocketFrames.accept(key: "dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
-        XCTAssertEqual(WebSocketFrames.frame(opcode: 1, [UInt8](repeating: 0, count: 300)).prefix(4), [0x81, 126, 1, 44])
+        XCTAssertEqual(
+            WebSocketFrames.frame(opcode: 1, [UInt8](repeating: 0, count: 300)).prefix(4), [0x81, 126, 1, 44])
     }
 }

@@ -16,8 +16,9 @@ final class Aria2PartsTests: XCTestCase {
     }
 
     func testTheEnvelopeAnswersCallsAndBatchesAndRefusesWhatIsNoCall() throws {
-        XCTAssertEqual(answer(#"{"jsonrpc":"2.0","id":"a","method":"echo","params":[1,"x"]}"#).serialized(),
-                       #"{"id":"a","jsonrpc":"2.0","result":[1,"x"]}"#)
+        XCTAssertEqual(
+            answer(#"{"jsonrpc":"2.0","id":"a","method":"echo","params":[1,"x"]}"#).serialized(),
+            #"{"id":"a","jsonrpc":"2.0","result":[1,"x"]}"#)
         XCTAssertEqual(answer(#"{"id":7,"method":"echo"}"#)["result"], .array([]), "params may be left out")
         XCTAssertEqual(answer(#"{"id":7,"method":"nope"}"#)["error"]?["message"]?.stringValue, "No such method: nope")
         XCTAssertEqual(answer("not json")["error"]?["code"]?.integerValue, -32700)
@@ -29,15 +30,18 @@ final class Aria2PartsTests: XCTestCase {
         }
         XCTAssertEqual(batch.map { $0["id"] }, [.number(1), .null])
         XCTAssertEqual(batch[1]["error"]?["code"]?.integerValue, -32600)
-        let tooMany = "[" + Array(repeating: #"{"method":"echo"}"#, count: Aria2Envelope.maxBatch + 1)
+        let tooMany =
+            "["
+            + Array(repeating: #"{"method":"echo"}"#, count: Aria2Envelope.maxBatch + 1)
             .joined(separator: ",") + "]"
         XCTAssertEqual(answer(tooMany)["error"]?["code"]?.integerValue, -32600)
     }
 
     private func download(_ id: String, _ state: DownloadState, owner: String? = nil) -> Download {
-        var download = Download(id: id, sequence: 1, url: "http://o/x", headers: [], requestedFilename: nil,
-                                directory: "", state: state, connections: 1, priority: 0, maxSpeed: nil,
-                                createdAt: Date())
+        var download = Download(
+            id: id, sequence: 1, url: "http://o/x", headers: [], requestedFilename: nil,
+            directory: "", state: state, connections: 1, priority: 0, maxSpeed: nil,
+            createdAt: Date())
         download.owner = owner
         return download
     }
@@ -57,11 +61,13 @@ final class Aria2PartsTests: XCTestCase {
         XCTAssertEqual(changed(.queued), [], "waiting is not told")
         XCTAssertEqual(changed(.downloading), ["aria2.onDownloadStart"])
         let stop = notifier.changed(.removed(id, last: .downloading), download: nil)
-        XCTAssertEqual(stop, [Aria2Notifier.Notification(method: "aria2.onDownloadStop", gid: gid, owner: "t1")],
-                       "a removal names the token that added it, which is gone by now")
+        XCTAssertEqual(
+            stop, [Aria2Notifier.Notification(method: "aria2.onDownloadStop", gid: gid, owner: "t1")],
+            "a removal names the token that added it, which is gone by now")
         XCTAssertEqual(changed(.completed), ["aria2.onDownloadComplete"])
-        XCTAssertEqual(notifier.changed(.removed(id, last: .completed), download: nil), [],
-                       "forgetting a result is no stop")
+        XCTAssertEqual(
+            notifier.changed(.removed(id, last: .completed), download: nil), [],
+            "forgetting a result is no stop")
         XCTAssertEqual(changed(.failed), ["aria2.onDownloadError"])
         let message = try JSONValue.parse(stop[0].message)
         XCTAssertEqual(message["method"]?.stringValue, "aria2.onDownloadStop")
@@ -76,11 +82,13 @@ final class Aria2PartsTests: XCTestCase {
         XCTAssertEqual(notifier.changed(.updated("b", stateChanged: true), download: download("b", .paused)), [])
         XCTAssertEqual(notifier.answerSent().map(\.method), ["aria2.onDownloadStart", "aria2.onDownloadPause"])
         XCTAssertEqual(notifier.answerSent(), [], "told once")
-        XCTAssertEqual(notifier.changed(.updated("a", stateChanged: true), download: download("a", .paused))
-            .map(\.method), ["aria2.onDownloadPause"], "between calls, at once")
+        XCTAssertEqual(
+            notifier.changed(.updated("a", stateChanged: true), download: download("a", .paused))
+                .map(\.method), ["aria2.onDownloadPause"], "between calls, at once")
         notifier.forget()
-        XCTAssertEqual(notifier.changed(.updated("a", stateChanged: true), download: download("a", .paused))
-            .map(\.method), ["aria2.onDownloadPause"], "with no socket open nothing told was kept")
+        XCTAssertEqual(
+            notifier.changed(.updated("a", stateChanged: true), download: download("a", .paused))
+                .map(\.method), ["aria2.onDownloadPause"], "with no socket open nothing told was kept")
     }
 
     func testShutdownIsTheAdminsAndOnlyWhereTheOperatorAllowsIt() throws {
@@ -94,8 +102,11 @@ final class Aria2PartsTests: XCTestCase {
         let allowing = try APIFixture(access: AccessPolicy(token: admin), aria2: Aria2Config(allowShutdown: true))
         var stops = 0
         allowing.api.onShutdown = { stops += 1 }
-        let reader = try XCTUnwrap(allowing.json(allowing.call("POST", "/tokens", json: #"{"name":"r","scope":"read"}"#,
-                                                               headers: auth))["secret"] as? String)
+        let reader = try XCTUnwrap(
+            allowing.json(
+                allowing.call(
+                    "POST", "/tokens", json: #"{"name":"r","scope":"read"}"#,
+                    headers: auth))["secret"] as? String)
         let refused = allowing.call("POST", "/shutdown", headers: [("Authorization", "Bearer " + reader)])
         XCTAssertEqual(refused.status, 403, "a read token may not stop the server")
         let readerRPC = #"{"jsonrpc":"2.0","id":1,"method":"aria2.shutdown","params":["token:\#(reader)"]}"#

@@ -13,8 +13,10 @@ final class BrowserAccessTests: XCTestCase {
 
     private func rpcBody(_ method: String, _ params: [Any] = [], token: String? = nil) -> String {
         let all: [Any] = (token.map { ["token:" + $0] } ?? []) + params
-        let data = try! JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": "1", "method": method,
-                                                                "params": all])
+        let data = try! JSONSerialization.data(withJSONObject: [
+            "jsonrpc": "2.0", "id": "1", "method": method,
+            "params": all,
+        ])
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -24,34 +26,50 @@ final class BrowserAccessTests: XCTestCase {
 
     func testABrowserExtensionIsAnsweredWithAndWithoutAServerToken() throws {
         for serverToken in [nil, token] {
-            let fixture = try APIFixture(access: AccessPolicy(token: serverToken,
-                                                              allowedHosts: AccessPolicy.loopbackHosts))
+            let fixture = try APIFixture(
+                access: AccessPolicy(
+                    token: serverToken,
+                    allowedHosts: AccessPolicy.loopbackHosts))
             let origin = [("Origin", extensionOrigin)]
             // The preflight a JSON POST makes first, then the call itself.
-            let preflight = fixture.call("OPTIONS", "/jsonrpc", headers: origin + [
-                ("Access-Control-Request-Method", "POST"), ("Access-Control-Request-Headers", "content-type")])
+            let preflight = fixture.call(
+                "OPTIONS", "/jsonrpc",
+                headers: origin + [
+                    ("Access-Control-Request-Method", "POST"), ("Access-Control-Request-Headers", "content-type"),
+                ])
             XCTAssertEqual(preflight.status, 204)
             XCTAssertEqual(allowOrigin(preflight), [extensionOrigin])
-            let added = fixture.call("POST", "/jsonrpc", json: rpcBody("aria2.addUri", [["http://127.0.0.1:9/e.bin"],
-                                                                                      ["pause": "true"]],
-                                                                       token: serverToken), headers: origin)
+            let added = fixture.call(
+                "POST", "/jsonrpc",
+                json: rpcBody(
+                    "aria2.addUri",
+                    [
+                        ["http://127.0.0.1:9/e.bin"],
+                        ["pause": "true"],
+                    ],
+                    token: serverToken), headers: origin)
             XCTAssertEqual(added.status, 200, String(decoding: added.body, as: UTF8.self))
             XCTAssertNotNil(fixture.json(added)["result"] as? String)
             XCTAssertEqual(allowOrigin(added), [extensionOrigin])
             // REST too, with the token where the server has one.
             let bearer = serverToken.map { [("Authorization", "Bearer " + $0)] } ?? []
-            let rest = fixture.call("POST", "/downloads", json: "{\"url\":\"http://127.0.0.1:9/r.bin\",\"start_paused\":true}",
-                                    headers: origin + bearer)
+            let rest = fixture.call(
+                "POST", "/downloads", json: "{\"url\":\"http://127.0.0.1:9/r.bin\",\"start_paused\":true}",
+                headers: origin + bearer)
             XCTAssertEqual(rest.status, 201)
             XCTAssertEqual(allowOrigin(rest), [extensionOrigin])
             // A page cannot pass for one: a web origin is still refused.
-            XCTAssertEqual(fixture.call("POST", "/downloads", json: "{\"url\":\"http://127.0.0.1:9/w.bin\"}",
-                                        headers: [("Origin", "https://chrome-extension.example")] + bearer).status, 403)
+            XCTAssertEqual(
+                fixture.call(
+                    "POST", "/downloads", json: "{\"url\":\"http://127.0.0.1:9/w.bin\"}",
+                    headers: [("Origin", "https://chrome-extension.example")] + bearer
+                ).status, 403)
             if serverToken != nil {
                 // Without the token an extension is refused like anyone.
                 let anonymous = fixture.call("POST", "/jsonrpc", json: rpcBody("aria2.getGlobalStat"), headers: origin)
-                XCTAssertEqual((fixture.json(anonymous)["error"] as? [String: Any])?["message"] as? String,
-                               "Unauthorized")
+                XCTAssertEqual(
+                    (fixture.json(anonymous)["error"] as? [String: Any])?["message"] as? String,
+                    "Unauthorized")
             }
         }
     }
@@ -59,10 +77,14 @@ final class BrowserAccessTests: XCTestCase {
     func testOriginNullIsAnsweredOnlyToCallsCarryingTheToken() throws {
         let open = try APIFixture()
         let null = [("Origin", "null")]
-        XCTAssertEqual(open.call("POST", "/jsonrpc", json: rpcBody("aria2.getGlobalStat"), headers: null).status, 403,
-                       "a server without a token answers no Origin null: any sandboxed frame can send it")
-        XCTAssertEqual(open.call("POST", "/downloads", json: "{\"url\":\"http://127.0.0.1:9/n.bin\"}",
-                                 headers: null).status, 403)
+        XCTAssertEqual(
+            open.call("POST", "/jsonrpc", json: rpcBody("aria2.getGlobalStat"), headers: null).status, 403,
+            "a server without a token answers no Origin null: any sandboxed frame can send it")
+        XCTAssertEqual(
+            open.call(
+                "POST", "/downloads", json: "{\"url\":\"http://127.0.0.1:9/n.bin\"}",
+                headers: null
+            ).status, 403)
 
         let guarded = try APIFixture(access: AccessPolicy(token: token))
         let without = guarded.call("POST", "/jsonrpc", json: rpcBody("aria2.tellActive"), headers: null)
@@ -85,9 +107,11 @@ final class BrowserAccessTests: XCTestCase {
         let target = "/jsonrpc?method=aria2.tellWaiting&id=1&params=\(params)"
         // A script tag on another site: JSONP, or a plain GET the browser marks as cross-site or that names
         // another page as its Referer.
-        for (query, headers) in [("&jsoncallback=steal", [(String, String)]()),
-                                 ("", [("Sec-Fetch-Site", "cross-site")]), ("", [("Sec-Fetch-Site", "same-site")]),
-                                 ("", [("Referer", "https://evil.example/page.html")])] {
+        for (query, headers) in [
+            ("&jsoncallback=steal", [(String, String)]()),
+            ("", [("Sec-Fetch-Site", "cross-site")]), ("", [("Sec-Fetch-Site", "same-site")]),
+            ("", [("Referer", "https://evil.example/page.html")]),
+        ] {
             let answer = fixture.call("GET", target + query, headers: headers)
             let text = String(decoding: answer.body, as: UTF8.self)
             XCTAssertFalse(text.contains("signed.bin"), "\(query) \(headers): \(text)")
@@ -95,16 +119,26 @@ final class BrowserAccessTests: XCTestCase {
         }
         // curl, or this server's own page, still reads.
         XCTAssertTrue(String(decoding: fixture.call("GET", target).body, as: UTF8.self).contains("signed.bin"))
-        XCTAssertTrue(String(decoding: fixture.call("GET", target, headers: [("Sec-Fetch-Site", "same-origin"),
-                                                                            ("Referer", "http://127.0.0.1:8080/")]).body,
-                             as: UTF8.self).contains("signed.bin"))
+        XCTAssertTrue(
+            String(
+                decoding: fixture.call(
+                    "GET", target,
+                    headers: [
+                        ("Sec-Fetch-Site", "same-origin"),
+                        ("Referer", "http://127.0.0.1:8080/"),
+                    ]
+                ).body,
+                as: UTF8.self
+            ).contains("signed.bin"))
 
         // With a token, a call that carries it is answered by JSONP.
         let guarded = try APIFixture(access: AccessPolicy(token: token))
         _ = guarded.addPaused("http://127.0.0.1:9/mine.bin", headers: [("Authorization", "Bearer " + token)])
-        let withToken = Data(try JSONSerialization.data(withJSONObject: ["token:" + token, 0, 100])).base64EncodedString()
-        let jsonp = guarded.call("GET", "/jsonrpc?method=aria2.tellWaiting&id=1&params=\(withToken)&jsoncallback=cb",
-                                 headers: [("Sec-Fetch-Site", "cross-site")])
+        let withToken = Data(try JSONSerialization.data(withJSONObject: ["token:" + token, 0, 100]))
+            .base64EncodedString()
+        let jsonp = guarded.call(
+            "GET", "/jsonrpc?method=aria2.tellWaiting&id=1&params=\(withToken)&jsoncallback=cb",
+            headers: [("Sec-Fetch-Site", "cross-site")])
         let text = String(decoding: jsonp.body, as: UTF8.self)
         XCTAssertTrue(text.hasPrefix("cb(") && text.contains("mine.bin"), text)
     }
@@ -116,25 +150,32 @@ final class BrowserAccessTests: XCTestCase {
             ["methodName": "aria2.getGlobalStat", "params": ["token:guess-\(index)"]]
         }
         calls.insert(["methodName": "aria2.getGlobalStat", "params": ["token:" + token]], at: 500)
-        let body = String(decoding: try JSONSerialization.data(withJSONObject: [
-            "jsonrpc": "2.0", "id": "m", "method": "system.multicall", "params": [calls]]), as: UTF8.self)
+        let body = String(
+            decoding: try JSONSerialization.data(withJSONObject: [
+                "jsonrpc": "2.0", "id": "m", "method": "system.multicall", "params": [calls],
+            ]), as: UTF8.self)
         let answer = fixture.json(fixture.call("POST", "/jsonrpc", json: body))
         let results = try XCTUnwrap(answer["result"] as? [Any])
         XCTAssertEqual(results.count, 1000)
         XCTAssertTrue(results[500] is [String: Any], "the right secret was looked at past the burst: \(results[500])")
         XCTAssertEqual((results[500] as? [String: Any])?["message"] as? String, "Unauthorized")
-        XCTAssertEqual(fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + token)]).status, 429,
-                       "REST counts the same attempts")
-        XCTAssertEqual(fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + token)],
-                                    peer: "10.1.1.1").status, 200)
+        XCTAssertEqual(
+            fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + token)]).status, 429,
+            "REST counts the same attempts")
+        XCTAssertEqual(
+            fixture.call(
+                "GET", "/stats", headers: [("Authorization", "Bearer " + token)],
+                peer: "10.1.1.1"
+            ).status, 200)
     }
 
     func testARequestsWorkIsBoundedAcrossBatchesAndMulticalls() throws {
         let fixture = try APIFixture()
         for index in 0..<20 { _ = fixture.addPaused("http://127.0.0.1:9/held-\(index).bin") }
         // 18 multicalls of 1,000 tellWaiting(0, 1000) each: 360,000 statuses asked for in a 1 MiB body.
-        let inner = Array(repeating: ["methodName": "aria2.tellWaiting", "params": [0, 1000]] as [String: Any],
-                          count: 1000)
+        let inner = Array(
+            repeating: ["methodName": "aria2.tellWaiting", "params": [0, 1000]] as [String: Any],
+            count: 1000)
         let batch: [[String: Any]] = (0..<18).map { index in
             ["jsonrpc": "2.0", "id": "b\(index)", "method": "system.multicall", "params": [inner]]
         }

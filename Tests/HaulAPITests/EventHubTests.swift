@@ -24,7 +24,9 @@ final class EventHubTests: XCTestCase {
         let sink = FakeSink()
         fixture.api.events.subscribe(sink, downloadID: nil, lastEventID: nil)
         let id = fixture.addPaused()
-        for priority in 1...20 { XCTAssertEqual(fixture.call("PATCH", "/downloads/\(id)", json: "{\"priority\":\(priority)}").status, 200) }
+        for priority in 1...20 {
+            XCTAssertEqual(fixture.call("PATCH", "/downloads/\(id)", json: "{\"priority\":\(priority)}").status, 200)
+        }
         XCTAssertEqual(sink.events.map(\.name), ["created"], "changes wait for the next progress tick")
         fixture.clock.advance(0.25)
         XCTAssertEqual(sink.events.map(\.name), ["created", "progress"])
@@ -68,8 +70,9 @@ final class EventHubTests: XCTestCase {
         for _ in 0..<10 { sink.drain() }
         let events = sink.events
         XCTAssertEqual(events.first?.name, "snapshot")
-        let snapshot = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(events[0].data.utf8))
-            as? [String: Any])
+        let snapshot = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(events[0].data.utf8))
+                as? [String: Any])
         let listed = (snapshot["downloads"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
         XCTAssertEqual(listed?.count, 250)
         XCTAssertEqual(listed?.first, added[0])
@@ -84,7 +87,9 @@ final class EventHubTests: XCTestCase {
         slow.stalled = true
         // Enough state changes to pass the queue limit, then more.
         for n in 0..<40 {
-            XCTAssertEqual(fixture.call("PATCH", "/downloads/\(id)", json: "{\"state\":\"\(n % 2 == 0 ? "queued" : "paused")\"}").status, 200)
+            XCTAssertEqual(
+                fixture.call("PATCH", "/downloads/\(id)", json: "{\"state\":\"\(n % 2 == 0 ? "queued" : "paused")\"}")
+                    .status, 200)
         }
         let queued = slow.queuedBytes
         XCTAssertGreaterThan(queued, config.slowClientQueue)

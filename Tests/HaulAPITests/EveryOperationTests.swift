@@ -17,14 +17,26 @@ final class EveryOperationTests: XCTestCase {
 
     /// Keyed by the route's "METHOD pattern", in an order where each call finds what the earlier ones made.
     private let calls: [(route: String, call: Call)] = [
-        ("POST /downloads", Call(method: "POST", target: "/downloads",
-                                 body: #"{"url": "http://127.0.0.1:9/a.bin", "start_paused": true}"#, status: 201)),
+        (
+            "POST /downloads",
+            Call(
+                method: "POST", target: "/downloads",
+                body: #"{"url": "http://127.0.0.1:9/a.bin", "start_paused": true}"#, status: 201)
+        ),
         ("GET /downloads", Call(method: "GET", target: "/downloads?state=paused&limit=5", status: 200)),
         ("GET /downloads/{id}", Call(method: "GET", target: "/downloads/{id}", status: 200)),
-        ("PATCH /downloads/{id}", Call(method: "PATCH", target: "/downloads/{id}", body: #"{"priority": 3}"#,
-                                       status: 200)),
-        ("POST /downloads/actions", Call(method: "POST", target: "/downloads/actions",
-                                         body: #"{"action": "pause", "ids": ["{id}"]}"#, status: 200)),
+        (
+            "PATCH /downloads/{id}",
+            Call(
+                method: "PATCH", target: "/downloads/{id}", body: #"{"priority": 3}"#,
+                status: 200)
+        ),
+        (
+            "POST /downloads/actions",
+            Call(
+                method: "POST", target: "/downloads/actions",
+                body: #"{"action": "pause", "ids": ["{id}"]}"#, status: 200)
+        ),
         // Not completed: the operation answers that it has no file yet.
         ("GET /downloads/{id}/file", Call(method: "GET", target: "/downloads/{id}/file", status: 409)),
         ("GET /downloads/{id}/events", Call(method: "GET", target: "/downloads/{id}/events", status: 200)),
@@ -40,8 +52,12 @@ final class EveryOperationTests: XCTestCase {
         ("PUT /categories/{name}", Call(method: "PUT", target: "/categories/films", body: "{}", status: 201)),
         ("GET /categories", Call(method: "GET", target: "/categories", status: 200)),
         ("GET /categories/{name}", Call(method: "GET", target: "/categories/films", status: 200)),
-        ("POST /webhooks", Call(method: "POST", target: "/webhooks",
-                                body: #"{"url": "http://127.0.0.1:9/hook", "category": "films"}"#, status: 201)),
+        (
+            "POST /webhooks",
+            Call(
+                method: "POST", target: "/webhooks",
+                body: #"{"url": "http://127.0.0.1:9/hook", "category": "films"}"#, status: 201)
+        ),
         ("GET /webhooks", Call(method: "GET", target: "/webhooks", status: 200)),
         ("GET /webhooks/{id}", Call(method: "GET", target: "/webhooks/{hook}", status: 200)),
         ("GET /webhooks/{id}/deliveries", Call(method: "GET", target: "/webhooks/{hook}/deliveries", status: 200)),
@@ -57,15 +73,26 @@ final class EveryOperationTests: XCTestCase {
         ("GET /readyz", Call(method: "GET", target: "/readyz", status: 200)),
         ("GET /openapi.yaml", Call(method: "GET", target: "/openapi.yaml", status: 200)),
         // Without --token every caller is admin already: no token is made.
-        ("POST /tokens", Call(method: "POST", target: "/tokens", body: #"{"name": "ro", "scope": "read"}"#, status: 409)),
+        (
+            "POST /tokens",
+            Call(method: "POST", target: "/tokens", body: #"{"name": "ro", "scope": "read"}"#, status: 409)
+        ),
         ("GET /tokens", Call(method: "GET", target: "/tokens", status: 200)),
         ("DELETE /tokens/{id}", Call(method: "DELETE", target: "/tokens/nothere", status: 404)),
         ("GET /token", Call(method: "GET", target: "/token", status: 200)),
-        ("POST /jsonrpc", Call(method: "POST", target: "/jsonrpc",
-                               body: #"{"jsonrpc": "2.0", "id": 1, "method": "aria2.getGlobalStat"}"#, status: 200)),
+        (
+            "POST /jsonrpc",
+            Call(
+                method: "POST", target: "/jsonrpc",
+                body: #"{"jsonrpc": "2.0", "id": 1, "method": "aria2.getGlobalStat"}"#, status: 200)
+        ),
         // params: [0, 10] in base64.
-        ("GET /jsonrpc", Call(method: "GET", target: "/jsonrpc?method=aria2.tellWaiting&id=2&params=WzAsIDEwXQ==",
-                              status: 200)),
+        (
+            "GET /jsonrpc",
+            Call(
+                method: "GET", target: "/jsonrpc?method=aria2.tellWaiting&id=2&params=WzAsIDEwXQ==",
+                status: 200)
+        ),
     ]
 
     func testEveryRouteHasACallHere() throws {

@@ -7,7 +7,9 @@ import XCTest
 /// A long list: search, sort, strict query parameters, and actions on many downloads at once.
 final class ListAndActionTests: XCTestCase {
     private func ids(_ fixture: APIFixture, _ target: String) -> [String] {
-        (fixture.json(fixture.call("GET", target))["downloads"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        (fixture.json(fixture.call("GET", target))["downloads"] as? [[String: Any]] ?? []).compactMap {
+            $0["id"] as? String
+        }
     }
 
     private func add(_ fixture: APIFixture, _ url: String, _ extra: String = "") -> String {
@@ -20,8 +22,11 @@ final class ListAndActionTests: XCTestCase {
     func testTheListKeepsItsOrderAcrossManyRemovals() throws {
         let fixture = try APIFixture()
         let items = (0..<700).map { "{\"url\":\"http://127.0.0.1:9/o\($0).bin\",\"start_paused\":true}" }
-        let added = fixture.json(fixture.call("POST", "/downloads", json: "{\"downloads\":[\(items.joined(separator: ","))]}"))
-        let all = (added["results"] as? [[String: Any]] ?? []).compactMap { ($0["download"] as? [String: Any])?["id"] as? String }
+        let added = fixture.json(
+            fixture.call("POST", "/downloads", json: "{\"downloads\":[\(items.joined(separator: ","))]}"))
+        let all = (added["results"] as? [[String: Any]] ?? []).compactMap {
+            ($0["download"] as? [String: Any])?["id"] as? String
+        }
         XCTAssertEqual(all.count, 700)
         let doomed = all.enumerated().filter { $0.offset % 7 != 0 }.map(\.element)
         let body = "{\"action\":\"remove\",\"ids\":[\(doomed.map { "\"\($0)\"" }.joined(separator: ","))]}"
@@ -68,8 +73,10 @@ final class ListAndActionTests: XCTestCase {
     func testUnknownQueryParametersAreRefused() throws {
         let fixture = try APIFixture()
         let id = add(fixture, "http://127.0.0.1:9/x.bin")
-        for target in ["/downloads?staet=paused", "/downloads/\(id)?verbose=1", "/stats?x=1", "/settings?all=1",
-                       "/downloads?state=paused&extra=", "/events?access_token=x&since=1"] {
+        for target in [
+            "/downloads?staet=paused", "/downloads/\(id)?verbose=1", "/stats?x=1", "/settings?all=1",
+            "/downloads?state=paused&extra=", "/events?access_token=x&since=1",
+        ] {
             let reply = fixture.call("GET", target)
             XCTAssertEqual(reply.status, 400, target)
             XCTAssertTrue((fixture.json(reply)["detail"] as? String ?? "").hasPrefix("unknown query parameter"), target)
@@ -83,23 +90,31 @@ final class ListAndActionTests: XCTestCase {
     func testActionsOnManyDownloadsAtOnce() throws {
         let fixture = try APIFixture()
         let all = (0..<5).map { add(fixture, "http://127.0.0.1:9/\($0).bin") }
-        let resumed = fixture.json(fixture.call("POST", "/downloads/actions",
-                                                json: #"{"action":"resume","ids":["\#(all[0])","nope","\#(all[1])"]}"#))
+        let resumed = fixture.json(
+            fixture.call(
+                "POST", "/downloads/actions",
+                json: #"{"action":"resume","ids":["\#(all[0])","nope","\#(all[1])"]}"#))
         XCTAssertEqual((resumed["results"] as? [[String: Any]])?.map { $0["status"] as? Int }, [200, 404, 200])
         XCTAssertEqual(resumed["succeeded"] as? Int, 2)
         XCTAssertEqual(resumed["failed"] as? Int, 1)
         XCTAssertNotEqual(fixture.engine.snapshot(all[0])?.download.state, .paused)
 
         // By state: every paused one removed, nothing else.
-        let removed = fixture.json(fixture.call("POST", "/downloads/actions",
-                                               json: #"{"action":"remove","state":["paused"]}"#))
+        let removed = fixture.json(
+            fixture.call(
+                "POST", "/downloads/actions",
+                json: #"{"action":"remove","state":["paused"]}"#))
         XCTAssertEqual(removed["succeeded"] as? Int, 3)
-        XCTAssertEqual(Set((removed["results"] as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? []),
-                       Set(all[2...]))
+        XCTAssertEqual(
+            Set((removed["results"] as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? []),
+            Set(all[2...]))
         XCTAssertEqual(fixture.engine.count, 2)
-        for bad in [#"{"action":"explode","ids":["a"]}"#, #"{"action":"pause"}"#, #"{"action":"pause","ids":[]}"#,
-                    #"{"action":"pause","ids":["a"],"state":["paused"]}"#, #"{"action":"pause","ids":["a"],"delete_file":true}"#,
-                    #"{"action":"remove","state":["sleeping"]}"#, #"{"action":"pause","ids":[1]}"#] {
+        for bad in [
+            #"{"action":"explode","ids":["a"]}"#, #"{"action":"pause"}"#, #"{"action":"pause","ids":[]}"#,
+            #"{"action":"pause","ids":["a"],"state":["paused"]}"#,
+            #"{"action":"pause","ids":["a"],"delete_file":true}"#,
+            #"{"action":"remove","state":["sleeping"]}"#, #"{"action":"pause","ids":[1]}"#,
+        ] {
             XCTAssertEqual(fixture.call("POST", "/downloads/actions", json: bad).status, 422, bad)
         }
     }

@@ -23,10 +23,12 @@ final class NameLimitTests: XCTestCase {
     func testFoldersPastTheLimitsAreRefusedNotCut() throws {
         let fixture = try APIFixture()
         let long = String(repeating: "d", count: 5000)
-        for directory in [Array(repeating: "a", count: 2000).joined(separator: "/"),
-                          Array(repeating: String(repeating: "b", count: 250), count: 20).joined(separator: "/"),
-                          long, "ok/" + String(repeating: "é", count: 128),
-                          Array(repeating: "c", count: FileName.maxDepth + 1).joined(separator: "/")] {
+        for directory in [
+            Array(repeating: "a", count: 2000).joined(separator: "/"),
+            Array(repeating: String(repeating: "b", count: 250), count: 20).joined(separator: "/"),
+            long, "ok/" + String(repeating: "é", count: 128),
+            Array(repeating: "c", count: FileName.maxDepth + 1).joined(separator: "/"),
+        ] {
             let response = try add(fixture, ["directory": directory])
             XCTAssertEqual(response.status, 422, String(directory.prefix(60)))
             XCTAssertEqual(fields(fixture, response), ["directory"])
@@ -62,9 +64,11 @@ final class NameLimitTests: XCTestCase {
 
     func testInvisibleCharactersLeaveNames() throws {
         // U+202E (right-to-left override) makes "fdp.exe" read "exe.pdf"; zero-width and BOM characters hide.
-        for (proposed, expected) in [("\u{202E}fdp.exe", "fdp.exe"), ("in\u{200B}voice.pdf", "invoice.pdf"),
-                                     ("\u{FEFF}a\u{2066}b\u{2069}.txt", "ab.txt"), ("x\u{2028}y.bin", "xy.bin"),
-                                     ("r\u{00AD}e\u{061C}port.doc", "report.doc")] {
+        for (proposed, expected) in [
+            ("\u{202E}fdp.exe", "fdp.exe"), ("in\u{200B}voice.pdf", "invoice.pdf"),
+            ("\u{FEFF}a\u{2066}b\u{2069}.txt", "ab.txt"), ("x\u{2028}y.bin", "xy.bin"),
+            ("r\u{00AD}e\u{061C}port.doc", "report.doc"),
+        ] {
             XCTAssertEqual(FileName.sanitize(proposed), expected, proposed.debugDescription)
         }
         XCTAssertNil(FileName.sanitize("\u{202E}\u{200B}"))
@@ -80,11 +84,13 @@ final class NameLimitTests: XCTestCase {
 
     func testURLsAreCheckedAsTheNetworkWouldTakeThem() throws {
         let fixture = try APIFixture()
-        let refused = ["http://127.0.0.1:99999/hook", "http://127.0.0.1:0/hook", "http://ex%00ample.com/hook",
-                       "http://a%2eb/hook", "http://exa\u{2028}mple.com/hook", "http://\u{202E}moc.example/hook",
-                       "http://exa\u{85}mple.com/", "http://[::1%25eth0]/hook", "http://a..b/hook",
-                       "http://" + String(repeating: "l", count: 64) + ".example/hook", "http://a b/hook",
-                       "http:///hook", "http://[zz::1]/hook"]
+        let refused = [
+            "http://127.0.0.1:99999/hook", "http://127.0.0.1:0/hook", "http://ex%00ample.com/hook",
+            "http://a%2eb/hook", "http://exa\u{2028}mple.com/hook", "http://\u{202E}moc.example/hook",
+            "http://exa\u{85}mple.com/", "http://[::1%25eth0]/hook", "http://a..b/hook",
+            "http://" + String(repeating: "l", count: 64) + ".example/hook", "http://a b/hook",
+            "http:///hook", "http://[zz::1]/hook",
+        ]
         for url in refused {
             let hook = fixture.call("POST", "/webhooks", json: "{\"url\":\(jsonString(url))}")
             XCTAssertEqual(hook.status, 422, "webhook \(url.debugDescription)")
@@ -92,9 +98,11 @@ final class NameLimitTests: XCTestCase {
         }
         XCTAssertEqual(fixture.engine.webhooks.list.count, 0)
         XCTAssertEqual(fixture.engine.count, 0)
-        for url in ["http://127.0.0.1:8080/hook", "https://hooks.example.com/a?b=c", "http://[::1]:9000/h",
-                    "http://under_score.example/h", "http://host.example./h", "https://xn--bcher-kva.example/h",
-                    "http://localhost/h"] {
+        for url in [
+            "http://127.0.0.1:8080/hook", "https://hooks.example.com/a?b=c", "http://[::1]:9000/h",
+            "http://under_score.example/h", "http://host.example./h", "https://xn--bcher-kva.example/h",
+            "http://localhost/h",
+        ] {
             let reply = fixture.call("POST", "/webhooks", json: "{\"url\":\(jsonString(url))}")
             XCTAssertEqual(reply.status, 201, "\(url): \(String(decoding: reply.body, as: UTF8.self))")
         }

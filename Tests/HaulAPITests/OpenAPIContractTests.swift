@@ -23,7 +23,7 @@ final class OpenAPIContractTests: XCTestCase {
         var inPaths = false
         var currentPath: String?
         for line in yaml.split(separator: "\n", omittingEmptySubsequences: false) {
-            if !line.hasPrefix(" ") && !line.isEmpty { inPaths = line == "paths:" ; continue }
+            if !line.hasPrefix(" ") && !line.isEmpty { inPaths = line == "paths:"; continue }
             guard inPaths else { continue }
             if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
                 currentPath = String(line.dropFirst(2).dropLast())
@@ -55,22 +55,26 @@ final class OpenAPIContractTests: XCTestCase {
     /// The files at the top of the tree are the ones compiled in (one copy, linked from there).
     func testTheServedDocumentAndDashboardAreTheFilesOfTheTree() throws {
         XCTAssertEqual(String(decoding: Assets.openAPI, as: UTF8.self), try specText())
-        for (name, embedded) in [("index.html", Assets.dashboardPage), ("app.js", Assets.dashboardScript),
-                                 ("app.css", Assets.dashboardStyle)] {
+        for (name, embedded) in [
+            ("index.html", Assets.dashboardPage), ("app.js", Assets.dashboardScript),
+            ("app.css", Assets.dashboardStyle),
+        ] {
             let source = try Data(contentsOf: packageRoot.appendingPathComponent("dashboard/" + name))
             XCTAssertEqual(Data(embedded), source, name)
         }
     }
 
     func testTheDashboardIsServedWithItsPolicyAndRevalidated() throws {
-        let page = Dashboard.asset(Assets.dashboardPage, type: "text/html",
-                                   for: HTTPRequest(method: "GET", target: "/"))
+        let page = Dashboard.asset(
+            Assets.dashboardPage, type: "text/html",
+            for: HTTPRequest(method: "GET", target: "/"))
         XCTAssertEqual(page.status, 200)
         XCTAssertEqual(page.header("Content-Type"), "text/html; charset=utf-8")
         XCTAssertTrue(page.header("Content-Security-Policy")?.contains("script-src 'self'") == true)
         let tag = try XCTUnwrap(page.header("ETag"))
-        let again = Dashboard.asset(Assets.dashboardPage, type: "text/html",
-                                    for: HTTPRequest(method: "GET", target: "/", headers: [("If-None-Match", tag)]))
+        let again = Dashboard.asset(
+            Assets.dashboardPage, type: "text/html",
+            for: HTTPRequest(method: "GET", target: "/", headers: [("If-None-Match", tag)]))
         XCTAssertEqual(again.status, 304)
         XCTAssertTrue(again.body.isEmpty)
     }
@@ -87,7 +91,8 @@ final class OpenAPIContractTests: XCTestCase {
             if let flag = words.firstIndex(of: "-X"), flag + 1 < words.count { method = String(words[flag + 1]) }
             for word in words {
                 let trimmed = word.trimmingCharacters(in: CharacterSet(charactersIn: "'\""))
-                guard let slash = trimmed.firstIndex(of: "/"), trimmed.hasPrefix("localhost:") || trimmed.hasPrefix("host:")
+                guard let slash = trimmed.firstIndex(of: "/"),
+                    trimmed.hasPrefix("localhost:") || trimmed.hasPrefix("host:")
                 else { continue }
                 let path = trimmed[slash...].prefix(while: { $0 != "?" })
                 examples.append((method, String(path)))

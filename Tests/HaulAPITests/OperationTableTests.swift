@@ -14,8 +14,9 @@ final class OperationTableTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
         let loop = try EventLoop()
-        let engine = try Engine(loop: loop, store: try DownloadStore(path: dir + "/haul.sqlite"),
-                                config: EngineConfig(downloadRoot: dir), log: Logger())
+        let engine = try Engine(
+            loop: loop, store: try DownloadStore(path: dir + "/haul.sqlite"),
+            config: EngineConfig(downloadRoot: dir), log: Logger())
         routes = API(engine: engine, loop: loop).routeTable
     }
 
@@ -25,11 +26,13 @@ final class OperationTableTests: XCTestCase {
         for route in routes {
             let name = "\(route.method) \(route.path)"
             XCTAssertTrue(seen.insert(name).inserted, "\(name) is served twice")
-            XCTAssertEqual(route.changesState, route.operation.changesState,
-                           "\(name) and \(route.operation.rawValue) disagree about changing state")
+            XCTAssertEqual(
+                route.changesState, route.operation.changesState,
+                "\(name) and \(route.operation.rawValue) disagree about changing state")
             XCTAssertEqual(route.changesState, route.method != "GET", "\(name): only GET reads")
-            XCTAssertEqual(route.open, route.operation.scope == nil,
-                           "\(name) is open exactly when \(route.operation.rawValue) needs no scope")
+            XCTAssertEqual(
+                route.open, route.operation.scope == nil,
+                "\(name) is open exactly when \(route.operation.rawValue) needs no scope")
         }
         let served = Set(routes.map(\.operation))
         XCTAssertEqual(Set(HaulCore.Operation.allCases).subtracting(served), [], "operations no route serves")
@@ -67,7 +70,8 @@ final class OperationTableTests: XCTestCase {
             if line.hasPrefix("  /"), !line.hasPrefix("   "), line.hasSuffix(":") {
                 path = String(line.dropFirst(2).dropLast())
             } else if let path, line.hasPrefix("    "), !line.hasPrefix("     "), line.hasSuffix(":"),
-                      ["get:", "post:", "put:", "patch:", "delete:"].contains(line.trimmingCharacters(in: .whitespaces)) {
+                ["get:", "post:", "put:", "patch:", "delete:"].contains(line.trimmingCharacters(in: .whitespaces))
+            {
                 current = line.trimmingCharacters(in: .whitespaces).dropLast().uppercased() + " " + path
                 documented[current!] = (nil, nil)
             } else if let key = current, line.hasPrefix("      x-haul-operation: ") {

@@ -22,7 +22,8 @@ final class QueueTests: XCTestCase {
 
     private func move(_ fixture: APIFixture, _ ids: [String], to: String) -> [[String: Any]] {
         let list = ids.map { "\"\($0)\"" }.joined(separator: ",")
-        let reply = fixture.call("POST", "/downloads/actions", json: #"{"action": "move", "to": "\#(to)", "ids": [\#(list)]}"#)
+        let reply = fixture.call(
+            "POST", "/downloads/actions", json: #"{"action": "move", "to": "\#(to)", "ids": [\#(list)]}"#)
         XCTAssertEqual(reply.status, 200)
         return fixture.json(reply)["results"] as? [[String: Any]] ?? []
     }
@@ -65,8 +66,10 @@ final class QueueTests: XCTestCase {
         let refused = move(fixture, [running, "nosuchid", id["b"]!], to: "top")
         XCTAssertEqual(refused.map { $0["status"] as? Int }, [409, 404, 200])
         XCTAssertEqual(fixture.call("PATCH", "/downloads/\(running)", json: #"{"queue_position": 0}"#).status, 409)
-        for bad in [#"{"action": "move", "ids": ["x"]}"#, #"{"action": "move", "to": "sideways", "ids": ["x"]}"#,
-                    #"{"action": "pause", "to": "top", "ids": ["x"]}"#] {
+        for bad in [
+            #"{"action": "move", "ids": ["x"]}"#, #"{"action": "move", "to": "sideways", "ids": ["x"]}"#,
+            #"{"action": "pause", "to": "top", "ids": ["x"]}"#,
+        ] {
             XCTAssertEqual(fixture.call("POST", "/downloads/actions", json: bad).status, 422, bad)
         }
         XCTAssertEqual(fixture.call("PATCH", "/downloads/\(id["b"]!)", json: #"{"queue_position": -1}"#).status, 422)

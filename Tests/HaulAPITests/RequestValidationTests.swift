@@ -7,13 +7,18 @@ import XCTest
 /// What a client sends is checked before anything is stored or fetched: header fields against RFC 9110's grammar,
 /// the Host header, the body's media type. Tables of hostile input, each with the answer it must get.
 final class RequestValidationTests: XCTestCase {
-    private func post(_ body: [String: Any], contentType: String? = "application/json") throws
-        -> (download: NewDownload?, status: Int) {
+    private func post(
+        _ body: [String: Any], contentType: String? = "application/json"
+    ) throws
+        -> (download: NewDownload?, status: Int)
+    {
         let data = try JSONSerialization.data(withJSONObject: body)
         var headers: [(name: String, value: String)] = []
         if let contentType { headers.append(("Content-Type", contentType)) }
-        return API.decodeNewDownload(HTTPRequest(method: "POST", target: "/downloads", headers: headers,
-                                                 body: Array(data)))
+        return API.decodeNewDownload(
+            HTTPRequest(
+                method: "POST", target: "/downloads", headers: headers,
+                body: Array(data)))
     }
 
     private let url = "http://127.0.0.1:9/f.bin"
@@ -47,8 +52,10 @@ final class RequestValidationTests: XCTestCase {
     }
 
     func testReservedNamesAreRefusedWhateverTheirCase() throws {
-        for name in ["Host", "HOST", "host", "Range", "rAnGe", "If-Range", "Content-Length", "Transfer-Encoding",
-                     "Connection", "Accept-Encoding", "TE", "Upgrade", "Keep-Alive", "Expect", "Trailer"] {
+        for name in [
+            "Host", "HOST", "host", "Range", "rAnGe", "If-Range", "Content-Length", "Transfer-Encoding",
+            "Connection", "Accept-Encoding", "TE", "Upgrade", "Keep-Alive", "Expect", "Trailer",
+        ] {
             let (_, status) = try post(["url": url, "headers": [name: "x"]])
             XCTAssertEqual(status, 422, name)
         }
@@ -57,10 +64,13 @@ final class RequestValidationTests: XCTestCase {
     }
 
     func testValidHeadersPassWithOptionalWhitespaceTrimmed() throws {
-        let (download, status) = try post(["url": url, "headers": [
-            "Authorization": "Bearer abc.def", "Cookie": "a=1; b=2", "X-Empty": "", "X-Tab": "a\tb",
-            "X-Spaced": "  padded  ", "X-Utf8": "café",
-        ]])
+        let (download, status) = try post([
+            "url": url,
+            "headers": [
+                "Authorization": "Bearer abc.def", "Cookie": "a=1; b=2", "X-Empty": "", "X-Tab": "a\tb",
+                "X-Spaced": "  padded  ", "X-Utf8": "café",
+            ],
+        ])
         XCTAssertEqual(status, 201)
         let headers = Dictionary(uniqueKeysWithValues: (download?.headers ?? []).map { ($0.name, $0.value) })
         XCTAssertEqual(headers["X-Spaced"], "padded")
@@ -85,16 +95,18 @@ final class RequestValidationTests: XCTestCase {
         let many = (0..<100_000).map { "\"\(shortName($0))\":\"\"" }.joined(separator: ",")
         let body = Array("{\"url\":\"\(url)\",\"headers\":{\(many)}}".utf8)
         XCTAssertLessThan(body.count, RequestBody.maxBytes)
-        let request = HTTPRequest(method: "POST", target: "/downloads", headers: [("Content-Type", "application/json")],
-                                  body: body)
+        let request = HTTPRequest(
+            method: "POST", target: "/downloads", headers: [("Content-Type", "application/json")],
+            body: body)
         XCTAssertEqual(API.decodeNewDownload(request).status, 422)
         // Unknown members by the hundred thousand: the answer lists a bounded number of them.
         // ("url" is one of the generated names: a name given twice is refused before its fields are read.)
         var members = (0..<100_000).map(shortName).filter { $0 != "url" }.map { "\"\($0)\":1" }
         members.append("\"url\": \"\(url)\"")
-        let unknown = HTTPRequest(method: "POST", target: "/downloads",
-                                  headers: [("Content-Type", "application/json")],
-                                  body: Array("{\(members.joined(separator: ","))}".utf8))
+        let unknown = HTTPRequest(
+            method: "POST", target: "/downloads",
+            headers: [("Content-Type", "application/json")],
+            body: Array("{\(members.joined(separator: ","))}".utf8))
         do {
             _ = try API.newDownload(from: unknown)
             XCTFail("accepted")
@@ -109,8 +121,10 @@ final class RequestValidationTests: XCTestCase {
         for type in ["application/json", "application/json; charset=utf-8", "Application/JSON", "application/json;"] {
             XCTAssertEqual(try post(["url": url], contentType: type).status, 201, type)
         }
-        for type: String? in [nil, "application/jsonx", "application/json-patch+json", "text/plain",
-                              "application/x-www-form-urlencoded", "application/vnd.api+json", "json", ""] {
+        for type: String? in [
+            nil, "application/jsonx", "application/json-patch+json", "text/plain",
+            "application/x-www-form-urlencoded", "application/vnd.api+json", "json", "",
+        ] {
             XCTAssertEqual(try post(["url": url], contentType: type).status, 415, type ?? "none")
         }
     }
@@ -126,17 +140,21 @@ final class RequestValidationTests: XCTestCase {
             XCTAssertEqual(parsed?.name, name, value)
             XCTAssertEqual(parsed?.port, port, value)
         }
-        for value in ["127.0.0.1:8080@evil.com", "a, b", "", " localhost", "localhost ", "evil.com#127.0.0.1",
-                      "127.0.0.1:99999", "127.0.0.1:80:80", "[::1", "[]", "[evil.com]", "host/path", "h%2fst",
-                      "127.0.0.1:8o", "user@127.0.0.1"] {
+        for value in [
+            "127.0.0.1:8080@evil.com", "a, b", "", " localhost", "localhost ", "evil.com#127.0.0.1",
+            "127.0.0.1:99999", "127.0.0.1:80:80", "[::1", "[]", "[evil.com]", "host/path", "h%2fst",
+            "127.0.0.1:8o", "user@127.0.0.1",
+        ] {
             XCTAssertNil(HostHeader(value), value)
         }
     }
 
     func testRequestsWithoutOneGoodHostAreRefused() {
         func problem(_ headers: [(String, String)], version: Int = 11) -> String? {
-            HostHeader.problem(in: HTTPRequest(method: "GET", target: "/stats",
-                                               headers: headers.map { (name: $0.0, value: $0.1) }, version: version))
+            HostHeader.problem(
+                in: HTTPRequest(
+                    method: "GET", target: "/stats",
+                    headers: headers.map { (name: $0.0, value: $0.1) }, version: version))
         }
         XCTAssertNil(problem([("Host", "127.0.0.1:8080")]))
         XCTAssertNotNil(problem([]), "HTTP/1.1 requires Host")

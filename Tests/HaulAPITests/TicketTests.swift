@@ -21,8 +21,9 @@ final class TicketTests: XCTestCase {
     func testATicketOpensItsOnePathAndNothingElse() throws {
         let fixture = try APIFixture(access: AccessPolicy(token: token))
         let id = fixture.addPaused(headers: bearer)
-        XCTAssertEqual(fixture.call("POST", "/tickets", json: #"{"path":"/events"}"#).status, 401,
-                       "a ticket needs the token")
+        XCTAssertEqual(
+            fixture.call("POST", "/tickets", json: #"{"path":"/events"}"#).status, 401,
+            "a ticket needs the token")
         let events = try ticket(fixture, "/events")
         XCTAssertEqual(fixture.call("GET", "/events?ticket=\(events)").status, 200)
         XCTAssertEqual(fixture.call("GET", "/events?ticket=\(events)&last_event_id=0").status, 200)
@@ -36,8 +37,9 @@ final class TicketTests: XCTestCase {
         let stream = try ticket(fixture, "/downloads/\(id)/events")
         XCTAssertEqual(fixture.call("GET", "/downloads/\(id)/events?ticket=\(stream)").status, 200)
         let file = try ticket(fixture, "/downloads/\(id)/file")
-        XCTAssertEqual(fixture.call("GET", "/downloads/\(id)/file?ticket=\(file)").status, 409,
-                       "let in: the download has no file yet")
+        XCTAssertEqual(
+            fixture.call("GET", "/downloads/\(id)/file?ticket=\(file)").status, 409,
+            "let in: the download has no file yet")
         // Only stream and file paths get tickets.
         for path in ["/downloads", "/stats", "/settings", "/events?x=1", "/nowhere"] {
             let reply = fixture.call("POST", "/tickets", json: "{\"path\":\"\(path)\"}", headers: bearer)
@@ -82,13 +84,18 @@ final class TicketTests: XCTestCase {
             fixture.call("GET", "/downloads/\(id)/file", headers: bearer),
             fixture.call("GET", "/"),
             fixture.call("GET", "/healthz"),
-            fixture.call("OPTIONS", "/downloads", headers: [("Origin", "https://dash.example"),
-                                                            ("Access-Control-Request-Method", "POST")]),
+            fixture.call(
+                "OPTIONS", "/downloads",
+                headers: [
+                    ("Origin", "https://dash.example"),
+                    ("Access-Control-Request-Method", "POST"),
+                ]),
         ]
         for answer in answers {
             // Once: the event stream carried it twice.
-            XCTAssertEqual(answer.headers.filter { $0.name == "Referrer-Policy" }.map(\.value), ["no-referrer"],
-                           "\(answer.status) \(answer.headers)")
+            XCTAssertEqual(
+                answer.headers.filter { $0.name == "Referrer-Policy" }.map(\.value), ["no-referrer"],
+                "\(answer.status) \(answer.headers)")
         }
     }
 }

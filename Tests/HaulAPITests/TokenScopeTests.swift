@@ -9,8 +9,10 @@ import XCTest
 final class TokenScopeTests: XCTestCase {
     private let admin = "the-admin-token-0123456789"
 
-    private func make(_ fixture: APIFixture, _ name: String, _ scope: String,
-                      expiresAt: String? = nil) throws -> (id: String, secret: String) {
+    private func make(
+        _ fixture: APIFixture, _ name: String, _ scope: String,
+        expiresAt: String? = nil
+    ) throws -> (id: String, secret: String) {
         var body = #"{"name": "\#(name)", "scope": "\#(scope)""#
         if let expiresAt { body += #", "expires_at": "\#(expiresAt)""# }
         let reply = fixture.call("POST", "/tokens", json: body + "}", headers: [("Authorization", "Bearer " + admin)])
@@ -30,8 +32,9 @@ final class TokenScopeTests: XCTestCase {
                 .replacingOccurrences(of: "{name}", with: "nothere")
             let body: String? = ["POST", "PATCH", "PUT"].contains(route.method) ? "{}" : nil
             for scope in Scope.allCases {
-                let reply = fixture.call(route.method, target, json: body,
-                                         headers: [("Authorization", "Bearer " + secrets[scope]!)])
+                let reply = fixture.call(
+                    route.method, target, json: body,
+                    headers: [("Authorization", "Bearer " + secrets[scope]!)])
                 let needed = try XCTUnwrap(route.operation.scope)
                 let text = String(decoding: reply.body, as: UTF8.self)
                 if needed > scope {
@@ -56,29 +59,37 @@ final class TokenScopeTests: XCTestCase {
         let text = String(decoding: listed.body, as: UTF8.self)
         XCTAssertTrue(text.contains("wall dashboard") && text.contains(#""scope":"read""#), text)
         XCTAssertFalse(text.contains(reader.secret) || text.contains("secret"), "secrets are shown once")
-        XCTAssertEqual(fixture.call("GET", "/tokens", headers: [("Authorization", "Bearer " + reader.secret)]).status, 403)
-        XCTAssertEqual(fixture.call("DELETE", "/tokens/" + reader.id, headers: [("Authorization", "Bearer " + admin)])
-            .status, 204)
+        XCTAssertEqual(
+            fixture.call("GET", "/tokens", headers: [("Authorization", "Bearer " + reader.secret)]).status, 403)
+        XCTAssertEqual(
+            fixture.call("DELETE", "/tokens/" + reader.id, headers: [("Authorization", "Bearer " + admin)])
+                .status, 204)
         XCTAssertEqual(stats(), 401, "revoked: refused at its next request")
-        XCTAssertEqual(fixture.call("DELETE", "/tokens/" + reader.id, headers: [("Authorization", "Bearer " + admin)])
-            .status, 404)
+        XCTAssertEqual(
+            fixture.call("DELETE", "/tokens/" + reader.id, headers: [("Authorization", "Bearer " + admin)])
+                .status, 404)
         // An expiry passes: refused from then on.
         let brief = try make(fixture, "brief", "read", expiresAt: Timestamp.rfc3339(Date().addingTimeInterval(60)))
-        XCTAssertEqual(fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + brief.secret)]).status, 200)
+        XCTAssertEqual(
+            fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + brief.secret)]).status, 200)
         fixture.clock.advance(120)
-        XCTAssertEqual(fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + brief.secret)]).status, 401)
+        XCTAssertEqual(
+            fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + brief.secret)]).status, 401)
     }
 
     func testATokenIsMadeOnlyWhereItMeansSomethingAndChecked() throws {
         let open = try APIFixture()
-        XCTAssertEqual(open.call("POST", "/tokens", json: #"{"name": "x", "scope": "read"}"#).status, 409,
-                       "without --token everyone is admin")
+        XCTAssertEqual(
+            open.call("POST", "/tokens", json: #"{"name": "x", "scope": "read"}"#).status, 409,
+            "without --token everyone is admin")
         let fixture = try APIFixture(access: AccessPolicy(token: admin))
         let auth = [("Authorization", "Bearer " + admin)]
-        for body in [#"{"name": "x", "scope": "root"}"#, #"{"scope": "read"}"#, #"{"name": "", "scope": "read"}"#,
-                     #"{"name": "x", "scope": "read", "expires_at": "tomorrow"}"#,
-                     #"{"name": "x", "scope": "read", "expires_at": "2001-01-01T00:00:00Z"}"#,
-                     #"{"name": "x", "scope": "read", "owner": "me"}"#] {
+        for body in [
+            #"{"name": "x", "scope": "root"}"#, #"{"scope": "read"}"#, #"{"name": "", "scope": "read"}"#,
+            #"{"name": "x", "scope": "read", "expires_at": "tomorrow"}"#,
+            #"{"name": "x", "scope": "read", "expires_at": "2001-01-01T00:00:00Z"}"#,
+            #"{"name": "x", "scope": "read", "owner": "me"}"#,
+        ] {
             XCTAssertEqual(fixture.call("POST", "/tokens", json: body, headers: auth).status, 422, body)
         }
         XCTAssertEqual(API.rfc3339("2027-01-31T18:00:00+02:00")?.timeIntervalSince1970, 1_801_418_400 - 7200)
@@ -98,14 +109,21 @@ final class TokenScopeTests: XCTestCase {
         XCTAssertEqual(Set(statuses.prefix(10)), [401])
         XCTAssertEqual(statuses.last, 429)
         // Past the burst the right secret is not looked at either, from that address; from another it passes.
-        XCTAssertEqual(fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + reader.secret)]).status, 429)
-        XCTAssertEqual(fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + reader.secret)],
-                                    peer: "10.9.9.9").status, 200)
+        XCTAssertEqual(
+            fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + reader.secret)]).status, 429)
+        XCTAssertEqual(
+            fixture.call(
+                "GET", "/stats", headers: [("Authorization", "Bearer " + reader.secret)],
+                peer: "10.9.9.9"
+            ).status, 200)
         // A secret one character off is not it.
         var near = reader.secret
         near.removeLast()
         near += reader.secret.hasSuffix("0") ? "1" : "0"
-        XCTAssertNotEqual(fixture.call("GET", "/stats", headers: [("Authorization", "Bearer " + near)],
-                                       peer: "10.9.9.9").status, 200)
+        XCTAssertNotEqual(
+            fixture.call(
+                "GET", "/stats", headers: [("Authorization", "Bearer " + near)],
+                peer: "10.9.9.9"
+            ).status, 200)
     }
 }

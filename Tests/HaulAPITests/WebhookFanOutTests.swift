@@ -16,8 +16,9 @@ final class WebhookFanOutTests: XCTestCase {
 
     private func addWebhooks(_ fixture: APIFixture, _ count: Int) {
         for index in 0..<count {
-            let reply = fixture.call("POST", "/webhooks",
-                                     json: "{\"url\":\"http://127.0.0.1:9/h\(index)\",\"events\":[\"created\",\"removed\",\"state\"]}")
+            let reply = fixture.call(
+                "POST", "/webhooks",
+                json: "{\"url\":\"http://127.0.0.1:9/h\(index)\",\"events\":[\"created\",\"removed\",\"state\"]}")
             XCTAssertEqual(reply.status, 201)
         }
     }
@@ -48,8 +49,11 @@ final class WebhookFanOutTests: XCTestCase {
         // a copy of the body each was over a kilobyte.
         let bytes = try FileManager.default.contentsOfDirectory(atPath: fixture.directory)
             .filter { $0.hasPrefix("haul.sqlite") }
-            .reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: fixture.directory + "/" + $1)[.size]
-                as? Int) ?? 0) }
+            .reduce(0) {
+                $0
+                    + ((try FileManager.default.attributesOfItem(atPath: fixture.directory + "/" + $1)[.size]
+                        as? Int) ?? 0)
+            }
         XCTAssertLessThan(bytes / 20_000, 600, "the store holds \(bytes) bytes")
 
         // Removing them all: the answer comes once the last slice is done, a slice per turn.
@@ -63,13 +67,15 @@ final class WebhookFanOutTests: XCTestCase {
     func testABulkActionIsWorkedThroughInSlices() throws {
         let fixture = try APIFixture()
         let items = (0..<600).map { "{\"url\":\"http://127.0.0.1:9/f\($0).bin\",\"start_paused\":true}" }
-        XCTAssertEqual(fixture.call("POST", "/downloads", json: "{\"downloads\":[\(items.joined(separator: ","))]}")
-            .status, 200)
+        XCTAssertEqual(
+            fixture.call("POST", "/downloads", json: "{\"downloads\":[\(items.joined(separator: ","))]}")
+                .status, 200)
         let resumed = fixture.call("POST", "/downloads/actions", json: #"{"action":"resume","state":["paused"]}"#)
         XCTAssertEqual(resumed.status, 200)
         XCTAssertEqual(fixture.json(resumed)["succeeded"] as? Int, 600)
         XCTAssertGreaterThanOrEqual(fixture.turnsTaken, 600 / API.bulkSlice - 1)
-        let paused = fixture.call("POST", "/downloads/actions", json: #"{"action":"pause","state":["queued","probing"]}"#)
+        let paused = fixture.call(
+            "POST", "/downloads/actions", json: #"{"action":"pause","state":["queued","probing"]}"#)
         XCTAssertEqual(fixture.json(paused)["succeeded"] as? Int, 600)
         let removed = fixture.call("POST", "/downloads/actions", json: #"{"action":"remove","state":["paused"]}"#)
         XCTAssertEqual(fixture.json(removed)["succeeded"] as? Int, 600)
@@ -84,7 +90,8 @@ final class DownloadDeliveriesTests: XCTestCase {
         let fixture = try APIFixture()
         var hooks: [String] = []
         for index in 0..<2 {
-            let reply = fixture.call("POST", "/webhooks", json: #"{"url": "http://127.0.0.1:9/h\#(index)", "events": ["created"]}"#)
+            let reply = fixture.call(
+                "POST", "/webhooks", json: #"{"url": "http://127.0.0.1:9/h\#(index)", "events": ["created"]}"#)
             hooks.append(fixture.json(reply)["id"] as? String ?? "")
         }
         let mine = fixture.addPaused("http://127.0.0.1:9/mine.bin")
@@ -94,8 +101,9 @@ final class DownloadDeliveriesTests: XCTestCase {
         XCTAssertEqual(Set(list?.compactMap { $0["webhook_id"] as? String } ?? []), Set(hooks))
         XCTAssertEqual(Set(list?.compactMap { $0["download_id"] as? String } ?? []), [mine])
         XCTAssertEqual(list?.first?["event"] as? String, "created")
-        XCTAssertEqual((fixture.json(fixture.call("GET", "/webhooks/\(hooks[0])/deliveries"))["deliveries"]
-            as? [[String: Any]])?.count, 2, "the webhook's own list has both downloads: \(other)")
+        XCTAssertEqual(
+            (fixture.json(fixture.call("GET", "/webhooks/\(hooks[0])/deliveries"))["deliveries"]
+                as? [[String: Any]])?.count, 2, "the webhook's own list has both downloads: \(other)")
         XCTAssertEqual(fixture.call("GET", "/downloads/nosuchid/deliveries").status, 404)
         XCTAssertEqual(fixture.call("GET", "/downloads/\(mine)/deliveries?limit=0").status, 422)
     }

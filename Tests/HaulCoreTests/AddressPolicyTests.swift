@@ -24,8 +24,10 @@ final class AddressPolicyTests: XCTestCase {
     }
 
     func testExceptionsByNetwork() {
-        let policy = AddressPolicy(exceptions: [AddressPolicy.network("10.1.2.0/24")!,
-                                                AddressPolicy.network("fd12::/16")!])
+        let policy = AddressPolicy(exceptions: [
+            AddressPolicy.network("10.1.2.0/24")!,
+            AddressPolicy.network("fd12::/16")!,
+        ])
         XCTAssertTrue(policy.allows(bytes("10.1.2.200")))
         XCTAssertFalse(policy.allows(bytes("10.1.3.1")))
         XCTAssertTrue(policy.allows(bytes("fd12:3::1")))

@@ -8,8 +8,9 @@ import XCTest
 /// the requests the origin got.
 final class DownloadMachineTests: XCTestCase {
     private func completed(_ harness: MachineHarness, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(harness.state, .completed, "error: \(harness.download.error?.message ?? "none")",
-                       file: file, line: line)
+        XCTAssertEqual(
+            harness.state, .completed, "error: \(harness.download.error?.message ?? "none")",
+            file: file, line: line)
         XCTAssertTrue(harness.partIsTheFile, "the part file differs from the origin's", file: file, line: line)
         XCTAssertTrue(harness.finished, "the slot was not given back", file: file, line: line)
         XCTAssertEqual(harness.download.journal, harness.download.segments, file: file, line: line)
@@ -23,10 +24,12 @@ final class DownloadMachineTests: XCTestCase {
         completed(harness)
         // One GET from byte 0 whose headers settle the plan; it goes on as the first quarter, three ranges start
         // beside it (more follow, stealing work), and byte 0 is never asked for again.
-        XCTAssertEqual(Array(harness.fetches.prefix(4)), [
-            .probe, .range(start: 16384, end: 32767, ifRange: "\"v1\""),
-            .range(start: 32768, end: 49151, ifRange: "\"v1\""), .range(start: 49152, end: nil, ifRange: "\"v1\""),
-        ])
+        XCTAssertEqual(
+            Array(harness.fetches.prefix(4)),
+            [
+                .probe, .range(start: 16384, end: 32767, ifRange: "\"v1\""),
+                .range(start: 32768, end: 49151, ifRange: "\"v1\""), .range(start: 49152, end: nil, ifRange: "\"v1\""),
+            ])
         XCTAssertFalse(harness.rangeFetches.contains { $0.start == 0 })
         XCTAssertEqual(harness.download.totalBytes, 64 * 1024)
         XCTAssertTrue(harness.download.resumable)
@@ -41,7 +44,8 @@ final class DownloadMachineTests: XCTestCase {
         XCTAssertEqual(mirror.etag, "\"v1\"")
         // Its HEAD first, its first bytes compared with the first source's, then ranges with its own validator.
         XCTAssertEqual(harness.mirrorRequests.first?.kind, .head)
-        XCTAssertEqual(harness.mirrorRequests.dropFirst().first?.kind, .compare(start: 0, end: 65535, ifRange: "\"v1\""))
+        XCTAssertEqual(
+            harness.mirrorRequests.dropFirst().first?.kind, .compare(start: 0, end: 65535, ifRange: "\"v1\""))
         let ranges = harness.mirrorRequests.dropFirst(2)
         XCTAssertFalse(ranges.isEmpty, "the mirror was given segments")
         XCTAssertTrue(ranges.allSatisfy { $0.url == "http://m.test/f" })
@@ -61,8 +65,9 @@ final class DownloadMachineTests: XCTestCase {
         completed(harness)
         let mirror = harness.download.mirrors[0]
         XCTAssertEqual(mirror.state, .dropped)
-        XCTAssertTrue(mirror.reason?.contains("differ") == true && mirror.reason?.contains("byte 1000") == true,
-                      mirror.reason ?? "")
+        XCTAssertTrue(
+            mirror.reason?.contains("differ") == true && mirror.reason?.contains("byte 1000") == true,
+            mirror.reason ?? "")
         XCTAssertEqual(mirror.receivedBytes, 0, "none of its bytes was written")
         XCTAssertEqual(harness.mirrorRequests.map(\.kind), [.head, .compare(start: 0, end: 65535, ifRange: "\"v1\"")])
     }
@@ -81,7 +86,8 @@ final class DownloadMachineTests: XCTestCase {
         for index in stride(from: 100_000, to: size, by: 1000) { other[index] ^= 0xFF }
         harness.mirrorContent = other
         harness.start()
-        XCTAssertEqual(harness.state, .queued, "back in the queue, not failed: \(harness.download.error?.message ?? "")")
+        XCTAssertEqual(
+            harness.state, .queued, "back in the queue, not failed: \(harness.download.error?.message ?? "")")
         let mirror = harness.download.mirrors[0]
         XCTAssertEqual(mirror.state, .dropped)
         XCTAssertTrue(mirror.reason?.contains("check") == true, mirror.reason ?? "")
@@ -124,28 +130,41 @@ final class DownloadMachineTests: XCTestCase {
         let size = 20_000
         let body = MachineHarness(size: size).content
         let cases: [Case] = [
-            Case(name: "Range ignored, no Accept-Ranges",
-                 first: .init(status: 200, headers: [("Content-Length", String(size)), ("ETag", "\"v1\"")], body: body),
-                 state: .completed, error: nil, resumable: false, requests: 1),
-            Case(name: "200 that says it serves ranges",
-                 first: .init(status: 200, headers: [("Content-Length", String(size)), ("Accept-Ranges", "bytes"),
-                                                     ("ETag", "\"v1\"")], body: body),
-                 state: .completed, error: nil, resumable: true, requests: nil),
+            Case(
+                name: "Range ignored, no Accept-Ranges",
+                first: .init(status: 200, headers: [("Content-Length", String(size)), ("ETag", "\"v1\"")], body: body),
+                state: .completed, error: nil, resumable: false, requests: 1),
+            Case(
+                name: "200 that says it serves ranges",
+                first: .init(
+                    status: 200,
+                    headers: [
+                        ("Content-Length", String(size)), ("Accept-Ranges", "bytes"),
+                        ("ETag", "\"v1\""),
+                    ], body: body),
+                state: .completed, error: nil, resumable: true, requests: nil),
             // No size: HEAD tells it (the first body is stopped at its headers), and the body comes again.
-            Case(name: "chunked, no length", first: .init(status: 200, body: body), state: .completed, error: nil,
-                 resumable: false, requests: 3),
-            Case(name: "404", first: .init(status: 404), state: .failed, error: "http_404", resumable: nil,
-                 requests: 1),
-            Case(name: "410", first: .init(status: 410), state: .failed, error: "http_410", resumable: nil,
-                 requests: 1),
-            Case(name: "304 to a GET", first: .init(status: 304), state: .failed, error: "http_304", resumable: nil,
-                 requests: 1),
-            Case(name: "TLS failure", first: .failure(.tls), state: .failed, error: "tls_failed", resumable: nil,
-                 requests: 1),
-            Case(name: "blocked address", first: .failure(.blockedAddress), state: .failed, error: "blocked_address",
-                 resumable: nil, requests: 1),
-            Case(name: "too many redirects", first: .failure(.tooManyRedirects), state: .failed,
-                 error: "too_many_redirects", resumable: nil, requests: 1),
+            Case(
+                name: "chunked, no length", first: .init(status: 200, body: body), state: .completed, error: nil,
+                resumable: false, requests: 3),
+            Case(
+                name: "404", first: .init(status: 404), state: .failed, error: "http_404", resumable: nil,
+                requests: 1),
+            Case(
+                name: "410", first: .init(status: 410), state: .failed, error: "http_410", resumable: nil,
+                requests: 1),
+            Case(
+                name: "304 to a GET", first: .init(status: 304), state: .failed, error: "http_304", resumable: nil,
+                requests: 1),
+            Case(
+                name: "TLS failure", first: .failure(.tls), state: .failed, error: "tls_failed", resumable: nil,
+                requests: 1),
+            Case(
+                name: "blocked address", first: .failure(.blockedAddress), state: .failed, error: "blocked_address",
+                resumable: nil, requests: 1),
+            Case(
+                name: "too many redirects", first: .failure(.tooManyRedirects), state: .failed,
+                error: "too_many_redirects", resumable: nil, requests: 1),
         ]
         for c in cases {
             let harness = MachineHarness(size: size, connections: 2)
@@ -162,8 +181,9 @@ final class DownloadMachineTests: XCTestCase {
 
     func testAFirstAnswerForAnotherRangeIsNeverWrittenAndIsAskedAgain() {
         let harness = MachineHarness(size: 20_000, connections: 1)
-        harness.script[0] = .init(status: 206, headers: [("Content-Range", "bytes 1-19999/20000"), ("ETag", "\"v1\"")],
-                                  body: Array(harness.content.dropFirst()))
+        harness.script[0] = .init(
+            status: 206, headers: [("Content-Range", "bytes 1-19999/20000"), ("ETag", "\"v1\"")],
+            body: Array(harness.content.dropFirst()))
         harness.runToEnd()
         completed(harness)
         XCTAssertEqual(harness.fetches, [.probe, .probe])
@@ -259,8 +279,10 @@ final class DownloadMachineTests: XCTestCase {
     func testAnUnjournaledPartFileIsContinuedCompletedOrRestarted() {
         // Smaller: the first request stops at its headers and a range continues; equal: nothing more is fetched;
         // larger: it starts over, on the first request's body.
-        for (existing, requests) in [(Int64(5_000), [FetchKind.probe, .range(start: 5_000, end: nil, ifRange: "\"v1\"")]),
-                                     (20_000, [.probe]), (25_000, [.probe])] {
+        for (existing, requests) in [
+            (Int64(5_000), [FetchKind.probe, .range(start: 5_000, end: nil, ifRange: "\"v1\"")]),
+            (20_000, [.probe]), (25_000, [.probe]),
+        ] {
             let harness = MachineHarness(size: 20_000, connections: 1)
             harness.existingPart = existing
             harness.runToEnd()
@@ -274,8 +296,9 @@ final class DownloadMachineTests: XCTestCase {
     /// A 40,000-byte download on one connection, paused after `bytes` and resumed (queued again).
     private func pausedAndResumed(after bytes: Int) -> MachineHarness {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
-                                  body: Array(harness.content.prefix(bytes)), ending: .stall)
+        harness.script[0] = .init(
+            status: 200, headers: MachineHarness.plain(40_000),
+            body: Array(harness.content.prefix(bytes)), ending: .stall)
         harness.start()
         harness.send(.pause)
         harness.send(.resume)
@@ -284,8 +307,9 @@ final class DownloadMachineTests: XCTestCase {
 
     func testPauseKeepsTheJournalAndResumeContinuesWithIfRange() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
-                                  body: Array(harness.content.prefix(12_288)), ending: .stall)
+        harness.script[0] = .init(
+            status: 200, headers: MachineHarness.plain(40_000),
+            body: Array(harness.content.prefix(12_288)), ending: .stall)
         harness.start()
         XCTAssertEqual(harness.state, .downloading)
         harness.send(.pause)
@@ -316,8 +340,9 @@ final class DownloadMachineTests: XCTestCase {
 
     func testAFileChangedWhilePausedIsFetchedAgainOnAllItsConnections() throws {
         let harness = MachineHarness(size: 256 * 1024, connections: 4)
-        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(256 * 1024),
-                                  body: Array(harness.content.prefix(8_192)), ending: .stall)
+        harness.script[0] = .init(
+            status: 200, headers: MachineHarness.plain(256 * 1024),
+            body: Array(harness.content.prefix(8_192)), ending: .stall)
         harness.start()
         harness.send(.pause)
         harness.send(.resume)
@@ -339,8 +364,9 @@ final class DownloadMachineTests: XCTestCase {
     func testAServerThatIgnoresRangeGetsOneConnectionFromZero() {
         let harness = MachineHarness(size: 64 * 1024, connections: 4)
         // Advertises ranges, answers every ranged GET with the whole file.
-        harness.script[1] = .init(status: 200, headers: [("Content-Length", "65536"), ("ETag", "\"v1\"")],
-                                  body: harness.content)
+        harness.script[1] = .init(
+            status: 200, headers: [("Content-Length", "65536"), ("ETag", "\"v1\"")],
+            body: harness.content)
         harness.runToEnd()
         completed(harness)
         XCTAssertFalse(harness.download.acceptsRanges)
@@ -349,15 +375,19 @@ final class DownloadMachineTests: XCTestCase {
 
     func testAWrongContentRangeIsRetried() {
         let harness = MachineHarness(size: 64 * 1024, connections: 4)
-        harness.script[1] = .init(status: 206, headers: [("Content-Range", "bytes 1-100/65536"), ("ETag", "\"v1\"")],
-                                  body: [UInt8](repeating: 0, count: 100))
+        harness.script[1] = .init(
+            status: 206, headers: [("Content-Range", "bytes 1-100/65536"), ("ETag", "\"v1\"")],
+            body: [UInt8](repeating: 0, count: 100))
         harness.runToEnd()
         completed(harness)
         XCTAssertEqual(harness.download.attempts, 2, "one retry")
-        XCTAssertEqual(harness.actions.filter {
-            if case .log(_, let message, let meta) = $0 { return message.contains("retrying") && meta["error.code"] == "range_mismatch" }
-            return false
-        }.count, 1)
+        XCTAssertEqual(
+            harness.actions.filter {
+                if case .log(_, let message, let meta) = $0 {
+                    return message.contains("retrying") && meta["error.code"] == "range_mismatch"
+                }
+                return false
+            }.count, 1)
     }
 
     func testATotalThatChangedMidTransferRestartsAtMostThreeTimes() {
@@ -384,8 +414,9 @@ final class DownloadMachineTests: XCTestCase {
 
     func testACutConnectionResumesFromWhereItStopped() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
-                                  body: Array(harness.content.prefix(10_000)), ending: .cut)
+        harness.script[0] = .init(
+            status: 200, headers: MachineHarness.plain(40_000),
+            body: Array(harness.content.prefix(10_000)), ending: .cut)
         harness.runToEnd()
         completed(harness)
         XCTAssertEqual(harness.rangeFetches.first?.start, 10_000)
@@ -402,17 +433,20 @@ final class DownloadMachineTests: XCTestCase {
     func testRetriesRunOutAndTheDownloadFailsKeepingWhatItReceived() {
         let harness = MachineHarness(size: 40_000, connections: 1)
         for n in 0..<20 {
-            harness.script[n] = .init(status: n == 0 ? 200 : 206,
-                                      headers: n == 0 ? MachineHarness.plain(40_000)
-                                          : [("Content-Range", "bytes \(n * 1000)-39999/40000"), ("ETag", "\"v1\"")],
-                                      body: Array(harness.content.prefix(1000)), ending: .cut)
+            harness.script[n] = .init(
+                status: n == 0 ? 200 : 206,
+                headers: n == 0
+                    ? MachineHarness.plain(40_000)
+                    : [("Content-Range", "bytes \(n * 1000)-39999/40000"), ("ETag", "\"v1\"")],
+                body: Array(harness.content.prefix(1000)), ending: .cut)
         }
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
         XCTAssertEqual(harness.download.attempts, 4)
         XCTAssertGreaterThan(harness.download.receivedBytes, 0, "what was received is kept")
-        XCTAssertTrue(harness.actions.contains { if case .release = $0 { return true } else { return false } },
-                      "the blocks reserved for the rest are given back")
+        XCTAssertTrue(
+            harness.actions.contains { if case .release = $0 { return true } else { return false } },
+            "the blocks reserved for the rest are given back")
         XCTAssertTrue(harness.finished)
     }
 
@@ -428,17 +462,22 @@ final class DownloadMachineTests: XCTestCase {
 
     func testAStalledConnectionIsCutAndItsSegmentRetried() {
         let harness = MachineHarness(size: 64 * 1024, connections: 4)
-        harness.script[1] = .init(status: 206, headers: [("Content-Range", "bytes 16384-32767/65536"),
-                                                         ("ETag", "\"v1\"")],
-                                  body: Array(harness.content[16384..<20480]), ending: .stall)
+        harness.script[1] = .init(
+            status: 206,
+            headers: [
+                ("Content-Range", "bytes 16384-32767/65536"),
+                ("ETag", "\"v1\""),
+            ],
+            body: Array(harness.content[16384..<20480]), ending: .stall)
         harness.start()
         XCTAssertEqual(harness.state, .downloading)
         harness.runToEnd()
         completed(harness)
-        XCTAssertTrue(harness.actions.contains {
-            if case .log(_, let message, _) = $0 { return message.contains("nothing received for 5 s") }
-            return false
-        })
+        XCTAssertTrue(
+            harness.actions.contains {
+                if case .log(_, let message, _) = $0 { return message.contains("nothing received for 5 s") }
+                return false
+            })
     }
 
     func testAConnectionSlowerThanTheLowestSpeedIsReplaced() {
@@ -447,23 +486,29 @@ final class DownloadMachineTests: XCTestCase {
         settings.minSplitSize = 1 << 20
         let harness = MachineHarness(size: 40_000, connections: 1, settings: settings)
         // 100 bytes a second, under the 1000 asked for: cut after the stall timeout, then fetched at full speed.
-        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000), body: harness.content,
-                                  ending: .trickle(100))
+        harness.script[0] = .init(
+            status: 200, headers: MachineHarness.plain(40_000), body: harness.content,
+            ending: .trickle(100))
         harness.runToEnd()
         completed(harness)
-        XCTAssertTrue(harness.actions.contains {
-            if case .log(_, let message, _) = $0 { return message.contains("slower than 1000 bytes/s for 5 s") }
-            return false
-        })
+        XCTAssertTrue(
+            harness.actions.contains {
+                if case .log(_, let message, _) = $0 { return message.contains("slower than 1000 bytes/s for 5 s") }
+                return false
+            })
         XCTAssertGreaterThan(harness.rangeFetches.first?.start ?? 0, 0, "resumed where the slow one stopped")
     }
 
     func testWorkIsStolenFromASlowConnection() {
         let harness = MachineHarness(size: 256 * 1024, connections: 4)
         // The last segment's connection stalls after one chunk; the free connections split its range.
-        harness.script[3] = .init(status: 206, headers: [("Content-Range", "bytes 196608-262143/262144"),
-                                                         ("ETag", "\"v1\"")],
-                                  body: Array(harness.content[196608..<200704]), ending: .stall)
+        harness.script[3] = .init(
+            status: 206,
+            headers: [
+                ("Content-Range", "bytes 196608-262143/262144"),
+                ("ETag", "\"v1\""),
+            ],
+            body: Array(harness.content[196608..<200704]), ending: .stall)
         harness.start()
         XCTAssertGreaterThan(harness.download.segments.count, 4, "a free connection took half of the slow range")
         harness.runToEnd()
@@ -479,9 +524,10 @@ final class DownloadMachineTests: XCTestCase {
         // it is under the split minimum, but at its rate it would take 260 s.
         func reply(_ start: Int64, _ end: Int64?) -> MachineHarness.Reply {
             let last = Int(end ?? Int64(size - 1))
-            return .init(status: 206, headers: [("Content-Range", "bytes \(start)-\(last)/\(size)"), ("ETag", "\"v1\"")],
-                         body: Array(harness.content[Int(start)...last]),
-                         ending: .trickle(start == 786_432 ? 1000 : 128 << 10))
+            return .init(
+                status: 206, headers: [("Content-Range", "bytes \(start)-\(last)/\(size)"), ("ETag", "\"v1\"")],
+                body: Array(harness.content[Int(start)...last]),
+                ending: .trickle(start == 786_432 ? 1000 : 128 << 10))
         }
         harness.first = reply(0, nil)
         harness.rangeReply = { reply($0, $1) }
@@ -495,7 +541,8 @@ final class DownloadMachineTests: XCTestCase {
 
     func testABodyRunningPastItsRangeFails() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000), body: harness.content + [1, 2, 3])
+        harness.script[0] = .init(
+            status: 200, headers: MachineHarness.plain(40_000), body: harness.content + [1, 2, 3])
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
         XCTAssertEqual(harness.errorCode, "size_mismatch")
@@ -503,8 +550,9 @@ final class DownloadMachineTests: XCTestCase {
 
     func testARangeEndedEarlyIsRetried() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
-                                  body: Array(harness.content.prefix(30_000)))
+        harness.script[0] = .init(
+            status: 200, headers: MachineHarness.plain(40_000),
+            body: Array(harness.content.prefix(30_000)))
         harness.runToEnd()
         completed(harness)
         XCTAssertEqual(harness.rangeFetches.first?.start, 30_000)
@@ -525,8 +573,9 @@ final class DownloadMachineTests: XCTestCase {
     func testAThreeHundredToAPlainGetIsARangeMismatch() {
         // Not resumable (no ranges): after a cut the file is asked for again from 0, and a 304 is no answer.
         let harness = MachineHarness(size: 10_000, connections: 1)
-        harness.script[0] = .init(status: 200, headers: [("Content-Length", "10000")],
-                                  body: Array(harness.content.prefix(4096)), ending: .cut)
+        harness.script[0] = .init(
+            status: 200, headers: [("Content-Length", "10000")],
+            body: Array(harness.content.prefix(4096)), ending: .cut)
         for n in 1..<10 { harness.script[n] = .init(status: 304) }
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
@@ -537,9 +586,11 @@ final class DownloadMachineTests: XCTestCase {
     func testAFetchThatCannotStartFailsTheDownload() {
         let harness = MachineHarness()
         harness.send(.start(now: 0))
-        guard case .fetch(let id, _)? = harness.actions.first(where: {
-            if case .fetch = $0 { return true } else { return false }
-        }) else { return XCTFail("no fetch") }
+        guard
+            case .fetch(let id, _)? = harness.actions.first(where: {
+                if case .fetch = $0 { return true } else { return false }
+            })
+        else { return XCTFail("no fetch") }
         harness.send(.couldNotStart(id, "the request header 'X' is not a valid HTTP field"))
         XCTAssertEqual(harness.state, .failed)
         XCTAssertEqual(harness.errorCode, "internal_error")
@@ -573,7 +624,9 @@ final class DownloadMachineTests: XCTestCase {
         harness.runToEnd()
         XCTAssertEqual(harness.state, .failed)
         XCTAssertEqual(harness.errorCode, "disk_full")
-        let released = harness.actions.compactMap { if case .release(let ranges) = $0 { return ranges } else { return nil } }
+        let released = harness.actions.compactMap {
+            if case .release(let ranges) = $0 { return ranges } else { return nil }
+        }
         XCTAssertEqual(released.joined().reduce(0) { $0 + $1.last - $1.first + 1 }, 2 << 20, "all of it")
     }
 
@@ -624,8 +677,9 @@ final class DownloadMachineTests: XCTestCase {
         var settings = MachineHarness.settings
         settings.checkpointBytes = 8192
         let harness = MachineHarness(size: 40_000, connections: 1, settings: settings)
-        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
-                                  body: Array(harness.content.prefix(20_480)), ending: .stall)
+        harness.script[0] = .init(
+            status: 200, headers: MachineHarness.plain(40_000),
+            body: Array(harness.content.prefix(20_480)), ending: .stall)
         harness.start()
         let journal = harness.savedJournal?.first?.received ?? 0
         XCTAssertGreaterThanOrEqual(journal, 8192)
@@ -637,9 +691,13 @@ final class DownloadMachineTests: XCTestCase {
     }
 
     func testRestartAfterACrashContinuesEverySegmentFromItsJournal() {
-        let journal = [Segment(start: 0, end: 16383, received: 10_000), Segment(start: 16384, end: 32767, received: 0),
-                       Segment(start: 32768, end: 49151, received: 16384), Segment(start: 49152, end: 65535,
-                                                                                    received: 100)]
+        let journal = [
+            Segment(start: 0, end: 16383, received: 10_000), Segment(start: 16384, end: 32767, received: 0),
+            Segment(start: 32768, end: 49151, received: 16384),
+            Segment(
+                start: 49152, end: 65535,
+                received: 100),
+        ]
         let harness = MachineHarness(size: 64 * 1024, connections: 4) {
             $0.state = .downloading
             $0.filename = "file.bin"
@@ -671,8 +729,9 @@ final class DownloadMachineTests: XCTestCase {
 
     func testStoppingForShutdownKeepsTheStateAndSyncsTheFile() {
         let harness = MachineHarness(size: 40_000, connections: 1)
-        harness.script[0] = .init(status: 200, headers: MachineHarness.plain(40_000),
-                                  body: Array(harness.content.prefix(4096)), ending: .stall)
+        harness.script[0] = .init(
+            status: 200, headers: MachineHarness.plain(40_000),
+            body: Array(harness.content.prefix(4096)), ending: .stall)
         harness.start()
         harness.send(.stop(keepFile: true))
         XCTAssertEqual(harness.state, .downloading, "the next start resumes it")
@@ -717,8 +776,10 @@ final class DownloadMachineTests: XCTestCase {
         harness.runToEnd()
         seen.append(harness.state)
         XCTAssertEqual(seen, [.queued, .probing, .completed])
-        for (from, to) in [(DownloadState.queued, DownloadState.probing), (.probing, .downloading),
-                           (.downloading, .verifying), (.verifying, .completed)] {
+        for (from, to) in [
+            (DownloadState.queued, DownloadState.probing), (.probing, .downloading),
+            (.downloading, .verifying), (.verifying, .completed),
+        ] {
             XCTAssertTrue(DownloadState.transitions.contains { $0.from == from && $0.to == to }, "\(from) -> \(to)")
         }
     }

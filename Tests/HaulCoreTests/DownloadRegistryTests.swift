@@ -6,11 +6,14 @@ import XCTest
 /// The registry is the one place a download is inserted, replaced or removed: its order, counts, bytes,
 /// destinations and run queue follow every change without a caller writing the bookkeeping out.
 final class DownloadRegistryTests: XCTestCase {
-    private func box(_ id: String, _ sequence: Int64, _ state: DownloadState, priority: Int = 0,
-                     received: Int64 = 0) -> MachineBox {
-        var download = Download(id: id, sequence: sequence, url: "http://origin.test/\(id)", headers: [],
-                                requestedFilename: nil, directory: "", state: state, connections: 1,
-                                priority: priority, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 0))
+    private func box(
+        _ id: String, _ sequence: Int64, _ state: DownloadState, priority: Int = 0,
+        received: Int64 = 0
+    ) -> MachineBox {
+        var download = Download(
+            id: id, sequence: sequence, url: "http://origin.test/\(id)", headers: [],
+            requestedFilename: nil, directory: "", state: state, connections: 1,
+            priority: priority, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 0))
         if received > 0 { download.segments = [Segment(start: 0, end: nil, received: received)] }
         return MachineBox(DownloadMachine(download: download, settings: MachineSettings()))
     }
@@ -18,8 +21,10 @@ final class DownloadRegistryTests: XCTestCase {
     func testEveryIndexFollowsInsertReplaceAndRemove() {
         let registry = DownloadRegistry()
         // Loaded in any order, sorted once.
-        for (id, sequence, state, received) in [("c", Int64(3), DownloadState.queued, Int64(0)),
-                                                ("a", 1, .completed, 100), ("b", 2, .paused, 40)] {
+        for (id, sequence, state, received) in [
+            ("c", Int64(3), DownloadState.queued, Int64(0)),
+            ("a", 1, .completed, 100), ("b", 2, .paused, 40),
+        ] {
             let made = box(id, sequence, state, received: received)
             registry.insert(made, holding: made.machine.download)
         }

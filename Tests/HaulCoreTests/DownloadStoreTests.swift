@@ -27,29 +27,39 @@ final class DownloadStoreTests: XCTestCase {
 
     private func forEachBackend(_ body: (Backend) throws -> Void) throws {
         let path = directory + "/haul.sqlite"
-        try body(Backend(name: "sqlite", open: { try DownloadStore(path: path) },
-                         raw: { try SQLiteDatabase(path: path) },
-                         setVersion: { try $0.execute("PRAGMA user_version = \($1)") }))
+        try body(
+            Backend(
+                name: "sqlite", open: { try DownloadStore(path: path) },
+                raw: { try SQLiteDatabase(path: path) },
+                setVersion: { try $0.execute("PRAGMA user_version = \($1)") }))
         let url = try PostgresServer.shared().createDatabase()
-        try body(Backend(name: "postgres", open: { try DownloadStore(postgres: url, node: "n1") },
-                         raw: { try PostgresDatabase(url: url) },
-                         setVersion: { db, version in
-                             try db.execute("CREATE TABLE IF NOT EXISTS haul_schema (version BIGINT NOT NULL); "
-                                            + "DELETE FROM haul_schema; INSERT INTO haul_schema VALUES (\(version))")
-                         }))
+        try body(
+            Backend(
+                name: "postgres", open: { try DownloadStore(postgres: url, node: "n1") },
+                raw: { try PostgresDatabase(url: url) },
+                setVersion: { db, version in
+                    try db.execute(
+                        "CREATE TABLE IF NOT EXISTS haul_schema (version BIGINT NOT NULL); "
+                            + "DELETE FROM haul_schema; INSERT INTO haul_schema VALUES (\(version))")
+                }))
     }
 
     func testEveryFieldSurvivesReopening() throws {
         let created = Date(timeIntervalSince1970: 1_800_000_000.25)
-        var download = Download(id: "abc", sequence: 7, url: "https://u:p@h/file.bin",
-                                headers: [HeaderField(name: "Authorization", value: "Bearer t")],
-                                requestedFilename: "x.bin", directory: "sub/dir", state: .failed, connections: 4,
-                                priority: -3, maxSpeed: 1000, createdAt: created)
+        var download = Download(
+            id: "abc", sequence: 7, url: "https://u:p@h/file.bin",
+            headers: [HeaderField(name: "Authorization", value: "Bearer t")],
+            requestedFilename: "x.bin", directory: "sub/dir", state: .failed, connections: 4,
+            priority: -3, maxSpeed: 1000, createdAt: created)
         download.filename = "x (1).bin"
         download.finalURL = "https://h/final.bin"
         download.totalBytes = 1 << 40
-        download.segments = [Segment(start: 0, end: 999, received: 800), Segment(start: 1000, end: (1 << 40) - 1,
-                                                                               received: 50)]
+        download.segments = [
+            Segment(start: 0, end: 999, received: 800),
+            Segment(
+                start: 1000, end: (1 << 40) - 1,
+                received: 50),
+        ]
         download.journal = [Segment(start: 0, end: 999, received: 500), Segment(start: 1000, end: (1 << 40) - 1)]
         download.checksum = "sha256:" + String(repeating: "a", count: 64)
         download.acceptsRanges = true
@@ -65,32 +75,41 @@ final class DownloadStoreTests: XCTestCase {
         download.expectedBytes = 1 << 40
         download.category = "films"
         try forEachBackend { backend in
-        do {
-            let store = try backend.open()
-            try store.save(download)
-            try store.saveJournal(id: "abc", [Segment(start: 0, end: 999, received: 700),
-                                              Segment(start: 1000, end: (1 << 40) - 1, received: 40)],
-                                  updatedAt: created.addingTimeInterval(3))
-        }
-        let reopened = try backend.open()
-        XCTAssertEqual(reopened.schemaVersion, DownloadStore.migrations.count, backend.name)
-        var expected = download
-        // Only the journal is stored: after a restart what was received is what is known to be on disk.
-        expected.journal = [Segment(start: 0, end: 999, received: 700), Segment(start: 1000, end: (1 << 40) - 1,
-                                                                               received: 40)]
-        expected.segments = expected.journal
-        expected.updatedAt = created.addingTimeInterval(3)
-        expected.error?.retryable = false
-        XCTAssertEqual(try reopened.loadAll(), [expected], backend.name)
-        try reopened.delete(id: "abc")
-        XCTAssertEqual(try reopened.loadAll(), [], backend.name)
+            do {
+                let store = try backend.open()
+                try store.save(download)
+                try store.saveJournal(
+                    id: "abc",
+                    [
+                        Segment(start: 0, end: 999, received: 700),
+                        Segment(start: 1000, end: (1 << 40) - 1, received: 40),
+                    ],
+                    updatedAt: created.addingTimeInterval(3))
+            }
+            let reopened = try backend.open()
+            XCTAssertEqual(reopened.schemaVersion, DownloadStore.migrations.count, backend.name)
+            var expected = download
+            // Only the journal is stored: after a restart what was received is what is known to be on disk.
+            expected.journal = [
+                Segment(start: 0, end: 999, received: 700),
+                Segment(
+                    start: 1000, end: (1 << 40) - 1,
+                    received: 40),
+            ]
+            expected.segments = expected.journal
+            expected.updatedAt = created.addingTimeInterval(3)
+            expected.error?.retryable = false
+            XCTAssertEqual(try reopened.loadAll(), [expected], backend.name)
+            try reopened.delete(id: "abc")
+            XCTAssertEqual(try reopened.loadAll(), [], backend.name)
         }
     }
 
     func testSavingAgainWithTheSameJournalKeepsItsSegments() throws {
-        var download = Download(id: "seg", sequence: 1, url: "http://h/f", headers: [], requestedFilename: nil,
-                                directory: "", state: .downloading, connections: 4, priority: 0, maxSpeed: nil,
-                                createdAt: Date(timeIntervalSince1970: 1_800_000_000))
+        var download = Download(
+            id: "seg", sequence: 1, url: "http://h/f", headers: [], requestedFilename: nil,
+            directory: "", state: .downloading, connections: 4, priority: 0, maxSpeed: nil,
+            createdAt: Date(timeIntervalSince1970: 1_800_000_000))
         download.journal = [Segment(start: 0, end: 499, received: 300), Segment(start: 500, end: 999, received: 20)]
         try forEachBackend { backend in
             var download = download
@@ -114,7 +133,8 @@ final class DownloadStoreTests: XCTestCase {
                 let db = try backend.raw()
                 try db.execute(db.dialect.ddl(DownloadStore.migrations[0]))
                 try backend.setVersion(db, 1)
-                try db.run("""
+                try db.run(
+                    """
                     INSERT INTO downloads (id, seq, url, state, connections, received_bytes, created_at, updated_at)
                     VALUES ('old', 1, 'http://h/f', 'paused', 1, 42, 1800000000, 1800000000)
                     """)
@@ -166,9 +186,10 @@ final class DownloadStoreTests: XCTestCase {
             try store.rememberBatchAnswer(key: "b1", requestHash: "hb", answer: "[1]")
             XCTAssertEqual(try store.batchAnswer(key: "b1")?.answer, "[1]", backend.name)
             // Text with quotes, a question mark and non-ASCII goes through as bound values, not SQL.
-            var odd = Download(id: "q?'\"", sequence: 1, url: "http://h/a?b='c'&d=\"é\"", headers: [],
-                               requestedFilename: "名前 ?.bin", directory: "", state: .queued, connections: 1,
-                               priority: 0, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000))
+            var odd = Download(
+                id: "q?'\"", sequence: 1, url: "http://h/a?b='c'&d=\"é\"", headers: [],
+                requestedFilename: "名前 ?.bin", directory: "", state: .queued, connections: 1,
+                priority: 0, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000))
             odd.updatedAt = odd.createdAt
             try store.save(odd)
             XCTAssertEqual(try store.count(), 1, backend.name)
@@ -180,9 +201,10 @@ final class DownloadStoreTests: XCTestCase {
     // MARK: claims (PostgreSQL: several nodes)
 
     private func queued(_ id: String, sequence: Int64, priority: Int = 0) -> Download {
-        var download = Download(id: id, sequence: sequence, url: "http://h/\(id)", headers: [],
-                                requestedFilename: nil, directory: "", state: .queued, connections: 1,
-                                priority: priority, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000))
+        var download = Download(
+            id: id, sequence: sequence, url: "http://h/\(id)", headers: [],
+            requestedFilename: nil, directory: "", state: .queued, connections: 1,
+            priority: priority, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000))
         download.updatedAt = download.createdAt
         return download
     }
@@ -191,26 +213,32 @@ final class DownloadStoreTests: XCTestCase {
         let url = try PostgresServer.shared().createDatabase()
         let a = try DownloadStore(postgres: url, node: "a")
         let b = try DownloadStore(postgres: url, node: "b")
-        for index in 0..<10 { try a.save(queued("d\(index)", sequence: Int64(index + 1), priority: index == 7 ? 5 : 0)) }
+        for index in 0..<10 {
+            try a.save(queued("d\(index)", sequence: Int64(index + 1), priority: index == 7 ? 5 : 0))
+        }
         let fromA = try a.claim(node: "a", limit: 4, lease: 30, peers: ["b"])
         XCTAssertEqual(fromA.map(\.id), ["d7", "d0", "d1", "d2"], "highest priority first, then oldest")
         let fromB = try b.claim(node: "b", limit: 10, lease: 30, peers: ["a"])
         XCTAssertEqual(Set(fromB.map(\.id)), Set((0..<10).map { "d\($0)" }).subtracting(fromA.map(\.id)))
-        XCTAssertEqual(try a.claim(node: "a", limit: 10, lease: 30, peers: ["b"]), [], "a claimed download is nobody else's")
+        XCTAssertEqual(
+            try a.claim(node: "a", limit: 10, lease: 30, peers: ["b"]), [], "a claimed download is nobody else's")
         XCTAssertEqual(try b.load(id: "d7")?.node, "a")
 
         // The holder writes with its fence; a client's change on another node ends the claim.
         var d7 = try XCTUnwrap(try a.load(id: "d7"))
         d7.state = .downloading
         XCTAssertTrue(try a.save(d7, claim: .fenced(fromA[0].fence)))
-        XCTAssertTrue(try a.saveJournal(id: "d7", [Segment(start: 0, end: 99, received: 10)], updatedAt: Date(),
-                                        claim: .fenced(fromA[0].fence)))
+        XCTAssertTrue(
+            try a.saveJournal(
+                id: "d7", [Segment(start: 0, end: 99, received: 10)], updatedAt: Date(),
+                claim: .fenced(fromA[0].fence)))
         var paused = try XCTUnwrap(try b.load(id: "d0"))
         paused.state = .paused
         XCTAssertTrue(try b.save(paused, claim: .overriding))
         XCTAssertEqual(try a.renew(node: "a", fromA, lease: 30), ["d7", "d1", "d2"], "d0's claim ended")
-        XCTAssertFalse(try a.save(try XCTUnwrap(try a.load(id: "d0")), claim: .fenced(fromA[1].fence)),
-                       "the old holder can write no more")
+        XCTAssertFalse(
+            try a.save(try XCTUnwrap(try a.load(id: "d0")), claim: .fenced(fromA[1].fence)),
+            "the old holder can write no more")
         XCTAssertEqual(try a.load(id: "d0")?.state, .paused)
 
         // a stops renewing (dead, or cut off): once its lease ran out, b takes its running download over.
@@ -218,8 +246,9 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(try b.claim(node: "b", limit: 10, lease: 30, peers: ["a"]), [], "not before the lease ends")
         usleep(400_000)
         let c = try DownloadStore(postgres: url, node: "c")
-        XCTAssertEqual(try c.claim(node: "c", limit: 10, lease: 30, peers: []), [],
-                       "a node that does not share a's directory leaves a's download where its files are")
+        XCTAssertEqual(
+            try c.claim(node: "c", limit: 10, lease: 30, peers: []), [],
+            "a node that does not share a's directory leaves a's download where its files are")
         let takeover = try b.claim(node: "b", limit: 1, lease: 30, peers: ["a"])
         XCTAssertEqual(takeover.map(\.id), ["d7"])
         XCTAssertGreaterThan(takeover[0].fence, fromA[0].fence)
@@ -228,8 +257,10 @@ final class DownloadStoreTests: XCTestCase {
         XCTAssertEqual(taken.journal, [Segment(start: 0, end: 99, received: 10)], "b goes on from a's journal")
         d7.state = .completed
         XCTAssertFalse(try a.save(d7, claim: .fenced(fromA[0].fence)), "a's late write is refused")
-        XCTAssertFalse(try a.saveJournal(id: "d7", [Segment(start: 0, end: 99, received: 90)], updatedAt: Date(),
-                                         claim: .fenced(fromA[0].fence)))
+        XCTAssertFalse(
+            try a.saveJournal(
+                id: "d7", [Segment(start: 0, end: 99, received: 90)], updatedAt: Date(),
+                claim: .fenced(fromA[0].fence)))
         XCTAssertEqual(try b.load(id: "d7")?.state, .downloading)
         XCTAssertEqual(try b.load(id: "d7")?.journal, [Segment(start: 0, end: 99, received: 10)])
         XCTAssertEqual(try a.renew(node: "a", [fromA[0]], lease: 30), [])
@@ -241,17 +272,24 @@ final class DownloadStoreTests: XCTestCase {
         let b = try DownloadStore(postgres: url, node: "b")
         XCTAssertEqual(try a.heartbeat(node: "a", mark: "ma", lease: 10).map(\.name), ["a"])
         let both = try b.heartbeat(node: "b", mark: "mb", lease: 10)
-        XCTAssertEqual(both, [DownloadStore.NodeRecord(name: "a", mark: "ma", alive: true),
-                              DownloadStore.NodeRecord(name: "b", mark: "mb", alive: true)])
+        XCTAssertEqual(
+            both,
+            [
+                DownloadStore.NodeRecord(name: "a", mark: "ma", alive: true),
+                DownloadStore.NodeRecord(name: "b", mark: "mb", alive: true),
+            ])
         try a.leave(node: "a")
-        XCTAssertEqual(try b.heartbeat(node: "b", mark: "mb", lease: 10).filter(\.alive).map(\.name), ["b"],
-                       "a node that left is not counted, but stays known (its downloads may be taken over)")
+        XCTAssertEqual(
+            try b.heartbeat(node: "b", mark: "mb", lease: 10).filter(\.alive).map(\.name), ["b"],
+            "a node that left is not counted, but stays known (its downloads may be taken over)")
     }
 
     func testNodesClaimingAtOnceNeverShareADownload() throws {
         let url = try PostgresServer.shared().createDatabase()
         let setup = try DownloadStore(postgres: url, node: "setup")
-        try setup.transaction { for index in 0..<300 { try setup.save(queued("c\(index)", sequence: Int64(index + 1))) } }
+        try setup.transaction {
+            for index in 0..<300 { try setup.save(queued("c\(index)", sequence: Int64(index + 1))) }
+        }
         let results = LockedClaims()
         let group = DispatchGroup()
         for node in ["n1", "n2", "n3"] {
@@ -281,13 +319,15 @@ final class DownloadStoreTests: XCTestCase {
         try forEachBackend { backend in
             let store = try backend.open()
             let created = Date(timeIntervalSince1970: 1_800_000_000)
-            let hook = Webhook(id: "w1", url: "http://127.0.0.1:1/hook", secret: "whsec_x", events: [.completed, .removed],
-                               category: "films", createdAt: created)
+            let hook = Webhook(
+                id: "w1", url: "http://127.0.0.1:1/hook", secret: "whsec_x", events: [.completed, .removed],
+                category: "films", createdAt: created)
             try store.insertWebhook(hook)
             XCTAssertEqual(try store.webhooks(), [hook], backend.name)
             let changes = (0..<3).map { index in
-                WebhookChange(id: "c\(index)", downloadID: "x\(index)", category: "films", kinds: [.state, .completed],
-                              createdAt: created.addingTimeInterval(Double(index)), resource: "{\"n\":\(index)}")
+                WebhookChange(
+                    id: "c\(index)", downloadID: "x\(index)", category: "films", kinds: [.state, .completed],
+                    createdAt: created.addingTimeInterval(Double(index)), resource: "{\"n\":\(index)}")
             }
             try store.transaction { try store.insertChanges(changes) }
             XCTAssertEqual(try store.fanOut(to: [hook], limit: 1000).made, 3, "one delivery per change: completed")
@@ -297,10 +337,13 @@ final class DownloadStoreTests: XCTestCase {
             XCTAssertEqual(taken.map(\.changeID), ["c0", "c1"])
             XCTAssertEqual(try store.changeResources(["c0", "c9"]), ["c0": "{\"n\":0}"])
             // Held while in flight: not taken again, by this node or another, until the hold runs out.
-            XCTAssertEqual(try store.takeDueDeliveries(node: "n2", now: now, hold: 30, webhookID: "w1", limit: 5)
-                .map(\.downloadID), ["x2"])
-            XCTAssertEqual(try store.takeDueDeliveries(node: "n2", now: now.addingTimeInterval(29), hold: 30,
-                                                       webhookID: "w1", limit: 5), [])
+            XCTAssertEqual(
+                try store.takeDueDeliveries(node: "n2", now: now, hold: 30, webhookID: "w1", limit: 5)
+                    .map(\.downloadID), ["x2"])
+            XCTAssertEqual(
+                try store.takeDueDeliveries(
+                    node: "n2", now: now.addingTimeInterval(29), hold: 30,
+                    webhookID: "w1", limit: 5), [])
             var delivered = taken[0]
             delivered.state = .delivered
             delivered.attempts = 1
@@ -309,9 +352,12 @@ final class DownloadStoreTests: XCTestCase {
             try store.recordAttempts([delivered])
             // n1 restarts: what it held is due again at once; what n2 holds is not.
             try store.releaseDeliveries(node: "n1", now: now.addingTimeInterval(1))
-            XCTAssertEqual(try store.takeDueDeliveries(node: "n1", now: now.addingTimeInterval(1), hold: 30,
-                                                       webhookID: "w1", limit: 5).map(\.downloadID), ["x1"],
-                           backend.name)
+            XCTAssertEqual(
+                try store.takeDueDeliveries(
+                    node: "n1", now: now.addingTimeInterval(1), hold: 30,
+                    webhookID: "w1", limit: 5
+                ).map(\.downloadID), ["x1"],
+                backend.name)
             let recorded = try store.deliveries(of: .webhook("w1"), limit: 10)
             XCTAssertEqual(recorded.map(\.downloadID), ["x2", "x1", "x0"])
             XCTAssertEqual(recorded.last?.state, .delivered)
@@ -343,16 +389,20 @@ final class DownloadStoreTests: XCTestCase {
         try forEachBackend { backend in
             let store = try backend.open()
             let t0 = Date(timeIntervalSince1970: 1_800_000_000)
-            let every = Webhook(id: "wa", url: "http://h/a", secret: "s", events: [.state], category: nil, createdAt: t0)
-            let films = Webhook(id: "wf", url: "http://h/f", secret: "s", events: [.state, .completed],
-                                category: "films", createdAt: t0)
-            let late = Webhook(id: "wl", url: "http://h/l", secret: "s", events: [.state], category: nil,
-                               createdAt: t0.addingTimeInterval(1000))
+            let every = Webhook(
+                id: "wa", url: "http://h/a", secret: "s", events: [.state], category: nil, createdAt: t0)
+            let films = Webhook(
+                id: "wf", url: "http://h/f", secret: "s", events: [.state, .completed],
+                category: "films", createdAt: t0)
+            let late = Webhook(
+                id: "wl", url: "http://h/l", secret: "s", events: [.state], category: nil,
+                createdAt: t0.addingTimeInterval(1000))
             for hook in [every, films, late] { try store.insertWebhook(hook) }
             let changes = (0..<10).map { index in
-                WebhookChange(id: "c\(index)", downloadID: "d\(index)", category: index < 5 ? "films" : nil,
-                              kinds: [.state, .completed], createdAt: t0.addingTimeInterval(Double(index)),
-                              resource: "{}")
+                WebhookChange(
+                    id: "c\(index)", downloadID: "d\(index)", category: index < 5 ? "films" : nil,
+                    kinds: [.state, .completed], createdAt: t0.addingTimeInterval(Double(index)),
+                    resource: "{}")
             }
             try store.transaction { try store.insertChanges(changes) }
             XCTAssertTrue(try store.hasChangesToFanOut())

@@ -51,7 +51,8 @@ final class FileNameTests: XCTestCase {
 
     func testALongNameWithALongExtensionIsNeverCutToAHiddenName() {
         // Found by the fuzzer: a first character that did not fit left only the "extension".
-        let long = "\u{FFFD}" + String(repeating: "\u{301}", count: 100) + ".1 206-" + String(repeating: "\u{FFFD}", count: 90)
+        let long =
+            "\u{FFFD}" + String(repeating: "\u{301}", count: 100) + ".1 206-" + String(repeating: "\u{FFFD}", count: 90)
         let safe = FileName.sanitize(long)!
         XCTAssertLessThanOrEqual(safe.utf8.count, FileName.maxBytes)
         XCTAssertFalse(safe.hasPrefix("."), safe)

@@ -10,7 +10,9 @@ final class HTTPFieldTests: XCTestCase {
         for name in ["", "X Token", "X:Token", "X-Tökén", "X\r\nHost", "(x)", "a/b", "\"q\""] {
             XCTAssertFalse(HTTPField.isToken(name), name)
         }
-        for value in ["", "plain", "a\tb", "café", "quoted \"x\"; y=1"] { XCTAssertTrue(HTTPField.isValue(value), value) }
+        for value in ["", "plain", "a\tb", "café", "quoted \"x\"; y=1"] {
+            XCTAssertTrue(HTTPField.isValue(value), value)
+        }
         for value in ["a\r\nb", "a\nb", "a\rb", "a\u{0}b", "a\u{7f}", "\u{1b}[1m", " lead", "trail ", "\t"] {
             XCTAssertFalse(HTTPField.isValue(value), value)
         }

@@ -6,8 +6,10 @@ final class JSONValueTests: XCTestCase {
         let table: [(String, JSONValue)] = [
             ("{}", .object([])),
             ("[]", .array([])),
-            (" {\"a\": [1, -2.5, 3e2, true, false, null]} ",
-             .object([("a", .array([.number(1), .number(-2.5), .number(300), .bool(true), .bool(false), .null]))])),
+            (
+                " {\"a\": [1, -2.5, 3e2, true, false, null]} ",
+                .object([("a", .array([.number(1), .number(-2.5), .number(300), .bool(true), .bool(false), .null]))])
+            ),
             ("\"\\u00e9\\ud83d\\ude00\\n\\\"\"", .string("é😀\n\"")),
             ("0", .number(0)),
         ]
@@ -17,8 +19,10 @@ final class JSONValueTests: XCTestCase {
     }
 
     func testRejectsInvalidDocuments() {
-        let invalid = ["", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "01", "1.", "-", "tru", "\"\\x\"", "\"\u{1}\"",
-                       "\"\\ud800\"", "{} {}", "nan", "[1] x", String(repeating: "[", count: 100)]
+        let invalid = [
+            "", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "01", "1.", "-", "tru", "\"\\x\"", "\"\u{1}\"",
+            "\"\\ud800\"", "{} {}", "nan", "[1] x", String(repeating: "[", count: 100),
+        ]
         for text in invalid {
             XCTAssertThrowsError(try JSONValue.parse(text), text.debugDescription)
         }
@@ -34,10 +38,13 @@ final class JSONValueTests: XCTestCase {
     }
 
     func testSerializationRoundTripsAndKeepsKeyOrder() throws {
-        let value = JSONValue.object([("z", .number(1)), ("a", .string("line\nbreak \"q\" \u{1}")),
-                                      ("n", .null), ("big", .number(1_099_511_627_776)), ("f", .number(0.5))])
+        let value = JSONValue.object([
+            ("z", .number(1)), ("a", .string("line\nbreak \"q\" \u{1}")),
+            ("n", .null), ("big", .number(1_099_511_627_776)), ("f", .number(0.5)),
+        ])
         let text = value.serialized()
-        XCTAssertEqual(text, "{\"z\":1,\"a\":\"line\\nbreak \\\"q\\\" \\u0001\",\"n\":null,\"big\":1099511627776,\"f\":0.5}")
+        XCTAssertEqual(
+            text, "{\"z\":1,\"a\":\"line\\nbreak \\\"q\\\" \\u0001\",\"n\":null,\"big\":1099511627776,\"f\":0.5}")
         XCTAssertEqual(try JSONValue.parse(text), value)
     }
 }

@@ -29,14 +29,16 @@ final class LeaseTests: XCTestCase {
         config.space = SpacePolicy(minFreeSpace: 0)
         config.node = "a"
         config.lease = 3
-        let engine = try Engine(loop: loop, store: store, config: config, log: Logger(minimum: .error),
-                                fetcher: fetcher, clock: clock)
+        let engine = try Engine(
+            loop: loop, store: store, config: config, log: Logger(minimum: .error),
+            fetcher: fetcher, clock: clock)
         try engine.start()
         return (engine, loop)
     }
 
     /// Pumps the fetcher every 10 ms of clock time until `condition` holds (at most `seconds`).
-    private func run(_ fetcher: ScriptedFetcher, _ clock: ManualClock, seconds: Double = 5, until condition: () -> Bool) {
+    private func run(_ fetcher: ScriptedFetcher, _ clock: ManualClock, seconds: Double = 5, until condition: () -> Bool)
+    {
         var elapsed = 0.0
         while elapsed < seconds, !condition() {
             fetcher.pump()
@@ -78,8 +80,9 @@ final class LeaseTests: XCTestCase {
         let written = engine.bytesReceived
         // While this node is stopped, another one claims the download (its lease ran out in the database).
         let other = try PostgresDatabase(url: url)
-        try other.execute("UPDATE downloads SET claimed_by = 'b', fence = fence + 1, lease_until = 1e12 "
-                          + "WHERE id = '\(id)'")
+        try other.execute(
+            "UPDATE downloads SET claimed_by = 'b', fence = fence + 1, lease_until = 1e12 "
+                + "WHERE id = '\(id)'")
 
         wake(fetcher, clock, after: 10)
         XCTAssertEqual(engine.bytesReceived, written, "not a byte before the lease is renewed")

@@ -89,13 +89,16 @@ final class MachineHarness {
     /// Transfers left hanging (stalled), never ending by themselves.
     private var stalled: Set<TransferID> = []
 
-    init(size: Int = 64 * 1024, connections: Int = 4, settings: MachineSettings = MachineHarness.settings,
-         configure: (inout Download) -> Void = { _ in }) {
+    init(
+        size: Int = 64 * 1024, connections: Int = 4, settings: MachineSettings = MachineHarness.settings,
+        configure: (inout Download) -> Void = { _ in }
+    ) {
         var generator = SplitMix64(seed: UInt64(size))
         content = (0..<size).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
-        var download = Download(id: "d1", sequence: 1, url: "http://origin.test/file.bin", headers: [],
-                                requestedFilename: nil, directory: "", state: .queued, connections: connections,
-                                priority: 0, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 0))
+        var download = Download(
+            id: "d1", sequence: 1, url: "http://origin.test/file.bin", headers: [],
+            requestedFilename: nil, directory: "", state: .queued, connections: connections,
+            priority: 0, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 0))
         configure(&download)
         machine = DownloadMachine(download: download, settings: settings)
     }
@@ -188,7 +191,8 @@ final class MachineHarness {
 
     private func reply(to kind: FetchKind, number: Int) -> Reply {
         if let scripted = script[number] { return scripted }
-        let content = requests.indices.contains(number) && mirrorTransfers.contains(requests[number].id)
+        let content =
+            requests.indices.contains(number) && mirrorTransfers.contains(requests[number].id)
             ? mirrorContent ?? self.content : self.content
         let total = Int64(content.count)
         var common: [(String, String)] = [("Content-Type", "application/octet-stream")]
@@ -199,8 +203,10 @@ final class MachineHarness {
             return ranged(start: 0, end: total - 1, common: common, content: content)
         case .head:
             if let head { return head }
-            return Reply(status: 200, headers: common + [("Content-Length", String(total))]
-                + (ranges ? [("Accept-Ranges", "bytes")] : []))
+            return Reply(
+                status: 200,
+                headers: common + [("Content-Length", String(total))]
+                    + (ranges ? [("Accept-Ranges", "bytes")] : []))
         case .range(let start, let end, let ifRange):
             if let override = rangeReply?(start, end) { return override }
             if let ifRange, ifRange != etag {
@@ -221,9 +227,13 @@ final class MachineHarness {
             return Reply(status: 200, headers: common + [("Content-Length", String(total))], body: content)
         }
         let last = min(end, total - 1)
-        return Reply(status: 206, headers: common + [("Content-Range", "bytes \(start)-\(last)/\(total)"),
-                                                     ("Content-Length", String(last - start + 1))],
-                     body: Array(content[Int(start)...Int(last)]))
+        return Reply(
+            status: 206,
+            headers: common + [
+                ("Content-Range", "bytes \(start)-\(last)/\(total)"),
+                ("Content-Length", String(last - start + 1)),
+            ],
+            body: Array(content[Int(start)...Int(last)]))
     }
 
     /// Plays one transfer's reply through the machine: headers, body in 4 KiB chunks, end.
@@ -242,8 +252,9 @@ final class MachineHarness {
             stalled.insert(id)
             return
         }
-        let response = TransferResponse(status: reply.status, headers: reply.headers.map { ($0.0.lowercased(), $0.1) },
-                                        effectiveURL: download.url)
+        let response = TransferResponse(
+            status: reply.status, headers: reply.headers.map { ($0.0.lowercased(), $0.1) },
+            effectiveURL: download.url)
         current = id
         send(.responded(id, response))
         current = nil
@@ -271,12 +282,19 @@ final class MachineHarness {
             return
         }
         end(id)
-        let failure: TransferFailure? = stopped.remove(id) != nil ? .aborted : {
-            if case .cut = reply.ending { return .cutOff }
-            return nil
-        }()
-        send(.ended(id, TransferResult(failure: failure, message: failure == nil ? "" : "scripted", response: response,
-                                       bodyBytes: Int64(sent))))
+        let failure: TransferFailure? =
+            stopped.remove(id) != nil
+            ? .aborted
+            : {
+                if case .cut = reply.ending { return .cutOff }
+                return nil
+            }()
+        send(
+            .ended(
+                id,
+                TransferResult(
+                    failure: failure, message: failure == nil ? "" : "scripted", response: response,
+                    bodyBytes: Int64(sent))))
     }
 
     /// A `compare` transfer, as the runner plays it: the body against the part file, nothing written.
@@ -294,8 +312,10 @@ final class MachineHarness {
         end(id)
         let aborted = stopped.remove(id) != nil || differsAt != nil
         let checked = differsAt.map { $0 - Int64(start) } ?? (aborted ? 0 : Int64(reply.body.count))
-        send(.compared(id, checked: checked, differsAt: differsAt,
-                       TransferResult(failure: aborted ? .aborted : nil, response: response)))
+        send(
+            .compared(
+                id, checked: checked, differsAt: differsAt,
+                TransferResult(failure: aborted ? .aborted : nil, response: response)))
     }
 
     private func isRunning(_ id: TransferID) -> Bool { running.contains { $0.id == id } }
@@ -368,18 +388,31 @@ final class MachineHarness {
         case .openPartFile(let request):
             partOpen = true
             if request.current == nil, let existing = existingPart {
-                part = Array(content.prefix(Int(existing))) + [UInt8](repeating: 0xAA, count: max(0, Int(existing)
-                    - content.count))
-                return queue.append(.fileOpened(PartFileInfo(name: request.base, size: existing, allocated: existing,
-                                                             free: free, adopted: existing)))
+                part =
+                    Array(content.prefix(Int(existing)))
+                    + [UInt8](
+                        repeating: 0xAA,
+                        count: max(
+                            0,
+                            Int(existing)
+                                - content.count))
+                return queue.append(
+                    .fileOpened(
+                        PartFileInfo(
+                            name: request.base, size: existing, allocated: existing,
+                            free: free, adopted: existing)))
             }
-            queue.append(.fileOpened(PartFileInfo(name: request.current ?? request.base, size: Int64(part.count),
-                                                  allocated: Int64(part.count), free: free)))
+            queue.append(
+                .fileOpened(
+                    PartFileInfo(
+                        name: request.current ?? request.base, size: Int64(part.count),
+                        allocated: Int64(part.count), free: free)))
         case .truncate(let size):
             part = Array(part.prefix(Int(size)))
         case .reserve:
-            queue.append(diskFullOnReserve
-                ? .fileFailed(FileError(call: "fallocate", path: "file.bin.part", code: ENOSPC)) : .reserved(true))
+            queue.append(
+                diskFullOnReserve
+                    ? .fileFailed(FileError(call: "fallocate", path: "file.bin.part", code: ENOSPC)) : .reserved(true))
         case .release: break
         case .measureFreeSpace: queue.append(.freeSpace(free))
         case .checkpoint(let segments, let generation):
@@ -388,7 +421,8 @@ final class MachineHarness {
             if let segments, partOpen { queue.append(.synced(segments, generation: generation, final: true)) }
             partOpen = false
         case .verify(let algorithm):
-            queue.append(.verified(algorithm.map { _ in Digest.sha256(part).map { String(format: "%02x", $0) }.joined() }))
+            queue.append(
+                .verified(algorithm.map { _ in Digest.sha256(part).map { String(format: "%02x", $0) }.joined() }))
         case .publish(let base):
             partOpen = false
             queue.append(.published(name: base, file: FileStamp(device: 1, inode: 2, size: Int64(part.count))))

@@ -65,8 +65,13 @@ final class OperationsTests: XCTestCase {
         XCTAssertTrue(first.created)
         XCTAssertTrue(repeated.created, "the first answer, again")
         XCTAssertEqual(repeated.snapshot.download.id, first.snapshot.download.id)
-        guard case .conflict? = refusal({ _ = try operations.add(request("b"), idempotency:
-                                                                    Idempotency(key: "k1", requestHash: "h2")) })
+        guard
+            case .conflict? = refusal({
+                _ = try operations.add(
+                    request("b"),
+                    idempotency:
+                        Idempotency(key: "k1", requestHash: "h2"))
+            })
         else { return XCTFail("another body under the same key") }
         XCTAssertEqual(operations.totals().downloads, 1)
         let batch = Idempotency(key: "k2", requestHash: "h")
@@ -123,8 +128,9 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(operations.ids(matching: DownloadFilter(states: [.paused])), Array(ids[1...]))
         let removed = operations.act(.remove(deleteFile: false), on: [ids[0], ids[0]])
         guard case .removed = removed[0].outcome else { return XCTFail("\(removed[0].outcome)") }
-        XCTAssertEqual(try operations.remove(batch: ids[...], deleteFile: false), Array(ids[1...]),
-                       "one removed before is passed over")
+        XCTAssertEqual(
+            try operations.remove(batch: ids[...], deleteFile: false), Array(ids[1...]),
+            "one removed before is passed over")
         XCTAssertEqual(operations.totals().downloads, 0)
         XCTAssertEqual(refusal { _ = try operations.get(ids[0]) }, .notFound(ids[0]))
     }
@@ -143,9 +149,11 @@ final class OperationsTests: XCTestCase {
 
     func testCategoriesAndWebhooksKeepTheirRules() throws {
         XCTAssertEqual(refusal { _ = try operations.category("films") }, .missing("no category 'films'"))
-        guard case .conflict? = refusal({
-            _ = try operations.addWebhook(url: "http://hooks.test/", events: [.completed], category: "films")
-        }) else { return XCTFail("a webhook's category is made first") }
+        guard
+            case .conflict? = refusal({
+                _ = try operations.addWebhook(url: "http://hooks.test/", events: [.completed], category: "films")
+            })
+        else { return XCTFail("a webhook's category is made first") }
         try XCTAssertTrue(operations.putCategory(Category(name: "films", directory: "films")))
         try XCTAssertFalse(operations.putCategory(Category(name: "films", directory: "movies")), "replaced")
         XCTAssertEqual(try operations.category("films").directory, "movies")
@@ -159,8 +167,9 @@ final class OperationsTests: XCTestCase {
         for index in 0..<Operations.maxCategories {
             _ = try operations.putCategory(Category(name: "c\(index)", directory: "c\(index)"))
         }
-        XCTAssertEqual(refusal { _ = try operations.putCategory(Category(name: "one-more", directory: "x")) },
-                       .full(kind: "categories", limit: Operations.maxCategories))
+        XCTAssertEqual(
+            refusal { _ = try operations.putCategory(Category(name: "one-more", directory: "x")) },
+            .full(kind: "categories", limit: Operations.maxCategories))
         XCTAssertFalse(try operations.putCategory(Category(name: "c0", directory: "y")), "a replacement still fits")
     }
 

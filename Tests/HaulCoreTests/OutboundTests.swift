@@ -51,8 +51,9 @@ final class OutboundTests: XCTestCase {
         config.connectTimeout = 30
         config.addressPolicy = AddressPolicy()
         let policy = Outbound.webhookPolicy(config, timeout: 15)
-        let request = Outbound.post("http://hooks.test/in", body: Array("{}".utf8),
-                                    headers: [("Content-Type", "application/json")], policy: policy)
+        let request = Outbound.post(
+            "http://hooks.test/in", body: Array("{}".utf8),
+            headers: [("Content-Type", "application/json")], policy: policy)
         XCTAssertEqual(request.body, Array("{}".utf8))
         XCTAssertEqual(request.policy.schemes, ["http", "https"])
         XCTAssertEqual(request.policy.maxRedirects, 0)
@@ -67,9 +68,10 @@ final class OutboundTests: XCTestCase {
         func server(_ text: String) throws -> ProxyServer { try ProxyServer.parse(text).get() }
         var config = EngineConfig(downloadRoot: "/nonexistent")
         config.noProxy = try NoProxy.parse(["internal.example", "10.0.0.0/8"]).get()
-        var download = Download(id: "d", sequence: 1, url: "http://origin.test/f", headers: [],
-                                requestedFilename: nil, directory: "", state: .queued, connections: 1, priority: 0,
-                                maxSpeed: nil, createdAt: Date())
+        var download = Download(
+            id: "d", sequence: 1, url: "http://origin.test/f", headers: [],
+            requestedFilename: nil, directory: "", state: .queued, connections: 1, priority: 0,
+            maxSpeed: nil, createdAt: Date())
         let url = download.url
         XCTAssertNil(Outbound.proxy(config, for: download, category: nil, url: url), "none anywhere: direct")
         config.environmentProxies = ["http": try server("http://env:3128"), "*": try server("socks5://all:1080")]
@@ -110,8 +112,10 @@ final class OutboundTests: XCTestCase {
         XCTAssertEqual(try ProxyServer.parse("http://proxy.lan:3128").get().shown, "http://proxy.lan:3128")
         XCTAssertFalse(try ProxyServer.parse("socks5://[::1]:1080").get().resolvesNames)
         XCTAssertEqual(try ProxyChoice.parse("NONE").get(), .direct)
-        for bad in ["ftp://proxy:21", "proxy.lan:3128", "http://proxy.lan:3128/path", "http://:3128",
-                    "http://proxy.lan:99999", "http://pro xy:1"] {
+        for bad in [
+            "ftp://proxy:21", "proxy.lan:3128", "http://proxy.lan:3128/path", "http://:3128",
+            "http://proxy.lan:99999", "http://pro xy:1",
+        ] {
             XCTAssertThrowsError(try ProxyServer.parse(bad).get(), bad)
         }
         XCTAssertThrowsError(try NoProxy.parse(["good.example", "bad host"]).get())
@@ -149,9 +153,13 @@ final class OutboundTests: XCTestCase {
         let compare = sent(.compare(start: 0, end: 99, ifRange: nil))
         XCTAssertEqual(compare.range?.end, 99)
         XCTAssertNil(compare.ifRange)
-        let answer = TransferResponse(status: 200, headers: [("etag", "W/\"weak\""),
-                                                              ("last-modified", "Tue, 01 Dec 2026 10:00:00 GMT")],
-                                      effectiveURL: "http://a.test/f")
+        let answer = TransferResponse(
+            status: 200,
+            headers: [
+                ("etag", "W/\"weak\""),
+                ("last-modified", "Tue, 01 Dec 2026 10:00:00 GMT"),
+            ],
+            effectiveURL: "http://a.test/f")
         let validators = http.validators(answer)
         XCTAssertNil(validators.etag, "a weak tag cannot guard a range")
         XCTAssertEqual(validators.lastModified, "Tue, 01 Dec 2026 10:00:00 GMT")

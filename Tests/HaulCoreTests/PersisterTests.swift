@@ -43,8 +43,9 @@ final class PersisterTests: XCTestCase {
     }
 
     private func download(_ id: String, sequence: Int64, state: DownloadState = .queued) -> Download {
-        Download(id: id, sequence: sequence, url: "http://127.0.0.1/\(id)", headers: [], requestedFilename: nil,
-                 directory: "", state: state, connections: 1, priority: 0, maxSpeed: nil, createdAt: Date())
+        Download(
+            id: id, sequence: sequence, url: "http://127.0.0.1/\(id)", headers: [], requestedFilename: nil,
+            directory: "", state: state, connections: 1, priority: 0, maxSpeed: nil, createdAt: Date())
     }
 
     private func stored() throws -> [String: DownloadState] {
@@ -151,14 +152,25 @@ final class PersisterTests: XCTestCase {
 
     func testOnlyAJournalThatGrewMayWait() {
         let old = [Segment(start: 0, end: 99, received: 10), Segment(start: 100, end: 199, received: 5)]
-        XCTAssertTrue(Persister.onlyGrew(from: old, to: [Segment(start: 0, end: 99, received: 20),
-                                                         Segment(start: 100, end: 199, received: 5)]))
+        XCTAssertTrue(
+            Persister.onlyGrew(
+                from: old,
+                to: [
+                    Segment(start: 0, end: 99, received: 20),
+                    Segment(start: 100, end: 199, received: 5),
+                ]))
         XCTAssertTrue(Persister.onlyGrew(from: old, to: old + [Segment(start: 200, end: 299)]))
-        XCTAssertFalse(Persister.onlyGrew(from: old, to: [Segment(start: 0, end: 99, received: 0),
-                                                          Segment(start: 100, end: 199, received: 5)]),
-                       "bytes cut back")
-        XCTAssertFalse(Persister.onlyGrew(from: old, to: [Segment(start: 0, end: 199, received: 10)]),
-                       "segments merged")
+        XCTAssertFalse(
+            Persister.onlyGrew(
+                from: old,
+                to: [
+                    Segment(start: 0, end: 99, received: 0),
+                    Segment(start: 100, end: 199, received: 5),
+                ]),
+            "bytes cut back")
+        XCTAssertFalse(
+            Persister.onlyGrew(from: old, to: [Segment(start: 0, end: 199, received: 10)]),
+            "segments merged")
         XCTAssertFalse(Persister.onlyGrew(from: old, to: old + [Segment(start: 200, end: 299, received: 1)]))
     }
 }

@@ -8,31 +8,52 @@ private func response(_ status: Int, _ headers: [(String, String)], url: String 
 
 final class ProbeTests: XCTestCase {
     func testFirstResponseTable() {
-        let full = ProbeResult(finalURL: "http://h/final", totalBytes: 5000, acceptsRanges: true, etag: "\"e\"",
-                               lastModified: "Sun, 29 Nov 2026 10:00:00 GMT", contentType: "application/zip")
+        let full = ProbeResult(
+            finalURL: "http://h/final", totalBytes: 5000, acceptsRanges: true, etag: "\"e\"",
+            lastModified: "Sun, 29 Nov 2026 10:00:00 GMT", contentType: "application/zip")
         let table: [(TransferResponse, ProbeOutcome)] = [
-            (response(206, [("Content-Range", "bytes 0-4999/5000"), ("ETag", "\"e\""),
-                            ("Last-Modified", "Sun, 29 Nov 2026 10:00:00 GMT"), ("Content-Type", "application/zip")],
-                      url: "http://h/final"), .result(full)),
-            (response(206, [("Content-Range", "bytes 0-99/*")]),
-             .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: true))),
-            (response(206, [("Content-Range", "bytes 0-99/100"), ("ETag", "W/\"weak\"")]),
-             .result(ProbeResult(finalURL: "http://h/f", totalBytes: 100, acceptsRanges: true))),
+            (
+                response(
+                    206,
+                    [
+                        ("Content-Range", "bytes 0-4999/5000"), ("ETag", "\"e\""),
+                        ("Last-Modified", "Sun, 29 Nov 2026 10:00:00 GMT"), ("Content-Type", "application/zip"),
+                    ],
+                    url: "http://h/final"), .result(full)
+            ),
+            (
+                response(206, [("Content-Range", "bytes 0-99/*")]),
+                .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: true))
+            ),
+            (
+                response(206, [("Content-Range", "bytes 0-99/100"), ("ETag", "W/\"weak\"")]),
+                .result(ProbeResult(finalURL: "http://h/f", totalBytes: 100, acceptsRanges: true))
+            ),
             // A 206 whose body would not start at byte 0 is never written there.
             (response(206, [("Content-Range", "garbage")]), .wrongRange),
             (response(206, [("Content-Range", "bytes 10-99/100")]), .wrongRange),
             (response(206, []), .wrongRange),
             // Range ignored: ranges only if the server says so and tells the length.
-            (response(200, [("Content-Length", "777")]),
-             .result(ProbeResult(finalURL: "http://h/f", totalBytes: 777, acceptsRanges: false))),
-            (response(200, [("Content-Length", "777"), ("Accept-Ranges", "bytes")]),
-             .result(ProbeResult(finalURL: "http://h/f", totalBytes: 777, acceptsRanges: true))),
-            (response(200, [("Accept-Ranges", "bytes")]),
-             .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: false))),
-            (response(200, [("Content-Length", "-5")]),
-             .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: false))),
-            (response(416, [("Content-Range", "bytes */0")]),
-             .result(ProbeResult(finalURL: "http://h/f", totalBytes: 0, acceptsRanges: false))),
+            (
+                response(200, [("Content-Length", "777")]),
+                .result(ProbeResult(finalURL: "http://h/f", totalBytes: 777, acceptsRanges: false))
+            ),
+            (
+                response(200, [("Content-Length", "777"), ("Accept-Ranges", "bytes")]),
+                .result(ProbeResult(finalURL: "http://h/f", totalBytes: 777, acceptsRanges: true))
+            ),
+            (
+                response(200, [("Accept-Ranges", "bytes")]),
+                .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: false))
+            ),
+            (
+                response(200, [("Content-Length", "-5")]),
+                .result(ProbeResult(finalURL: "http://h/f", totalBytes: nil, acceptsRanges: false))
+            ),
+            (
+                response(416, [("Content-Range", "bytes */0")]),
+                .result(ProbeResult(finalURL: "http://h/f", totalBytes: 0, acceptsRanges: false))
+            ),
             (response(416, [("Content-Range", "bytes */10")]), .httpError(416)),
             (response(404, []), .httpError(404)),
             (response(503, []), .httpError(503)),
@@ -95,8 +116,9 @@ final class ProbeTests: XCTestCase {
             (response(404, []), 100, nil, 1000, nil, .httpError(404)),
         ]
         for (index, (reply, start, end, total, etag, expected)) in table.enumerated() {
-            XCTAssertEqual(RangeReply.check(reply, start: start, end: end, total: total, etag: etag), expected,
-                           "row \(index)")
+            XCTAssertEqual(
+                RangeReply.check(reply, start: start, end: end, total: total, etag: etag), expected,
+                "row \(index)")
         }
     }
 }

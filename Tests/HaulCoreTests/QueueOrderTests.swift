@@ -7,10 +7,12 @@ import XCTest
 /// takes, and that the places stored afterwards give the same order when sorted afresh.
 final class QueueOrderTests: XCTestCase {
     private func queue(_ priorities: [Int]) -> QueueOrder {
-        QueueOrder(priorities.enumerated().map { index, priority in
-            QueueOrder.Entry(id: "d\(index)", priority: priority, order: Int64(index + 1) * QueueOrder.step,
-                             sequence: Int64(index + 1))
-        })
+        QueueOrder(
+            priorities.enumerated().map { index, priority in
+                QueueOrder.Entry(
+                    id: "d\(index)", priority: priority, order: Int64(index + 1) * QueueOrder.step,
+                    sequence: Int64(index + 1))
+            })
     }
 
     private func ids(_ queue: QueueOrder) -> [String] { queue.entries.map(\.id) }
@@ -77,23 +79,25 @@ final class QueueOrderTests: XCTestCase {
         var model = ids(q)
         for step in 0..<5_000 {
             let id = model[Int(random.next() % UInt64(model.count))]
-            let move: QueueMove = switch random.next() % 6 {
-            case 0: .top
-            case 1: .bottom
-            case 2: .up
-            case 3: .down
-            // The same place again and again: the gap there halves until it is gone.
-            case 4: .position(1)
-            default: .position(Int(random.next() % 45))
-            }
+            let move: QueueMove =
+                switch random.next() % 6 {
+                case 0: .top
+                case 1: .bottom
+                case 2: .up
+                case 3: .down
+                // The same place again and again: the gap there halves until it is gone.
+                case 4: .position(1)
+                default: .position(Int(random.next() % 45))
+                }
             let from = model.firstIndex(of: id)!
-            let target = switch move {
-            case .top: 0
-            case .bottom: model.count - 1
-            case .up: max(0, from - 1)
-            case .down: min(model.count - 1, from + 1)
-            case .position(let n): min(n, model.count - 1)
-            }
+            let target =
+                switch move {
+                case .top: 0
+                case .bottom: model.count - 1
+                case .up: max(0, from - 1)
+                case .down: min(model.count - 1, from + 1)
+                case .position(let n): min(n, model.count - 1)
+                }
             model.insert(model.remove(at: from), at: target)
             guard let result = q.move(id, move) else { return XCTFail("step \(step): \(id) not found") }
             XCTAssertEqual(result.position, target, "step \(step)")

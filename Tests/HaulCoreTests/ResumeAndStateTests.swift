@@ -3,25 +3,35 @@ import XCTest
 
 final class ResumePlanTests: XCTestCase {
     private func plan(_ journal: [Segment], file: Int64, total: Int64?, resumable: Bool = true) -> [Segment] {
-        ResumePlan.segments(journal: journal, partFileSize: file, total: total, resumable: resumable,
-                            connections: 4, minSplit: 100)
+        ResumePlan.segments(
+            journal: journal, partFileSize: file, total: total, resumable: resumable,
+            connections: 4, minSplit: 100)
     }
 
     func testDecisionTable() {
         let journal = [Segment(start: 0, end: 499, received: 300), Segment(start: 500, end: 999, received: 200)]
-        let fresh = [Segment(start: 0, end: 249), Segment(start: 250, end: 499), Segment(start: 500, end: 749),
-                     Segment(start: 750, end: 999)]
+        let fresh = [
+            Segment(start: 0, end: 249), Segment(start: 250, end: 499), Segment(start: 500, end: 749),
+            Segment(start: 750, end: 999),
+        ]
         // (journal, part file size, total, resumable) -> segments
         let table: [([Segment], Int64, Int64?, Bool, [Segment])] = [
             // The journal is trusted where the part file holds the bytes.
             (journal, 1000, 1000, true, journal),
             // The part file is shorter than the journal claims: trust the file.
-            (journal, 600, 1000, true, [Segment(start: 0, end: 499, received: 300),
-                                        Segment(start: 500, end: 999, received: 100)]),
+            (
+                journal, 600, 1000, true,
+                [
+                    Segment(start: 0, end: 499, received: 300),
+                    Segment(start: 500, end: 999, received: 100),
+                ]
+            ),
             (journal, 100, 1000, true, [Segment(start: 0, end: 499, received: 100), Segment(start: 500, end: 999)]),
             // Finished: nothing left to fetch, the file is verified as it is.
-            ([Segment(start: 0, end: 999, received: 1000)], 1000, 1000, true,
-             [Segment(start: 0, end: 999, received: 1000)]),
+            (
+                [Segment(start: 0, end: 999, received: 1000)], 1000, 1000, true,
+                [Segment(start: 0, end: 999, received: 1000)]
+            ),
             // Without a journal that covers the remote file (it changed size, or there is none): start over.
             (journal, 1000, 2000, true, SegmentPlanner.initial(total: 2000, connections: 4, minSplit: 100)),
             ([], 0, 1000, true, fresh),
@@ -101,7 +111,9 @@ final class DownloadStateTests: XCTestCase {
         /// The case whose name starts with `text` (less a trailing "."), which must be the only one.
         func resolve<T: RawRepresentable & CaseIterable>(_ text: String, as: T.Type) -> T? where T.RawValue == String {
             let prefix = text.hasSuffix(".") ? String(text.dropLast()) : text
-            let matches = T.allCases.filter { $0.rawValue.hasPrefix(prefix) && (text.hasSuffix(".") || $0.rawValue == prefix) }
+            let matches = T.allCases.filter {
+                $0.rawValue.hasPrefix(prefix) && (text.hasSuffix(".") || $0.rawValue == prefix)
+            }
             return matches.count == 1 ? matches.first : nil
         }
         let events = try rows[0].map { try XCTUnwrap(resolve($0, as: DownloadEvent.self), $0) }
@@ -120,8 +132,9 @@ final class DownloadStateTests: XCTestCase {
                 }
             }
         }
-        XCTAssertEqual(Set(rows.dropFirst().compactMap { resolve($0[0], as: DownloadState.self) }),
-                       Set(DownloadState.allCases), "every state has a row")
+        XCTAssertEqual(
+            Set(rows.dropFirst().compactMap { resolve($0[0], as: DownloadState.self) }),
+            Set(DownloadState.allCases), "every state has a row")
         XCTAssertEqual(printed.count, DownloadState.transitions.count, "every transition is printed")
     }
 }

@@ -9,8 +9,9 @@ import XCTest
 final class RunQueueTests: XCTestCase {
     /// An entry in creation order unless `order` places it elsewhere.
     private func entry(_ sequence: Int, priority: Int, order: Int64? = nil) -> RunQueue.Entry {
-        RunQueue.Entry(priority: priority, order: order ?? Int64(sequence), sequence: Int64(sequence),
-                       id: "d\(sequence)")
+        RunQueue.Entry(
+            priority: priority, order: order ?? Int64(sequence), sequence: Int64(sequence),
+            id: "d\(sequence)")
     }
 
     func testEntriesComeOutByPriorityThenPlaceThenAge() {

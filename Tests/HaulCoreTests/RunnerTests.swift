@@ -24,8 +24,9 @@ final class RunnerTests: XCTestCase {
         var config = EngineConfig(downloadRoot: directory + "/downloads")
         config.space = SpacePolicy(minFreeSpace: 0)
         config.maxSpeed = maxSpeed
-        let engine = try Engine(loop: loop, store: store, config: config, log: Logger(minimum: .error),
-                                fetcher: fetcher, clock: clock)
+        let engine = try Engine(
+            loop: loop, store: store, config: config, log: Logger(minimum: .error),
+            fetcher: fetcher, clock: clock)
         try engine.start()
         return (engine, loop)
     }
@@ -69,7 +70,9 @@ final class RunnerTests: XCTestCase {
         let fetcher = ScriptedFetcher(body: body)
         let clock = ManualClock()
         let (engine, loop) = try engine(fetcher: fetcher, clock: clock, maxSpeed: 300_000)
-        let ids = try (0..<3).map { try engine.add(NewDownload(url: "http://origin.test/\($0).bin")).snapshot.download.id }
+        let ids = try (0..<3).map {
+            try engine.add(NewDownload(url: "http://origin.test/\($0).bin")).snapshot.download.id
+        }
         run(fetcher, clock, seconds: 1)
         let before = ids.map { engine.receivedBytes($0) ?? 0 }.reduce(0, +)
         run(fetcher, clock, seconds: 4)

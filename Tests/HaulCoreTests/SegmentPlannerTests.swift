@@ -22,15 +22,19 @@ final class SegmentPlannerTests: XCTestCase {
     }
 
     func testAFreeConnectionTakesAnIdleSegmentFirst() {
-        var segments = [Segment(start: 0, end: 99, received: 100), Segment(start: 100, end: 199, received: 10),
-                        Segment(start: 200, end: 299)]
+        var segments = [
+            Segment(start: 0, end: 99, received: 100), Segment(start: 100, end: 199, received: 10),
+            Segment(start: 200, end: 299),
+        ]
         XCTAssertEqual(SegmentPlanner.nextWork(&segments, busy: [2], minSplit: 1), 1)
         XCTAssertEqual(segments.count, 3, "nothing split while idle work exists")
     }
 
     func testStealingSplitsTheLargestRemainingRangeInHalf() {
-        var segments = [Segment(start: 0, end: 999, received: 900), Segment(start: 1000, end: 1999, received: 200),
-                        Segment(start: 2000, end: 2999, received: 1000)]
+        var segments = [
+            Segment(start: 0, end: 999, received: 900), Segment(start: 1000, end: 1999, received: 200),
+            Segment(start: 2000, end: 2999, received: 1000),
+        ]
         let taken = SegmentPlanner.nextWork(&segments, busy: [0, 1], minSplit: 100)
         XCTAssertEqual(taken, 3)
         // Segment 1 had 1200...1999 left (800 bytes): it keeps 1200...1599, the new one takes 1600...1999.
@@ -56,8 +60,10 @@ final class SegmentPlannerTests: XCTestCase {
 
     func testASlowConnectionKeepsOnlyWhatItCanFetchWhileTheFreeOneFetchesTheRest() {
         // Segment 0 runs at 1 byte/s, segments 1 and 2 at 8: the free connection counts as 8 (the median).
-        var segments = [Segment(start: 0, end: 999, received: 100), Segment(start: 1000, end: 1999, received: 900),
-                        Segment(start: 2000, end: 2999, received: 1000)]
+        var segments = [
+            Segment(start: 0, end: 999, received: 100), Segment(start: 1000, end: 1999, received: 900),
+            Segment(start: 2000, end: 2999, received: 1000),
+        ]
         let taken = SegmentPlanner.nextWork(&segments, busy: [(0, 1), (1, 8), (2, 8)], minSplit: 10)
         XCTAssertEqual(taken, 3)
         // 900 bytes left at 1 byte/s against 100 at 8: segment 0 is the victim although segment 1 is as long. It
@@ -96,12 +102,16 @@ final class SegmentPlannerTests: XCTestCase {
     func testTheJournalNeverClaimsMoreThanWasSynced() {
         let synced = [Segment(start: 0, end: 999, received: 500), Segment(start: 1000, end: 1999, received: 300)]
         // Since the sync began: more bytes arrived, segment 1 was split, and segment 0 went back (restart).
-        let live = [Segment(start: 0, end: 999, received: 200), Segment(start: 1000, end: 1599, received: 450),
-                    Segment(start: 1600, end: 1999, received: 50)]
-        XCTAssertEqual(SegmentPlanner.journal(synced: synced, live: live), [
-            Segment(start: 0, end: 999, received: 200),
-            Segment(start: 1000, end: 1599, received: 300),
-            Segment(start: 1600, end: 1999, received: 0),
-        ])
+        let live = [
+            Segment(start: 0, end: 999, received: 200), Segment(start: 1000, end: 1599, received: 450),
+            Segment(start: 1600, end: 1999, received: 50),
+        ]
+        XCTAssertEqual(
+            SegmentPlanner.journal(synced: synced, live: live),
+            [
+                Segment(start: 0, end: 999, received: 200),
+                Segment(start: 1000, end: 1599, received: 300),
+                Segment(start: 1600, end: 1999, received: 0),
+            ])
     }
 }

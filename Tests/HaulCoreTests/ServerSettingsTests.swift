@@ -33,8 +33,10 @@ final class ServerSettingsTests: XCTestCase {
     func testTheFirstWindowWinsElseTheBaseLimit() {
         var settings = defaults
         settings.maxSpeed = 10_000_000
-        settings.speedSchedule = [SpeedWindow(days: [0], from: 0, to: 1440, maxSpeed: 1000),
-                                  SpeedWindow(from: 0, to: 1440, maxSpeed: nil)]
+        settings.speedSchedule = [
+            SpeedWindow(days: [0], from: 0, to: 1440, maxSpeed: 1000),
+            SpeedWindow(from: 0, to: 1440, maxSpeed: nil),
+        ]
         XCTAssertEqual(settings.speedLimit(at: WeekTime(day: 0, minute: 100)), 1000)
         XCTAssertNil(settings.speedLimit(at: WeekTime(day: 1, minute: 100)), "a window may lift the limit")
         settings.speedSchedule = []
@@ -42,7 +44,10 @@ final class ServerSettingsTests: XCTestCase {
     }
 
     func testChangesLayOverTheDefaultsAndNullGoesBack() throws {
-        let (first, errors) = SettingsChange.parse(try members(#"{"max_active": 2, "max_speed": 0, "speed_schedule": [{"days":["sat","sun"],"from":"10:00","to":"24:00","max_speed":500}]}"#))
+        let (first, errors) = SettingsChange.parse(
+            try members(
+                #"{"max_active": 2, "max_speed": 0, "speed_schedule": [{"days":["sat","sun"],"from":"10:00","to":"24:00","max_speed":500}]}"#
+            ))
         XCTAssertTrue(errors.isEmpty, "\(errors)")
         let applied = first.applied(to: defaults)
         XCTAssertEqual(applied.maxActive, 2)
@@ -60,21 +65,29 @@ final class ServerSettingsTests: XCTestCase {
     }
 
     func testWhatABodyMayNotSay() throws {
-        let (_, errors) = SettingsChange.parse(try members(#"""
-            {"max_active": 0, "max_speed": -1, "default_connections": 33, "max_connections_per_host": "x",
-             "colour": 1, "speed_schedule": [{"from": "9:00", "to": "17:00", "max_speed": 1},
-             {"days": ["funday"], "from": "10:00", "to": "10:00", "max_speed": 1, "extra": true}, 3]}
-            """#))
-        XCTAssertEqual(errors.map(\.field), ["max_active", "max_speed", "default_connections", "max_connections_per_host",
-                                             "colour", "speed_schedule[0].from", "speed_schedule[1].extra",
-                                             "speed_schedule[1].days", "speed_schedule[2]"])
+        let (_, errors) = SettingsChange.parse(
+            try members(
+                #"""
+                {"max_active": 0, "max_speed": -1, "default_connections": 33, "max_connections_per_host": "x",
+                 "colour": 1, "speed_schedule": [{"from": "9:00", "to": "17:00", "max_speed": 1},
+                 {"days": ["funday"], "from": "10:00", "to": "10:00", "max_speed": 1, "extra": true}, 3]}
+                """#))
+        XCTAssertEqual(
+            errors.map(\.field),
+            [
+                "max_active", "max_speed", "default_connections", "max_connections_per_host",
+                "colour", "speed_schedule[0].from", "speed_schedule[1].extra",
+                "speed_schedule[1].days", "speed_schedule[2]",
+            ])
         XCTAssertNil(SpeedWindow.minutes("24:01"))
         XCTAssertEqual(SpeedWindow.minutes("24:00"), 1440)
         XCTAssertEqual(SpeedWindow.clock(570), "09:30")
     }
 
     private func members(_ text: String) throws -> [(String, JSONValue)] {
-        guard case .object(let members) = try JSONValue.parse(Array(text.utf8)) else { throw CocoaError(.coderInvalidValue) }
+        guard case .object(let members) = try JSONValue.parse(Array(text.utf8)) else {
+            throw CocoaError(.coderInvalidValue)
+        }
         return members
     }
 

@@ -9,13 +9,13 @@ final class SpacePolicyTests: XCTestCase {
         let policy = SpacePolicy(minFreeSpace: gib, maxFileSize: 100 * gib)
         let cases: [(total: Int64, needed: Int64, free: Int64, code: ErrorCode?)] = [
             (10 * gib, 10 * gib, 20 * gib, nil),
-            (10 * gib, 10 * gib, 11 * gib, nil),                // exactly the reserve left
+            (10 * gib, 10 * gib, 11 * gib, nil),  // exactly the reserve left
             (10 * gib, 10 * gib, 11 * gib - 1, .insufficientSpace),
-            (1 << 40, 1 << 40, 80 * gib, .fileTooLarge),        // over the largest file first
+            (1 << 40, 1 << 40, 80 * gib, .fileTooLarge),  // over the largest file first
             (50 * gib, 50 * gib, 20 * gib, .insufficientSpace),
-            (50 * gib, 0, 2 * gib, nil),                         // resumed: its blocks are held already
-            (0, 0, 0, nil),                                      // an empty file fits anywhere
-            (10, 10, -5, .insufficientSpace),                    // free below the reserve already
+            (50 * gib, 0, 2 * gib, nil),  // resumed: its blocks are held already
+            (0, 0, 0, nil),  // an empty file fits anywhere
+            (10, 10, -5, .insufficientSpace),  // free below the reserve already
         ]
         for c in cases {
             XCTAssertEqual(policy.refusal(total: c.total, needed: c.needed, free: c.free)?.code, c.code, "\(c)")

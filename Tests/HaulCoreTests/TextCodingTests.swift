@@ -7,8 +7,10 @@ import XCTest
 /// Foundation itself where it has the same function (the tests may link all of Foundation; the server does not).
 final class TextCodingTests: XCTestCase {
     func testPercentDecodingAgreesWithFoundation() {
-        let cases = ["plain", "a%20b", "%E2%82%AC", "caf%C3%A9", "%2F..%2F", "%", "%4", "%zz", "a%2", "%C3", "%ff%fe",
-                     "100%25", "%00", "+", "%2B", "", "é%41"]
+        let cases = [
+            "plain", "a%20b", "%E2%82%AC", "caf%C3%A9", "%2F..%2F", "%", "%4", "%zz", "a%2", "%C3", "%ff%fe",
+            "100%25", "%00", "+", "%2B", "", "é%41",
+        ]
         for text in cases {
             XCTAssertEqual(PercentEncoding.decode(text), text.removingPercentEncoding, text)
             XCTAssertEqual(PercentEncoding.decode(text[...]), text.removingPercentEncoding, text)
@@ -30,18 +32,22 @@ final class TextCodingTests: XCTestCase {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        for text in ["Sun, 06 Nov 1994 08:49:37 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", "Tue, 29 Feb 2028 23:59:59 GMT",
-                     "Wed, 31 Dec 2036 12:00:00 GMT", "Mon, 01 Mar 2100 00:00:01 GMT"] {
+        for text in [
+            "Sun, 06 Nov 1994 08:49:37 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", "Tue, 29 Feb 2028 23:59:59 GMT",
+            "Wed, 31 Dec 2036 12:00:00 GMT", "Mon, 01 Mar 2100 00:00:01 GMT",
+        ] {
             XCTAssertEqual(HTTPDate.parse(text), formatter.date(from: text), text)
         }
         let expected = formatter.date(from: "Sun, 06 Nov 1994 08:49:37 GMT")
         XCTAssertEqual(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT"), expected)
         XCTAssertEqual(HTTPDate.parse("Sun Nov  6 08:49:37 1994"), expected)
         XCTAssertEqual(HTTPDate.parse("sun, 06 NOV 1994 08:49:37 GMT"), expected)
-        for text in ["", "Sun, 06 Nov 1994 08:49:37", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 6 Nov 1994 08:49:37 GMT",
-                     "Sun, 31 Feb 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
-                     "Sun, 06 Nov 1994 08:49 GMT", "Sun, 06 Nov -994 08:49:37 GMT", "Sun, 29 Feb 2100 00:00:00 GMT",
-                     "soon", "Sun Nov 6 08:49:37 94"] {
+        for text in [
+            "", "Sun, 06 Nov 1994 08:49:37", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 31 Feb 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49 GMT", "Sun, 06 Nov -994 08:49:37 GMT", "Sun, 29 Feb 2100 00:00:00 GMT",
+            "soon", "Sun Nov 6 08:49:37 94",
+        ] {
             XCTAssertNil(HTTPDate.parse(text), text)
         }
     }
@@ -54,8 +60,9 @@ final class TextCodingTests: XCTestCase {
             let date = Date(timeIntervalSince1970: seconds.rounded(.down))
             XCTAssertEqual(HTTPDate.parse(HTTPDate.format(date)), date, "\(seconds)")
         }
-        XCTAssertEqual(Timestamp.parse(Timestamp.rfc3339(Date(timeIntervalSince1970: 1_795_640_000.25))),
-                       Date(timeIntervalSince1970: 1_795_640_000.25))
+        XCTAssertEqual(
+            Timestamp.parse(Timestamp.rfc3339(Date(timeIntervalSince1970: 1_795_640_000.25))),
+            Date(timeIntervalSince1970: 1_795_640_000.25))
         XCTAssertEqual(Timestamp.parse("2026-12-01T10:00:00Z"), Date(timeIntervalSince1970: 1_796_119_200))
         XCTAssertNil(Timestamp.parse("2026-12-01 10:00:00Z"))
         XCTAssertNil(Timestamp.parse("2026-13-01T10:00:00.000Z"))
@@ -73,10 +80,13 @@ final class TextCodingTests: XCTestCase {
     }
 
     func testDecimalsPrintAsPrintfDoesBarHalves() {
-        for (value, places) in [(0.4123, 3), (12.5, 2), (7.0, 0), (0.0, 2), (9.999, 2), (1023.96, 1), (0.0004, 3),
-                                (-1.26, 1), (123456.789, 3), (3.14159, 4), (0.1 + 0.2, 2)] {
-            XCTAssertEqual(Decimals.format(value, places: places), String(format: "%.\(places)f", value),
-                           "\(value) to \(places) places")
+        for (value, places) in [
+            (0.4123, 3), (12.5, 2), (7.0, 0), (0.0, 2), (9.999, 2), (1023.96, 1), (0.0004, 3),
+            (-1.26, 1), (123456.789, 3), (3.14159, 4), (0.1 + 0.2, 2),
+        ] {
+            XCTAssertEqual(
+                Decimals.format(value, places: places), String(format: "%.\(places)f", value),
+                "\(value) to \(places) places")
         }
         // printf rounds a tie to even on the exact binary value; these round halves away from zero.
         XCTAssertEqual(Decimals.format(2.5, places: 0), "3")

@@ -19,8 +19,11 @@ final class WallClockTests: XCTestCase {
         try XCTSkipIf(start.minute + 3 > 1440, "too close to midnight in this time zone")
         let engine = try engine(clock)
         var change = SettingsChange()
-        change.speedSchedule = [SpeedWindow(days: [start.day], from: start.minute + 1, to: start.minute + 2,
-                                            maxSpeed: 100_000)]
+        change.speedSchedule = [
+            SpeedWindow(
+                days: [start.day], from: start.minute + 1, to: start.minute + 2,
+                maxSpeed: 100_000)
+        ]
         _ = try engine.changeSettings(change)
         XCTAssertNil(engine.currentSpeedLimit, "the window has not begun")
         clock.advance(60)

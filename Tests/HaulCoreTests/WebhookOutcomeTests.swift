@@ -14,10 +14,13 @@ final class WebhookOutcomeTests: XCTestCase {
         WebhookDelivery(id: "d1", webhookID: "w1", event: .completed, downloadID: "x", body: "{}", createdAt: created)
     }
 
-    private func after(_ delivery: WebhookDelivery, _ slots: WebhookSlots = WebhookSlots(inFlight: 1),
-                       status: Int?, failure: TransferFailure? = nil, at clock: ManualClock) -> WebhookAttemptOutcome {
-        WebhookAttemptOutcome.after(delivery, slots: slots, status: status, failure: failure, message: "",
-                                    now: clock.wallTime, uptime: clock.now, baseWait: 5, maxRest: 300, random: 0)
+    private func after(
+        _ delivery: WebhookDelivery, _ slots: WebhookSlots = WebhookSlots(inFlight: 1),
+        status: Int?, failure: TransferFailure? = nil, at clock: ManualClock
+    ) -> WebhookAttemptOutcome {
+        WebhookAttemptOutcome.after(
+            delivery, slots: slots, status: status, failure: failure, message: "",
+            now: clock.wallTime, uptime: clock.now, baseWait: 5, maxRest: 300, random: 0)
     }
 
     func testAFailingReceiverIsRetriedOnTheScheduleUntilADayHasPassed() {
@@ -48,8 +51,9 @@ final class WebhookOutcomeTests: XCTestCase {
         XCTAssertEqual(Array(rests.prefix(8)), [5, 10, 20, 40, 80, 160, 300, 300], "the webhook rests up to 5 min")
         XCTAssertEqual(current.state, .failed)
         XCTAssertLessThanOrEqual(clock.wallTime.timeIntervalSince(created), WebhookDelivery.retention)
-        XCTAssertGreaterThan(clock.wallTime.timeIntervalSince(created) + 3600, WebhookDelivery.retention,
-                            "given up only when the next wait would pass the day")
+        XCTAssertGreaterThan(
+            clock.wallTime.timeIntervalSince(created) + 3600, WebhookDelivery.retention,
+            "given up only when the next wait would pass the day")
         XCTAssertEqual(current.attempts, waits.count + 1)
     }
 

@@ -3,8 +3,10 @@ import XCTest
 
 /// What clients get for bad input, over real HTTP: the status, problem+json, and the offending fields.
 final class APITests: HaulTestCase {
-    private func assertProblem(_ reply: Client.Reply, _ status: Int, field: String? = nil,
-                               file: StaticString = #filePath, line: UInt = #line) {
+    private func assertProblem(
+        _ reply: Client.Reply, _ status: Int, field: String? = nil,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertEqual(reply.status, status, reply.text, file: file, line: line)
         XCTAssertEqual(reply.header("Content-Type"), "application/problem+json", file: file, line: line)
         let problem = reply.json
@@ -19,30 +21,40 @@ final class APITests: HaulTestCase {
     }
 
     func testBadInputsGetClearProblems() throws {
-        assertProblem(try api.request("POST", "/downloads", body: Data("{\"url\": ".utf8),
-                                      headers: ["Content-Type": "application/json"]), 400)
+        assertProblem(
+            try api.request(
+                "POST", "/downloads", body: Data("{\"url\": ".utf8),
+                headers: ["Content-Type": "application/json"]), 400)
         assertProblem(try api.request("POST", "/downloads", json: [String: Any]()), 422, field: "url")
         assertProblem(try api.request("POST", "/downloads", json: ["url": 42]), 422, field: "url")
         assertProblem(try api.request("POST", "/downloads", json: ["url": "not a url"]), 422, field: "url")
         assertProblem(try api.request("POST", "/downloads", json: ["url": "gopher://h/f"]), 422, field: "url")
         assertProblem(try api.request("POST", "/downloads", json: ["url": "file:///etc/passwd"]), 422, field: "url")
         assertProblem(try api.request("POST", "/downloads", json: ["url": "http:///nohost"]), 422, field: "url")
-        assertProblem(try api.request("POST", "/downloads", json: ["url": "http://h/f", "directory": "../up"]), 422,
-                      field: "directory")
-        assertProblem(try api.request("POST", "/downloads", json: ["url": "http://h/f", "filename": "a/b"]), 422,
-                      field: "filename")
-        assertProblem(try api.request("POST", "/downloads", json: ["url": "http://h/f", "connections": 99]), 422,
-                      field: "connections")
-        assertProblem(try api.request("POST", "/downloads", json: ["url": "http://h/f", "headers": ["Range": "x"]]),
-                      422, field: "headers.Range")
-        assertProblem(try api.request("POST", "/downloads", json: ["url": "http://h/f", "colour": "red"]), 422,
-                      field: "colour")
+        assertProblem(
+            try api.request("POST", "/downloads", json: ["url": "http://h/f", "directory": "../up"]), 422,
+            field: "directory")
+        assertProblem(
+            try api.request("POST", "/downloads", json: ["url": "http://h/f", "filename": "a/b"]), 422,
+            field: "filename")
+        assertProblem(
+            try api.request("POST", "/downloads", json: ["url": "http://h/f", "connections": 99]), 422,
+            field: "connections")
+        assertProblem(
+            try api.request("POST", "/downloads", json: ["url": "http://h/f", "headers": ["Range": "x"]]),
+            422, field: "headers.Range")
+        assertProblem(
+            try api.request("POST", "/downloads", json: ["url": "http://h/f", "colour": "red"]), 422,
+            field: "colour")
         assertProblem(try api.request("POST", "/downloads", json: [1, 2]), 400)
-        assertProblem(try api.request("POST", "/downloads", body: Data("url=x".utf8),
-                                      headers: ["Content-Type": "application/x-www-form-urlencoded"]), 415)
+        assertProblem(
+            try api.request(
+                "POST", "/downloads", body: Data("url=x".utf8),
+                headers: ["Content-Type": "application/x-www-form-urlencoded"]), 415)
         let big = Data("{\"url\": \"http://h/\(String(repeating: "a", count: 1 << 20))\"}".utf8)
-        assertProblem(try api.request("POST", "/downloads", body: big, headers: ["Content-Type": "application/json"]),
-                      413)
+        assertProblem(
+            try api.request("POST", "/downloads", body: big, headers: ["Content-Type": "application/json"]),
+            413)
         XCTAssertEqual((try api.get("/downloads").json["downloads"] as? [Any])?.count, 0, "nothing was added")
     }
 
@@ -101,19 +113,22 @@ final class IdempotencyTests: HaulTestCase {
         XCTAssertEqual(again.status, 201, "the first answer's status")
         XCTAssertEqual(again.json["id"] as? String, first.json["id"] as? String)
         // The same JSON with its members in another order and other spacing is the same request.
-        let reordered = try api.request("POST", "/downloads",
-                                        body: Data("{ \"start_paused\" : true,\n \"url\": \"\(originURL("i.bin"))\" }".utf8),
-                                        headers: ["Idempotency-Key": "k-1", "Content-Type": "application/json"])
+        let reordered = try api.request(
+            "POST", "/downloads",
+            body: Data("{ \"start_paused\" : true,\n \"url\": \"\(originURL("i.bin"))\" }".utf8),
+            headers: ["Idempotency-Key": "k-1", "Content-Type": "application/json"])
         XCTAssertEqual(reordered.status, 201, reordered.text)
         XCTAssertEqual(reordered.json["id"] as? String, first.json["id"] as? String)
         XCTAssertEqual((try api.get("/downloads").json["downloads"] as? [Any])?.count, 1)
         // The same key with another request is refused; a new key makes a new download.
-        let other = try api.request("POST", "/downloads", json: ["url": originURL("i.bin"), "filename": "x"],
-                                    headers: ["Idempotency-Key": "k-1"])
+        let other = try api.request(
+            "POST", "/downloads", json: ["url": originURL("i.bin"), "filename": "x"],
+            headers: ["Idempotency-Key": "k-1"])
         XCTAssertEqual(other.status, 409)
         XCTAssertEqual(other.header("Content-Type"), "application/problem+json")
-        let fresh = try api.request("POST", "/downloads", json: ["url": originURL("i.bin"), "filename": "y"],
-                                    headers: ["Idempotency-Key": "k-2"])
+        let fresh = try api.request(
+            "POST", "/downloads", json: ["url": originURL("i.bin"), "filename": "y"],
+            headers: ["Idempotency-Key": "k-2"])
         XCTAssertEqual(fresh.status, 201)
         // Remembered across a restart.
         haul.stop(signal: SIGTERM)

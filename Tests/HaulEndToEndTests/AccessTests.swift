@@ -14,8 +14,11 @@ struct RawReply {
 }
 
 /// One request with curl, which sends exactly the headers given (URLSession replaces Host and Origin).
-func curl(_ url: String, method: String = "GET", headers: [String: String] = [:], body: String? = nil) throws
-    -> RawReply {
+func curl(
+    _ url: String, method: String = "GET", headers: [String: String] = [:], body: String? = nil
+) throws
+    -> RawReply
+{
     var arguments = ["-s", "-i", "-X", method, "--max-time", "10"]
     for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
     if let body { arguments += ["--data-binary", body] }
@@ -59,8 +62,9 @@ final class TokenTests: HaulTestCase {
 
         let bearer = ["Authorization": "Bearer \(token)"]
         XCTAssertEqual(try api.request("GET", "/stats", headers: bearer).status, 200)
-        let added = try api.request("POST", "/downloads", json: ["url": originURL("x.bin"), "start_paused": true],
-                                    headers: bearer)
+        let added = try api.request(
+            "POST", "/downloads", json: ["url": originURL("x.bin"), "start_paused": true],
+            headers: bearer)
         XCTAssertEqual(added.status, 201)
         XCTAssertEqual(try api.request("GET", "/stats", headers: bearer).json["downloads"] as? Int, 1)
         // The query token is for event streams only, where a browser cannot set a header.
@@ -88,8 +92,9 @@ final class TokenTests: HaulTestCase {
         XCTAssertGreaterThanOrEqual(Int(limited.header("Retry-After") ?? "") ?? 0, 1)
         // Past the burst no secret from this address is looked at, the right one neither: were it let in, a
         // guesser would tell a right guess (200) from a wrong one (429) and go on at full speed ...
-        XCTAssertEqual(try api.request("GET", "/downloads", headers: ["Authorization": "Bearer \(token)"]).status,
-                       429)
+        XCTAssertEqual(
+            try api.request("GET", "/downloads", headers: ["Authorization": "Bearer \(token)"]).status,
+            429)
         let stream = try SSEClient(port: haul.port, path: "/events?access_token=\(token)")
         _ = stream.read(timeout: 10) { $0.status != 0 }
         XCTAssertEqual(stream.status, 429)
@@ -111,8 +116,10 @@ final class ExposureTests: HaulTestCase {
         let binary = buildDirectory + "/haul"
         let refused = Process()
         refused.executableURL = URL(fileURLWithPath: binary)
-        refused.arguments = ["serve", "--listen", "0.0.0.0:0", "--download-dir", sandbox.file("d2"),
-                             "--data-dir", sandbox.file("data2")]
+        refused.arguments = [
+            "serve", "--listen", "0.0.0.0:0", "--download-dir", sandbox.file("d2"),
+            "--data-dir", sandbox.file("data2"),
+        ]
         let errors = Pipe()
         refused.standardError = errors
         refused.standardOutput = FileHandle.nullDevice
@@ -122,11 +129,14 @@ final class ExposureTests: HaulTestCase {
         XCTAssertEqual(refused.terminationStatus, 2)
         XCTAssertTrue(message.contains("without a token"), message)
 
-        let allowed = try ServerProcess(executable: binary,
-                                        arguments: ["serve", "--listen", "0.0.0.0:0", "--allow-unauthenticated",
-                                                    "--download-dir", sandbox.file("d3"),
-                                                    "--data-dir", sandbox.file("data3")],
-                                        logPath: sandbox.file("open.log"))
+        let allowed = try ServerProcess(
+            executable: binary,
+            arguments: [
+                "serve", "--listen", "0.0.0.0:0", "--allow-unauthenticated",
+                "--download-dir", sandbox.file("d3"),
+                "--data-dir", sandbox.file("data3"),
+            ],
+            logPath: sandbox.file("open.log"))
         XCTAssertTrue(allowed.isRunning)
         allowed.stop()
     }
@@ -140,47 +150,57 @@ final class ExposureTests: HaulTestCase {
         let rebound = try curl(url, headers: ["Host": "attacker.example:8080"])
         XCTAssertEqual(rebound.status, 403)
         XCTAssertTrue(rebound.body.contains("urn:haul:problem:host-not-allowed"), rebound.body)
-        let post = try curl(haul.baseURL + "/downloads", method: "POST",
-                            headers: ["Host": "attacker.example", "Content-Type": "application/json"],
-                            body: "{\"url\":\"http://127.0.0.1:9/x\"}")
+        let post = try curl(
+            haul.baseURL + "/downloads", method: "POST",
+            headers: ["Host": "attacker.example", "Content-Type": "application/json"],
+            body: "{\"url\":\"http://127.0.0.1:9/x\"}")
         XCTAssertEqual(post.status, 403)
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)
     }
 
     func testCORSOnlyForConfiguredOrigins() throws {
         let allowed = "http://dash.example:3000"
-        let preflight = try curl(haul.baseURL + "/downloads", method: "OPTIONS",
-                                 headers: ["Origin": allowed, "Access-Control-Request-Method": "POST",
-                                           "Access-Control-Request-Headers": "content-type, authorization"])
+        let preflight = try curl(
+            haul.baseURL + "/downloads", method: "OPTIONS",
+            headers: [
+                "Origin": allowed, "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type, authorization",
+            ])
         XCTAssertEqual(preflight.status, 204)
         XCTAssertEqual(preflight.headers["access-control-allow-origin"], allowed)
         // Each once: a second Access-Control-Allow-Origin makes browsers refuse the preflight (cors_test.py
         // shows it in Chromium).
-        for name in ["access-control-allow-origin", "vary", "access-control-allow-methods",
-                     "access-control-allow-headers"] {
+        for name in [
+            "access-control-allow-origin", "vary", "access-control-allow-methods",
+            "access-control-allow-headers",
+        ] {
             XCTAssertEqual(preflight.count(name), 1, "\(name): \(preflight.lines)")
         }
         XCTAssertTrue(preflight.headers["access-control-allow-methods"]?.contains("PATCH") == true)
         XCTAssertTrue(preflight.headers["access-control-allow-headers"]?.contains("Authorization") == true)
 
-        let other = try curl(haul.baseURL + "/downloads", method: "OPTIONS",
-                             headers: ["Origin": "http://evil.example", "Access-Control-Request-Method": "POST"])
+        let other = try curl(
+            haul.baseURL + "/downloads", method: "OPTIONS",
+            headers: ["Origin": "http://evil.example", "Access-Control-Request-Method": "POST"])
         XCTAssertNil(other.headers["access-control-allow-origin"])
 
         let get = try curl(haul.baseURL + "/downloads", headers: ["Origin": allowed])
         XCTAssertEqual(get.status, 200)
         XCTAssertEqual(get.headers["access-control-allow-origin"], allowed)
-        XCTAssertNil(try curl(haul.baseURL + "/downloads", headers: ["Origin": "http://evil.example"])
-            .headers["access-control-allow-origin"])
+        XCTAssertNil(
+            try curl(haul.baseURL + "/downloads", headers: ["Origin": "http://evil.example"])
+                .headers["access-control-allow-origin"])
 
         // A form on another site needs no preflight; it must still change nothing.
-        let forged = try curl(haul.baseURL + "/downloads", method: "POST",
-                              headers: ["Origin": "http://evil.example", "Content-Type": "text/plain"],
-                              body: "{\"url\":\"http://127.0.0.1:9/x\"}")
+        let forged = try curl(
+            haul.baseURL + "/downloads", method: "POST",
+            headers: ["Origin": "http://evil.example", "Content-Type": "text/plain"],
+            body: "{\"url\":\"http://127.0.0.1:9/x\"}")
         XCTAssertEqual(forged.status, 403)
-        let fromDashboard = try curl(haul.baseURL + "/downloads", method: "POST",
-                                     headers: ["Origin": allowed, "Content-Type": "application/json"],
-                                     body: "{\"url\":\"http://127.0.0.1:9/x\",\"start_paused\":true}")
+        let fromDashboard = try curl(
+            haul.baseURL + "/downloads", method: "POST",
+            headers: ["Origin": allowed, "Content-Type": "application/json"],
+            body: "{\"url\":\"http://127.0.0.1:9/x\",\"start_paused\":true}")
         XCTAssertEqual(fromDashboard.status, 201)
         XCTAssertEqual(fromDashboard.headers["access-control-allow-origin"], allowed)
         XCTAssertEqual(fromDashboard.count("access-control-allow-origin"), 1)
@@ -189,15 +209,19 @@ final class ExposureTests: HaulTestCase {
 
         // The server's own page (same origin) needs no --cors-origin; a rebound name fails the Host check first.
         let host = "127.0.0.1:\(haul.port)"
-        let sameOrigin = try curl(haul.baseURL + "/downloads", method: "POST",
-                                  headers: ["Origin": "http://" + host, "Host": host, "Content-Type": "application/json"],
-                                  body: "{\"url\":\"http://127.0.0.1:9/y\",\"start_paused\":true}")
+        let sameOrigin = try curl(
+            haul.baseURL + "/downloads", method: "POST",
+            headers: ["Origin": "http://" + host, "Host": host, "Content-Type": "application/json"],
+            body: "{\"url\":\"http://127.0.0.1:9/y\",\"start_paused\":true}")
         XCTAssertEqual(sameOrigin.status, 201, sameOrigin.body)
         XCTAssertNil(sameOrigin.headers["access-control-allow-origin"])
-        let rebound = try curl(haul.baseURL + "/downloads", method: "POST",
-                               headers: ["Origin": "http://evil.example:\(haul.port)", "Host": "evil.example:\(haul.port)",
-                                         "Content-Type": "application/json"],
-                               body: "{\"url\":\"http://127.0.0.1:9/z\"}")
+        let rebound = try curl(
+            haul.baseURL + "/downloads", method: "POST",
+            headers: [
+                "Origin": "http://evil.example:\(haul.port)", "Host": "evil.example:\(haul.port)",
+                "Content-Type": "application/json",
+            ],
+            body: "{\"url\":\"http://127.0.0.1:9/z\"}")
         XCTAssertEqual(rebound.status, 403)
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 2)
     }
@@ -215,8 +239,9 @@ final class ClientLimitTests: HaulTestCase {
         XCTAssertEqual(refused.json["type"] as? String, "urn:haul:problem:too-many-downloads")
         let first = (try api.get("/downloads").json["downloads"] as? [[String: Any]])?.first?["id"] as? String
         XCTAssertEqual(try api.request("DELETE", "/downloads/\(first!)").status, 204)
-        XCTAssertEqual(try api.request("POST", "/downloads", json: ["url": "http://127.0.0.1:9/cap/x.bin"]).status,
-                       201, "room again after a removal")
+        XCTAssertEqual(
+            try api.request("POST", "/downloads", json: ["url": "http://127.0.0.1:9/cap/x.bin"]).status,
+            201, "room again after a removal")
     }
 
     func testEventStreamsAreCapped() throws {
@@ -242,8 +267,9 @@ final class ClientLimitTests: HaulTestCase {
         let body = "{\"url\":\"http://127.0.0.1:9/\(String(repeating: "c", count: 5 << 20))\"}"
         let path = sandbox.file("big.json")
         try Data(body.utf8).write(to: URL(fileURLWithPath: path))
-        let big = try curl(haul.baseURL + "/downloads", method: "POST",
-                           headers: ["Content-Type": "application/json"], body: "@" + path)
+        let big = try curl(
+            haul.baseURL + "/downloads", method: "POST",
+            headers: ["Content-Type": "application/json"], body: "@" + path)
         XCTAssertEqual(big.status, 413)
         XCTAssertEqual(try api.get("/healthz").status, 200)
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)

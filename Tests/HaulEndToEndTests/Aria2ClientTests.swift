@@ -16,8 +16,12 @@ final class Aria2ClientTests: HaulTestCase {
         let hash = try sandbox.makeRandomFile("www/for-aria2p.bin", size: 5 << 20)
         _ = try sandbox.makeRandomFile("www/slow.bin", size: 8 << 20)
         let port = try XCTUnwrap(URL(string: haul.baseURL)?.port)
-        let run = try execute(LocalFTP.python, [packageRoot + "/Tests/Aria2/aria2p_client.py", String(port), token,
-                                                originURL("for-aria2p.bin"), originURL("slow.bin")])
+        let run = try execute(
+            LocalFTP.python,
+            [
+                packageRoot + "/Tests/Aria2/aria2p_client.py", String(port), token,
+                originURL("for-aria2p.bin"), originURL("slow.bin"),
+            ])
         XCTAssertEqual(run.status, 0, run.output)
         let line = try XCTUnwrap(run.stdout.split(separator: "\n").last.map(String.init), run.output)
         let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -32,8 +36,10 @@ final class Aria2ClientTests: HaulTestCase {
         XCTAssertEqual(report["slow_started"] as? String, "active")
         XCTAssertEqual(report["slow_paused"] as? String, "paused")
         XCTAssertNotEqual(report["slow_resumed"] as? String, "paused")
-        XCTAssertTrue((report["slow_removed"] as? String ?? "").hasPrefix("gone") || report["slow_removed"] as? String == "removed",
-                      "\(report)")
+        XCTAssertTrue(
+            (report["slow_removed"] as? String ?? "").hasPrefix("gone")
+                || report["slow_removed"] as? String == "removed",
+            "\(report)")
         let firstGID = try XCTUnwrap(first["gid"] as? String)
         let slowGID = try XCTUnwrap(report["slow_gid"] as? String)
         XCTAssertEqual(report["listed"] as? [String], [firstGID])
@@ -42,8 +48,9 @@ final class Aria2ClientTests: HaulTestCase {
         let seen = try XCTUnwrap(report["seen"] as? [[String]])
         XCTAssertEqual(seen.filter { $0[1] == firstGID }.map { $0[0] }, ["start", "complete"], "\(seen)")
         XCTAssertEqual(seen.filter { $0[1] == slowGID }.map { $0[0] }, ["start", "pause", "start", "stop"], "\(seen)")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: sandbox.file("downloads/by-aria2p.bin")),
-                      "a purge forgets results, not files")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: sandbox.file("downloads/by-aria2p.bin")),
+            "a purge forgets results, not files")
     }
 
     // MARK: the WebSocket on a raw socket
@@ -63,8 +70,10 @@ final class Aria2ClientTests: HaulTestCase {
     }
 
     private func call(_ method: String, _ params: [Any] = []) throws -> [UInt8] {
-        try JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": method, "method": method,
-                                                    "params": ["token:" + token] + params]).map { $0 }
+        try JSONSerialization.data(withJSONObject: [
+            "jsonrpc": "2.0", "id": method, "method": method,
+            "params": ["token:" + token] + params,
+        ]).map { $0 }
     }
 
     func testTheWebSocketSpeaksRFC6455() throws {
@@ -127,8 +136,10 @@ final class Aria2ClientTests: HaulTestCase {
         let port = try Nginx.freePort()
         let aria2 = Process()
         aria2.executableURL = URL(fileURLWithPath: "/usr/bin/aria2c")
-        aria2.arguments = ["--enable-rpc", "--rpc-listen-port=\(port)", "--rpc-secret=\(token)",
-                           "-d", sandbox.file("aria2"), "--no-conf", "-q"]
+        aria2.arguments = [
+            "--enable-rpc", "--rpc-listen-port=\(port)", "--rpc-secret=\(token)",
+            "-d", sandbox.file("aria2"), "--no-conf", "-q",
+        ]
         aria2.standardOutput = FileHandle.nullDevice
         aria2.standardError = FileHandle.nullDevice
         try aria2.run()
@@ -140,8 +151,12 @@ final class Aria2ClientTests: HaulTestCase {
         let aria2Client = Client(base: "http://127.0.0.1:\(port)")
         _ = try sandbox.makeRandomFile("www/shape.bin", size: 300_000)
         func ask(_ client: Client, _ method: String, _ params: [Any]) throws -> Any? {
-            let reply = try client.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": "x", "method": method,
-                                                                      "params": ["token:" + token] + params])
+            let reply = try client.request(
+                "POST", "/jsonrpc",
+                json: [
+                    "jsonrpc": "2.0", "id": "x", "method": method,
+                    "params": ["token:" + token] + params,
+                ])
             return reply.json["result"] ?? reply.json["error"]
         }
         func shape(_ value: Any?) -> String {
@@ -156,15 +171,18 @@ final class Aria2ClientTests: HaulTestCase {
         }
         var gids: [String: String] = [:]
         for (name, client) in [("aria2c", aria2Client), ("haul", api!)] {
-            gids[name] = try ask(client, "aria2.addUri", [[originURL("shape.bin")], ["out": "shape-\(name).bin"]]) as? String
+            gids[name] =
+                try ask(client, "aria2.addUri", [[originURL("shape.bin")], ["out": "shape-\(name).bin"]]) as? String
             try waitFor("\(name) to finish") {
                 (try ask(client, "aria2.tellStatus", [gids[name]!, ["status"]]) as? [String: Any])?["status"] as? String
                     == "complete"
             }
         }
-        let keys = ["gid", "status", "totalLength", "completedLength", "uploadLength", "downloadSpeed", "uploadSpeed",
-                    "connections", "dir", "files", "numPieces", "pieceLength", "bitfield", "errorCode",
-                    "errorMessage"]
+        let keys = [
+            "gid", "status", "totalLength", "completedLength", "uploadLength", "downloadSpeed", "uploadSpeed",
+            "connections", "dir", "files", "numPieces", "pieceLength", "bitfield", "errorCode",
+            "errorMessage",
+        ]
         let calls: [(String, (String) -> [Any])] = [
             ("aria2.getVersion", { _ in [] }),
             ("aria2.getGlobalStat", { _ in [] }),
@@ -180,7 +198,8 @@ final class Aria2ClientTests: HaulTestCase {
         for (method, params) in calls {
             let aria2Shape = shape(try ask(aria2Client, method, params(gids["aria2c"]!)))
             // Haul's version beside aria2's is the one key more.
-            let haulShape = shape(try ask(api, method, params(gids["haul"]!))).replacingOccurrences(of: "haul:s,", with: "")
+            let haulShape = shape(try ask(api, method, params(gids["haul"]!))).replacingOccurrences(
+                of: "haul:s,", with: "")
             XCTAssertEqual(haulShape, aria2Shape, method)
         }
     }

@@ -8,11 +8,18 @@ final class Aria2RPCTests: HaulTestCase {
     private var nextID = 0
 
     /// One call's whole answer (`result` or `error`) and the HTTP status.
-    private func rpc(_ method: String, _ params: [Any] = [], path: String = "/jsonrpc") throws
-        -> (status: Int, answer: [String: Any]) {
+    private func rpc(
+        _ method: String, _ params: [Any] = [], path: String = "/jsonrpc"
+    ) throws
+        -> (status: Int, answer: [String: Any])
+    {
         nextID += 1
-        let reply = try api.request("POST", path, json: ["jsonrpc": "2.0", "id": "t\(nextID)", "method": method,
-                                                         "params": params])
+        let reply = try api.request(
+            "POST", path,
+            json: [
+                "jsonrpc": "2.0", "id": "t\(nextID)", "method": method,
+                "params": params,
+            ])
         XCTAssertEqual(reply.header("Content-Type"), "application/json-rpc")
         let answer = reply.json
         XCTAssertEqual(answer["id"] as? String, "t\(nextID)")
@@ -20,8 +27,10 @@ final class Aria2RPCTests: HaulTestCase {
         return (reply.status, answer)
     }
 
-    private func result(_ method: String, _ params: [Any] = [], file: StaticString = #filePath,
-                        line: UInt = #line) throws -> Any {
+    private func result(
+        _ method: String, _ params: [Any] = [], file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws -> Any {
         let (status, answer) = try rpc(method, params)
         XCTAssertEqual(status, 200, "\(method): \(answer)", file: file, line: line)
         return try XCTUnwrap(answer["result"], "\(method): \(answer)", file: file, line: line)
@@ -51,10 +60,17 @@ final class Aria2RPCTests: HaulTestCase {
 
     func testADownloadsLifeInAria2sWords() throws {
         let hash = try sandbox.makeRandomFile("www/rpc.bin", size: 3 << 20 + 17)
-        let gid = try XCTUnwrap(try result("aria2.addUri", [[originURL("rpc.bin")],
-                                                            ["split": "4", "max-connection-per-server": "4",
-                                                             "out": "named.bin", "header": ["X-From: aria2"],
-                                                             "dir": sandbox.file("downloads") + "/sub"]]) as? String)
+        let gid = try XCTUnwrap(
+            try result(
+                "aria2.addUri",
+                [
+                    [originURL("rpc.bin")],
+                    [
+                        "split": "4", "max-connection-per-server": "4",
+                        "out": "named.bin", "header": ["X-From: aria2"],
+                        "dir": sandbox.file("downloads") + "/sub",
+                    ],
+                ]) as? String)
         XCTAssertTrue(gid.range(of: "^[0-9a-f]{16}$", options: .regularExpression) != nil, gid)
         let done = try waitForStatus(gid, "complete")
         XCTAssertEqual(try sha256(sandbox.file("downloads/sub/named.bin")), hash)
@@ -87,14 +103,16 @@ final class Aria2RPCTests: HaulTestCase {
         XCTAssertEqual(try error("aria2.pause", [gid]).message, "GID#\(gid) cannot be paused now")
         XCTAssertEqual(try result("aria2.removeDownloadResult", [gid]) as? String, "OK")
         XCTAssertEqual(try error("aria2.tellStatus", [gid]).message, "GID \(gid) is not found")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: sandbox.file("downloads/sub/named.bin")),
-                      "a result is forgotten, its file kept")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: sandbox.file("downloads/sub/named.bin")),
+            "a result is forgotten, its file kept")
     }
 
     func testWaitingPausedRemovedAndTheQueue() throws {
         let gids = try (0..<3).map { n in
-            try XCTUnwrap(try result("aria2.addUri", [["http://127.0.0.1:9/later-\(n).iso"], ["pause": "true"]])
-                as? String)
+            try XCTUnwrap(
+                try result("aria2.addUri", [["http://127.0.0.1:9/later-\(n).iso"], ["pause": "true"]])
+                    as? String)
         }
         func waiting(_ offset: Int, _ count: Int) throws -> [String] {
             try XCTUnwrap(try result("aria2.tellWaiting", [offset, count, ["gid"]]) as? [[String: Any]])
@@ -108,8 +126,9 @@ final class Aria2RPCTests: HaulTestCase {
         XCTAssertEqual(try result("aria2.changePosition", [gids[2], 1, "POS_CUR"]) as? Int, 1)
         XCTAssertEqual(try waiting(0, 10), [gids[0], gids[2], gids[1]])
         XCTAssertEqual(try status(gids[0])["status"] as? String, "paused")
-        XCTAssertEqual(try result("aria2.changeOption", [gids[0], ["max-download-limit": "1M", "split": "3"]])
-            as? String, "OK")
+        XCTAssertEqual(
+            try result("aria2.changeOption", [gids[0], ["max-download-limit": "1M", "split": "3"]])
+                as? String, "OK")
         let options = try XCTUnwrap(try result("aria2.getOption", [gids[0]]) as? [String: Any])
         XCTAssertEqual(options["max-download-limit"] as? String, String(1 << 20))
         XCTAssertEqual(options["split"] as? String, "3")
@@ -136,49 +155,72 @@ final class Aria2RPCTests: HaulTestCase {
     func testAriaNgsSettingsEitherTakeEffectOrSayWhyNot() throws {
         // getGlobalOption: every option Haul has an equivalent for, with its values.
         let global = try XCTUnwrap(try result("aria2.getGlobalOption") as? [String: Any])
-        for (name, value) in [("max-concurrent-downloads", "5"), ("split", "8"), ("max-connection-per-server", "16"),
-                              ("max-tries", "4"), ("retry-wait", "0"), ("timeout", "60"), ("min-split-size", "4194304"),
-                              ("dir", sandbox.file("downloads"))] {
+        for (name, value) in [
+            ("max-concurrent-downloads", "5"), ("split", "8"), ("max-connection-per-server", "16"),
+            ("max-tries", "4"), ("retry-wait", "0"), ("timeout", "60"), ("min-split-size", "4194304"),
+            ("dir", sandbox.file("downloads")),
+        ] {
             XCTAssertEqual(global[name] as? String, value, name)
         }
         XCTAssertNotNil(global["user-agent"] as? String)
         // What can change does, and reads back so.
-        XCTAssertEqual(try result("aria2.changeGlobalOption", [["max-concurrent-downloads": "3",
-                                                                "max-overall-download-limit": "2M"]]) as? String, "OK")
+        XCTAssertEqual(
+            try result(
+                "aria2.changeGlobalOption",
+                [
+                    [
+                        "max-concurrent-downloads": "3",
+                        "max-overall-download-limit": "2M",
+                    ]
+                ]) as? String, "OK")
         let changed = try XCTUnwrap(try result("aria2.getGlobalOption") as? [String: Any])
         XCTAssertEqual(changed["max-concurrent-downloads"] as? String, "3")
         XCTAssertEqual(changed["max-overall-download-limit"] as? String, String(2 << 20))
         XCTAssertEqual(try api.get("/settings").json["max_active"] as? Int, 3)
         // What Haul has but cannot change while it runs, and what it does not have: refused by name, nothing
         // applied (max-concurrent-downloads stays 3).
-        for (option, words) in [("max-tries", "--max-attempts"), ("timeout", "--stall-timeout"),
-                                ("user-agent", "--user-agent"), ("bt-max-peers", "not supported"),
-                                ("no-such-option", "not an aria2 option")] {
+        for (option, words) in [
+            ("max-tries", "--max-attempts"), ("timeout", "--stall-timeout"),
+            ("user-agent", "--user-agent"), ("bt-max-peers", "not supported"),
+            ("no-such-option", "not an aria2 option"),
+        ] {
             let refused = try error("aria2.changeGlobalOption", [[option: "7", "max-concurrent-downloads": "4"]])
             XCTAssertTrue(refused.message.contains(option) && refused.message.contains(words), refused.message)
         }
         XCTAssertEqual(try api.get("/settings").json["max_active"] as? Int, 3)
 
         // A download's options: its own and what it inherits, in aria2's names.
-        let gid = try XCTUnwrap(try result("aria2.addUri", [["http://127.0.0.1:9/opts.iso"],
-                                                           ["pause": "true", "out": "o.iso", "referer": "http://r.example/",
-                                                            "user-agent": "agent/1", "split": "4",
-                                                            "header": ["Cookie: a=1"]]]) as? String)
+        let gid = try XCTUnwrap(
+            try result(
+                "aria2.addUri",
+                [
+                    ["http://127.0.0.1:9/opts.iso"],
+                    [
+                        "pause": "true", "out": "o.iso", "referer": "http://r.example/",
+                        "user-agent": "agent/1", "split": "4",
+                        "header": ["Cookie: a=1"],
+                    ],
+                ]) as? String)
         let options = try XCTUnwrap(try result("aria2.getOption", [gid]) as? [String: Any])
-        for (name, value) in [("out", "o.iso"), ("referer", "http://r.example/"), ("user-agent", "agent/1"),
-                              ("split", "4"), ("max-connection-per-server", "4"), ("max-tries", "4"),
-                              ("dir", sandbox.file("downloads"))] {
+        for (name, value) in [
+            ("out", "o.iso"), ("referer", "http://r.example/"), ("user-agent", "agent/1"),
+            ("split", "4"), ("max-connection-per-server", "4"), ("max-tries", "4"),
+            ("dir", sandbox.file("downloads")),
+        ] {
             XCTAssertEqual(options[name] as? String, value, name)
         }
         XCTAssertEqual(options["header"] as? [String], ["Cookie: ***"], "header values are never shown")
         // changeOption: what PATCH may change applies; the rest is refused by name.
         XCTAssertEqual(try result("aria2.changeOption", [gid, ["max-download-limit": "64K"]]) as? String, "OK")
         XCTAssertEqual(try status(gid)["status"] as? String, "paused")
-        XCTAssertEqual((try result("aria2.getOption", [gid]) as? [String: Any])?["max-download-limit"] as? String,
-                       "65536")
-        for (option, words) in [("user-agent", "cannot be changed once"), ("max-tries", "the server's"),
-                                ("bt-max-peers", "not supported"), ("dir", "cannot be changed once"),
-                                ("on-download-complete", "not allowed")] {
+        XCTAssertEqual(
+            (try result("aria2.getOption", [gid]) as? [String: Any])?["max-download-limit"] as? String,
+            "65536")
+        for (option, words) in [
+            ("user-agent", "cannot be changed once"), ("max-tries", "the server's"),
+            ("bt-max-peers", "not supported"), ("dir", "cannot be changed once"),
+            ("on-download-complete", "not allowed"),
+        ] {
             let refused = try error("aria2.changeOption", [gid, [option: "x"]])
             XCTAssertTrue(refused.message.contains(option) && refused.message.contains(words), refused.message)
         }
@@ -186,12 +228,15 @@ final class Aria2RPCTests: HaulTestCase {
 
     func testAGIDIsTheCallersIfItChoseOneAndSurvivesARestart() throws {
         let chosen = "00c0ffee00c0ffee"
-        XCTAssertEqual(try result("aria2.addUri", [["http://127.0.0.1:9/a.iso"], ["gid": chosen, "pause": "true"]])
-            as? String, chosen)
-        XCTAssertEqual(try error("aria2.addUri", [["http://127.0.0.1:9/b.iso"], ["gid": chosen]]).message,
-                       "GID \(chosen) is not unique.")
+        XCTAssertEqual(
+            try result("aria2.addUri", [["http://127.0.0.1:9/a.iso"], ["gid": chosen, "pause": "true"]])
+                as? String, chosen)
+        XCTAssertEqual(
+            try error("aria2.addUri", [["http://127.0.0.1:9/b.iso"], ["gid": chosen]]).message,
+            "GID \(chosen) is not unique.")
         XCTAssertEqual(try error("aria2.addUri", [["http://127.0.0.1:9/b.iso"], ["gid": "xyz"]]).code, 1)
-        let made = try XCTUnwrap(try result("aria2.addUri", [["http://127.0.0.1:9/c.iso"], ["pause": "true"]]) as? String)
+        let made = try XCTUnwrap(
+            try result("aria2.addUri", [["http://127.0.0.1:9/c.iso"], ["pause": "true"]]) as? String)
         XCTAssertEqual(haul.stop(signal: SIGTERM), 0)
         try startHaul()
         for gid in [chosen, made] {
@@ -203,17 +248,22 @@ final class Aria2RPCTests: HaulTestCase {
         let url = "http://127.0.0.1:9/x.iso"
         XCTAssertTrue(try error("aria2.addUri", [[url], ["dir": "/etc"]]).message.contains("outside the download"))
         XCTAssertTrue(try error("aria2.addUri", [[url], ["dir": "../up"]]).message.hasPrefix("directory:"))
-        for option in ["on-download-complete", "on-download-error", "log", "save-session", "input-file",
-                       "rpc-secret", "save-cookies"] {
-            XCTAssertEqual(try error("aria2.addUri", [[url], [option: "/bin/sh"]]).message,
-                           "option \(option) is not allowed through the RPC", option)
-            XCTAssertEqual(try error("aria2.changeGlobalOption", [[option: "/tmp/x"]]).message,
-                           "option \(option) is not allowed through the RPC", option)
+        for option in [
+            "on-download-complete", "on-download-error", "log", "save-session", "input-file",
+            "rpc-secret", "save-cookies",
+        ] {
+            XCTAssertEqual(
+                try error("aria2.addUri", [[url], [option: "/bin/sh"]]).message,
+                "option \(option) is not allowed through the RPC", option)
+            XCTAssertEqual(
+                try error("aria2.changeGlobalOption", [[option: "/tmp/x"]]).message,
+                "option \(option) is not allowed through the RPC", option)
         }
         XCTAssertTrue(try error("aria2.addUri", [["file:///etc/passwd"]]).message.contains("scheme"))
         XCTAssertEqual(try error("aria2.addTorrent", ["AAAA"]).code, 1)
-        XCTAssertEqual(try error("aria2.shutdown").message,
-                       "shutdown is refused: start Haul with --rpc-allow-shutdown to allow it")
+        XCTAssertEqual(
+            try error("aria2.shutdown").message,
+            "shutdown is refused: start Haul with --rpc-allow-shutdown to allow it")
         XCTAssertEqual(try error("aria2.nope").message, "No such method: aria2.nope")
         XCTAssertEqual(try error("aria2.tellStatus", ["zz"]).message, "Invalid GID zz")
         XCTAssertEqual(try downloadCount(), 0, "nothing was added")
@@ -245,11 +295,15 @@ final class Aria2RPCTests: HaulTestCase {
         XCTAssertTrue(((write.json["error"] as? [String: Any])?["message"] as? String ?? "").contains("POST"))
         XCTAssertEqual(try downloadCount(), 0)
 
-        let batch = try api.request("POST", "/jsonrpc", json: [
-            ["jsonrpc": "2.0", "id": 1, "method": "aria2.getVersion"],
-            ["jsonrpc": "2.0", "id": 2, "method": "system.multicall",
-             "params": [[["methodName": "aria2.getGlobalStat"], ["methodName": "aria2.nope"]]]],
-        ])
+        let batch = try api.request(
+            "POST", "/jsonrpc",
+            json: [
+                ["jsonrpc": "2.0", "id": 1, "method": "aria2.getVersion"],
+                [
+                    "jsonrpc": "2.0", "id": 2, "method": "system.multicall",
+                    "params": [[["methodName": "aria2.getGlobalStat"], ["methodName": "aria2.nope"]]],
+                ],
+            ])
         XCTAssertEqual(batch.status, 200)
         let answers = try XCTUnwrap(try JSONSerialization.jsonObject(with: batch.body) as? [[String: Any]])
         XCTAssertEqual(answers.map { $0["id"] as? Int }, [1, 2])
@@ -270,8 +324,12 @@ final class Aria2RPCTests: HaulTestCase {
         XCTAssertNotNil(try result("aria2.getVersion", ["token:" + token]) as? [String: Any])
         XCTAssertNotNil(try result("system.listMethods") as? [Any], "system.* needs no token, as in aria2")
         // A GET with the token may change things: a page cannot know it.
-        let params = Data(try JSONSerialization.data(withJSONObject: ["token:" + token, ["http://127.0.0.1:9/x"],
-                                                                      ["pause": "true"]])).base64EncodedString()
+        let params = Data(
+            try JSONSerialization.data(withJSONObject: [
+                "token:" + token, ["http://127.0.0.1:9/x"],
+                ["pause": "true"],
+            ])
+        ).base64EncodedString()
         let added = try api.get("/jsonrpc?method=aria2.addUri&id=3&params=\(params)")
         XCTAssertEqual(added.status, 200, added.text)
         // JSONP for a call that carries the token.
@@ -289,8 +347,12 @@ final class Aria2RPCTests: HaulTestCase {
         let port = try Nginx.freePort()
         try startHaul(extra: ["--rpc-listen", "127.0.0.1:\(port)"])
         let other = Client(base: "http://127.0.0.1:\(port)")
-        let reply = try other.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": 1,
-                                                                "method": "aria2.getVersion"])
+        let reply = try other.request(
+            "POST", "/jsonrpc",
+            json: [
+                "jsonrpc": "2.0", "id": 1,
+                "method": "aria2.getVersion",
+            ])
         XCTAssertEqual(reply.status, 200)
         XCTAssertEqual((reply.json["result"] as? [String: Any])?["version"] as? String, "1.36.0")
     }

@@ -18,8 +18,10 @@ final class CategoryTests: HaulTestCase {
         let film = try sandbox.makeRandomFile("www/film.bin", size: 400_000)
         let show = try sandbox.makeRandomFile("www/show.bin", size: 300_000)
         let filmID = try add(["url": originURL("film.bin"), "category": "films"])
-        let extraID = try add(["url": originURL("film.bin"), "category": "films", "directory": "2026",
-                               "connections": 3, "priority": -1])
+        let extraID = try add([
+            "url": originURL("film.bin"), "category": "films", "directory": "2026",
+            "connections": 3, "priority": -1,
+        ])
         let showID = try add(["url": originURL("show.bin"), "category": "tv"])
         let done = try waitForState(filmID, "completed")
         XCTAssertEqual(done["category"] as? String, "films")
@@ -39,13 +41,20 @@ final class CategoryTests: HaulTestCase {
         let unknown = try api.request("POST", "/downloads", json: ["url": originURL("film.bin"), "category": "music"])
         XCTAssertEqual(unknown.status, 409, unknown.text)
         XCTAssertTrue((unknown.json["detail"] as? String ?? "").contains("PUT /categories/music"), unknown.text)
-        XCTAssertEqual(try api.request("POST", "/downloads", json: ["url": originURL("film.bin"),
-                                                                    "category": "../x"]).status, 422)
+        XCTAssertEqual(
+            try api.request(
+                "POST", "/downloads",
+                json: [
+                    "url": originURL("film.bin"),
+                    "category": "../x",
+                ]
+            ).status, 422)
 
         let listed = try api.get("/downloads?category=films").json["downloads"] as? [[String: Any]] ?? []
         XCTAssertEqual(Set(listed.compactMap { $0["id"] as? String }), [filmID, extraID, paused])
-        XCTAssertEqual((try api.get("/categories").json["categories"] as? [[String: Any]])?
-            .compactMap { $0["name"] as? String }, ["films", "tv"])
+        XCTAssertEqual(
+            (try api.get("/categories").json["categories"] as? [[String: Any]])?
+                .compactMap { $0["name"] as? String }, ["films", "tv"])
 
         // Clean-up of one category's finished downloads: the paused one and the other category's stay.
         XCTAssertEqual(try api.request("DELETE", "/downloads?category=films").status, 422, "state is required")
@@ -55,15 +64,22 @@ final class CategoryTests: HaulTestCase {
         XCTAssertEqual(try api.get("/downloads/\(filmID)").status, 404)
         XCTAssertEqual(try api.get("/downloads/\(showID)").status, 200)
         XCTAssertEqual(try api.get("/downloads/\(paused)").status, 200)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: sandbox.file("downloads/media/films/film.bin")),
-                      "a finished file stays without delete_file")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: sandbox.file("downloads/media/films/film.bin")),
+            "a finished file stays without delete_file")
 
         // Forgotten, the category leaves its downloads their name and folder; a new one cannot use it.
         XCTAssertEqual(try api.request("DELETE", "/categories/films").status, 204)
         XCTAssertEqual(try api.get("/categories/films").status, 404)
         XCTAssertEqual(try download(paused)["category"] as? String, "films")
-        XCTAssertEqual(try api.request("POST", "/downloads", json: ["url": originURL("show.bin"),
-                                                                    "category": "films"]).status, 409)
+        XCTAssertEqual(
+            try api.request(
+                "POST", "/downloads",
+                json: [
+                    "url": originURL("show.bin"),
+                    "category": "films",
+                ]
+            ).status, 409)
         // Kept across a restart.
         haul.stop()
         try startHaul()

@@ -14,13 +14,16 @@ final class ClientDailyUseTests: HaulTestCase {
 
     func testSeveralDownloadsDrawABarEachAndATotalThatFitTheTerminal() throws {
         guard TerminalSession.available else { throw XCTSkip("tmux is not installed (make deps)") }
-        let files = [("alpha.iso", 1_200_000), ("beta.bin", 500_000), ("a-file-with-a-rather-long-name.tar.gz", 300_000)]
+        let files = [
+            ("alpha.iso", 1_200_000), ("beta.bin", 500_000), ("a-file-with-a-rather-long-name.tar.gz", 300_000),
+        ]
         var hashes: [String: String] = [:]
         for (name, size) in files { hashes[name] = try sandbox.makeRandomFile("www/" + name, size: size) }
         for columns in [70, 120] {
             let urls = files.map { "'" + originURL($0.0, "rate=250000&width=\(columns)") + "'" }.joined(separator: " ")
-            let session = try TerminalSession("HAUL_SERVER=\(haul.baseURL) \(haulPath) add \(urls) --wait "
-                                              + "--connections 1", columns: columns)
+            let session = try TerminalSession(
+                "HAUL_SERVER=\(haul.baseURL) \(haulPath) add \(urls) --wait "
+                    + "--connections 1", columns: columns)
             // On the way: a bar a download and the total under them, each inside the terminal, the bars ending in
             // one column; nothing else on the screen but the ids printed first.
             let running = try session.wait(for: "bars on the way at \(columns) columns") { screen in
@@ -28,16 +31,22 @@ final class ClientDailyUseTests: HaulTestCase {
                 return block.count == 4 && block[3].hasPrefix("total ") && block.contains { $0.contains("/s") }
             }
             let block = bars(running)
-            XCTAssertEqual(Set(block.map { line in line.firstIndex(of: "]").map { line.distance(from: line.startIndex, to: $0) } }).count, 1,
-                           "the bars end in one column:\n" + block.joined(separator: "\n"))
+            XCTAssertEqual(
+                Set(block.map { line in line.firstIndex(of: "]").map { line.distance(from: line.startIndex, to: $0) } })
+                    .count, 1,
+                "the bars end in one column:\n" + block.joined(separator: "\n"))
             for line in running where !line.isEmpty {
                 XCTAssertLessThan(line.count, columns, "wider than the terminal: '\(line)'")
-                XCTAssertTrue(block.contains(line) || line.range(of: "^[0-9a-z]{15}$", options: .regularExpression)
-                              != nil, "a line that is no bar and no id (wrapped?): '\(line)'")
+                XCTAssertTrue(
+                    block.contains(line)
+                        || line.range(of: "^[0-9a-z]{15}$", options: .regularExpression)
+                            != nil,
+                    "a line that is no bar and no id (wrapped?): '\(line)'")
             }
             XCTAssertTrue(block[0].hasPrefix("alpha.iso "), block[0])
-            XCTAssertTrue(block[2].hasPrefix("a-file-with") && block[2].contains("… ["),
-                          "cut to fit, from its start: \(block[2])")
+            XCTAssertTrue(
+                block[2].hasPrefix("a-file-with") && block[2].contains("… ["),
+                "cut to fit, from its start: \(block[2])")
             let done = try session.wait(for: "the end at \(columns) columns") { $0.contains("exit=0") }
             XCTAssertTrue(done.contains("3 of 3 completed"), done.joined(separator: "\n"))
             // Under 100 columns the numbers are in their short forms.
@@ -55,8 +64,9 @@ final class ClientDailyUseTests: HaulTestCase {
         _ = try sandbox.makeRandomFile("www/slow-a.bin", size: 3_000_000)
         _ = try sandbox.makeRandomFile("www/slow-b.bin", size: 3_000_000)
         let urls = ["slow-a.bin", "slow-b.bin"].map { "'" + originURL($0, "rate=100000") + "'" }.joined(separator: " ")
-        let session = try TerminalSession("HAUL_SERVER=\(haul.baseURL) \(haulPath) add \(urls) --wait "
-                                          + "--connections 1", columns: 100)
+        let session = try TerminalSession(
+            "HAUL_SERVER=\(haul.baseURL) \(haulPath) add \(urls) --wait "
+                + "--connections 1", columns: 100)
         try session.wait(for: "the bars") { bars($0).count == 3 }
         let port = haul.port
         haul.stop(signal: SIGTERM)
@@ -64,8 +74,9 @@ final class ClientDailyUseTests: HaulTestCase {
         let after = try session.wait(for: "the notices") { screen in
             screen.contains("haul: reconnected") && bars(screen).count == 3
         }
-        XCTAssertTrue(after.contains("haul: lost the event stream from \(haul.baseURL); reconnecting"),
-                      "the notice, alone on its line:\n" + after.joined(separator: "\n"))
+        XCTAssertTrue(
+            after.contains("haul: lost the event stream from \(haul.baseURL); reconnecting"),
+            "the notice, alone on its line:\n" + after.joined(separator: "\n"))
         // The notices come before the block, which is drawn again under them.
         let notice = try XCTUnwrap(after.firstIndex(of: "haul: reconnected"))
         XCTAssertTrue(after[(notice + 1)...].contains { $0.hasPrefix("total ") }, after.joined(separator: "\n"))
@@ -91,16 +102,17 @@ final class ClientDailyUseTests: HaulTestCase {
         for id in films { try waitForState(id, "completed") }
         // Enough others that some first characters are shared (40 ids, 32 characters).
         let list = (0..<40).map { originURL("many/\($0).bin") }.joined(separator: "\n")
-        let many = try execute(haulPath, ["add", "-i", "-", "--paused"], input: Data(list.utf8),
-                               environment: ProcessInfo.processInfo.environment.merging(["HAUL_SERVER": haul.baseURL])
-                                   { _, new in new })
+        let many = try execute(
+            haulPath, ["add", "-i", "-", "--paused"], input: Data(list.utf8),
+            environment: ProcessInfo.processInfo.environment.merging(["HAUL_SERVER": haul.baseURL]) { _, new in new })
         XCTAssertEqual(many.status, 0, many.output)
         let ids = many.stdout.split(separator: "\n").map(String.init) + films
 
         // The first characters that only one id starts with name it.
         let target = ids[0]
-        let prefix = try XCTUnwrap((1...15).lazy.map { String(target.prefix($0)) }
-            .first { p in ids.filter { $0.hasPrefix(p) }.count == 1 })
+        let prefix = try XCTUnwrap(
+            (1...15).lazy.map { String(target.prefix($0)) }
+                .first { p in ids.filter { $0.hasPrefix(p) }.count == 1 })
         let info = try haulCommand(["info", prefix])
         XCTAssertEqual(info.status, 0, info.output)
         XCTAssertTrue(info.stdout.hasPrefix("id            \(target)\n"), info.stdout)
@@ -115,8 +127,10 @@ final class ClientDailyUseTests: HaulTestCase {
         // A completed download is said to be so.
         let completed = try haulCommand(["resume", String(films[0].prefix(12))])
         XCTAssertEqual(completed.status, 1)
-        XCTAssertEqual(completed.stderr, "haul: \(films[0].prefix(12)): f1.bin is completed already: there is nothing "
-                       + "to resume\n")
+        XCTAssertEqual(
+            completed.stderr,
+            "haul: \(films[0].prefix(12)): f1.bin is completed already: there is nothing "
+                + "to resume\n")
 
         // all: every download the command applies to.
         let slow = try add(["url": originURL("slow.bin", "rate=100000")])
@@ -158,10 +172,12 @@ final class ClientDailyUseTests: HaulTestCase {
         }
         let info = try haulCommand(["info", film])
         XCTAssertEqual(info.status, 0, info.output)
-        for expected in ["state         completed",
-                         "category      films", "path          films/a-long-name-for-a-film-that-does-not-fit.mkv",
-                         "url           \(originURL("a-long-name-for-a-film-that-does-not-fit.mkv"))",
-                         "segments", ": done", "completed     20", "webhooks      1 sent", "completed to "] {
+        for expected in [
+            "state         completed",
+            "category      films", "path          films/a-long-name-for-a-film-that-does-not-fit.mkv",
+            "url           \(originURL("a-long-name-for-a-film-that-does-not-fit.mkv"))",
+            "segments", ": done", "completed     20", "webhooks      1 sent", "completed to ",
+        ] {
             XCTAssertTrue(info.stdout.contains(expected), "'\(expected)' in:\n\(info.stdout)")
         }
         let failed = try haulCommand(["info", missing])
@@ -176,8 +192,9 @@ final class ClientDailyUseTests: HaulTestCase {
         XCTAssertEqual(changed["connections"] as? Int, 4)
         let moved = try haulCommand(["set", first, "--position", "top"])
         XCTAssertEqual(moved.status, 0, moved.output)
-        XCTAssertTrue(moved.stdout.contains("priority 5") && moved.stdout.hasSuffix("place 0 in the queue\n"),
-                      "moved above a priority 5, it takes it: \(moved.stdout)")
+        XCTAssertTrue(
+            moved.stdout.contains("priority 5") && moved.stdout.hasSuffix("place 0 in the queue\n"),
+            "moved above a priority 5, it takes it: \(moved.stdout)")
         let queue = try api.get("/downloads?state=paused&sort=queue").json["downloads"] as? [[String: Any]]
         XCTAssertEqual(queue?.compactMap { $0["id"] as? String }, [first, second])
         XCTAssertEqual(try haulCommand(["set", first]).status, 2, "nothing to change")
@@ -191,24 +208,29 @@ final class ClientDailyUseTests: HaulTestCase {
             let lines = list.stdout.split(separator: "\n").map(String.init)
             XCTAssertEqual(lines.count, 6, list.stdout)
             for line in lines { XCTAssertLessThan(line.count, columns, "'\(line)'") }
-            XCTAssertNotNil(lines[0].range(of: "^ID +STATE +DONE +SIZE +SPEED +ETA +CAT(EGORY)? +NAME$",
-                                           options: .regularExpression), lines[0])
+            XCTAssertNotNil(
+                lines[0].range(
+                    of: "^ID +STATE +DONE +SIZE +SPEED +ETA +CAT(EGORY)? +NAME$",
+                    options: .regularExpression), lines[0])
             let short = try XCTUnwrap(lines[1].split(separator: " ").first.map(String.init))
             XCTAssertTrue(short.count >= 6 && short.count < film.count, "short ids: \(list.stdout)")
             let filmLine = try XCTUnwrap(lines.first { $0.hasPrefix(String(film.prefix(short.count))) })
-            XCTAssertTrue(filmLine.contains(" films ") && filmLine.contains("a-long") && filmLine.hasSuffix("…"),
-                          filmLine)
+            XCTAssertTrue(
+                filmLine.contains(" films ") && filmLine.contains("a-long") && filmLine.hasSuffix("…"),
+                filmLine)
             let missingLine = try XCTUnwrap(lines.first { $0.hasPrefix(String(missing.prefix(short.count))) })
-            XCTAssertTrue(missingLine.contains(" failed ") && missingLine.contains(" http_404 ")
-                          && missingLine.contains("missing.iso"), missingLine)
+            XCTAssertTrue(
+                missingLine.contains(" failed ") && missingLine.contains(" http_404 ")
+                    && missingLine.contains("missing.iso"), missingLine)
             XCTAssertEqual(lines.last, "4 downloads: 2 paused, 1 completed, 1 failed")
             // The short id is taken wherever an id is.
             XCTAssertEqual(try haulCommand(["info", String(missing.prefix(short.count))]).status, 0)
         }
         let bogus = try haulCommand(["ls", "--state", "bogus"])
         XCTAssertEqual(bogus.status, 2)
-        XCTAssertTrue(bogus.stderr.contains("no state 'bogus'") && bogus.stderr.hasSuffix("(haul ls --help)\n"),
-                      bogus.stderr)
+        XCTAssertTrue(
+            bogus.stderr.contains("no state 'bogus'") && bogus.stderr.hasSuffix("(haul ls --help)\n"),
+            bogus.stderr)
 
         // Waiting to retry: a state of the list of its own.
         _ = try sandbox.makeRandomFile("www/busy.bin", size: 10_000)
@@ -228,8 +250,10 @@ final class ClientDailyUseTests: HaulTestCase {
         let rows = deliveries.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(rows.count, 2, deliveries.stdout)
         XCTAssertTrue(rows[0].hasPrefix("TIME "), rows[0])
-        XCTAssertNotNil(rows[1].range(of: "^20[0-9]{2}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} completed ",
-                                      options: .regularExpression), rows[1])
+        XCTAssertNotNil(
+            rows[1].range(
+                of: "^20[0-9]{2}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} completed ",
+                options: .regularExpression), rows[1])
         XCTAssertTrue(rows[1].contains(film), rows[1])
     }
 
@@ -239,8 +263,10 @@ final class ClientDailyUseTests: HaulTestCase {
         XCTAssertEqual(setting.stderr, "haul: max-active: must be an integer from 1 to 1000, or default\n")
         let name = try haulCommand(["category", "put", "bad/name"])
         XCTAssertEqual(name.status, 2)
-        XCTAssertEqual(name.stderr, "haul: 'bad/name' cannot be a category's name: it must be 1 to 64 letters, "
-                       + "digits, '-', '_' or '.', starting with a letter or digit (haul category --help)\n")
+        XCTAssertEqual(
+            name.stderr,
+            "haul: 'bad/name' cannot be a category's name: it must be 1 to 64 letters, "
+                + "digits, '-', '_' or '.', starting with a letter or digit (haul category --help)\n")
         // An empty HAUL_SERVER (a script's `HAUL_SERVER=`) is no setting: HAUL_LISTEN, here this server's, is used.
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_SERVER"] = ""
@@ -251,10 +277,14 @@ final class ClientDailyUseTests: HaulTestCase {
         // A URL that is no Haul server (the test origin) is said to be none.
         let elsewhere = try haulCommand(["ls"], environment: ["HAUL_SERVER": origin.baseURL])
         XCTAssertEqual(elsewhere.status, 1)
-        XCTAssertTrue(elsewhere.stderr.contains("\(origin.baseURL) answered HTTP 404, and not as Haul does: it is not "
-                                                + "a Haul server"), elsewhere.stderr)
-        for (arguments, command) in [(["set", "x"], "set"), (["pause"], "pause"), (["add"], "add"),
-                                     (["webhook", "deliveries", "x", "--limit", "0"], "webhook")] {
+        XCTAssertTrue(
+            elsewhere.stderr.contains(
+                "\(origin.baseURL) answered HTTP 404, and not as Haul does: it is not "
+                    + "a Haul server"), elsewhere.stderr)
+        for (arguments, command) in [
+            (["set", "x"], "set"), (["pause"], "pause"), (["add"], "add"),
+            (["webhook", "deliveries", "x", "--limit", "0"], "webhook"),
+        ] {
             let usage = try haulCommand(arguments)
             XCTAssertEqual(usage.status, 2, "\(arguments)")
             XCTAssertTrue(usage.stderr.hasSuffix("(haul \(command) --help)\n"), "\(arguments): \(usage.stderr)")

@@ -13,8 +13,9 @@ final class ClientTests: HaulTestCase {
         // Not a terminal: lines, no carriage returns, at least one with a percentage on the way.
         XCTAssertFalse(result.stderr.contains("\r"))
         XCTAssertTrue(result.stderr.contains("plain.bin: downloading"), result.stderr)
-        XCTAssertTrue(result.stderr.range(of: #"downloading [0-9]+% \("#, options: .regularExpression) != nil,
-                      result.stderr)
+        XCTAssertTrue(
+            result.stderr.range(of: #"downloading [0-9]+% \("#, options: .regularExpression) != nil,
+            result.stderr)
         XCTAssertTrue(result.stderr.hasSuffix("plain.bin: completed, 585.9 KiB -> plain.bin\n"), result.stderr)
         XCTAssertEqual(try sha256(sandbox.file("downloads/plain.bin")), hash)
         XCTAssertEqual(try download(id)["state"] as? String, "completed")
@@ -25,9 +26,11 @@ final class ClientTests: HaulTestCase {
         let jar = sandbox.file("cookies.txt")
         try "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tcli-42\n"
             .write(toFile: jar, atomically: true, encoding: .utf8)
-        let result = try haulCommand(["add", originURL("login.bin", "needcookie=sid=cli-42&auth=basic&user=u&pass=p"),
-                                      "--cookies", jar, "--user", "u", "--password", "p",
-                                      "--referer", "https://from.example/", "--wait"])
+        let result = try haulCommand([
+            "add", originURL("login.bin", "needcookie=sid=cli-42&auth=basic&user=u&pass=p"),
+            "--cookies", jar, "--user", "u", "--password", "p",
+            "--referer", "https://from.example/", "--wait",
+        ])
         XCTAssertEqual(result.status, 0, result.output)
         XCTAssertEqual(try sha256(sandbox.file("downloads/login.bin")), hash)
         let sent = try XCTUnwrap(try originRequests().last?["headers"] as? [String: String])
@@ -45,7 +48,8 @@ final class ClientTests: HaulTestCase {
     func testAddWaitOnATerminalDrawsABar() throws {
         _ = try sandbox.makeRandomFile("www/bar.bin", size: 400_000)
         // script(1) gives the client a pseudo-terminal; what it drew comes back on script's output.
-        let command = "HAUL_SERVER=\(haul.baseURL) COLUMNS=100 \(haulPath) add '\(originURL("bar.bin", "rate=200000"))' --wait"
+        let command =
+            "HAUL_SERVER=\(haul.baseURL) COLUMNS=100 \(haulPath) add '\(originURL("bar.bin", "rate=200000"))' --wait"
         let result = try execute("/usr/bin/script", ["-qefc", command, "/dev/null"])
         XCTAssertEqual(result.status, 0, result.output)
         XCTAssertTrue(result.stdout.contains("\rbar.bin  ["), result.stdout)
@@ -57,16 +61,19 @@ final class ClientTests: HaulTestCase {
     func testAddWaitFailsWithTheReason() throws {
         let result = try haulCommand(["add", originURL("absent.bin"), "--wait"])
         XCTAssertEqual(result.status, 1, result.output)
-        XCTAssertTrue(result.stderr.hasSuffix("haul: absent.bin failed: http_404: the server answered HTTP 404\n"),
-                      result.stderr)
+        XCTAssertTrue(
+            result.stderr.hasSuffix("haul: absent.bin failed: http_404: the server answered HTTP 404\n"),
+            result.stderr)
     }
 
     func testProblemsAreShownWithTheirFields() throws {
         let result = try haulCommand(["add", "gopher://example.com/x", "--connections", "99"])
         XCTAssertEqual(result.status, 1, result.output)
         // Each problem once, on one line (the detail repeats the fields, so it is not printed beside them).
-        XCTAssertEqual(result.stderr, "haul: url: scheme must be http, https, ftp, ftps or sftp, not gopher; connections: must be an "
-                       + "integer from 1 to 32\n")
+        XCTAssertEqual(
+            result.stderr,
+            "haul: url: scheme must be http, https, ftp, ftps or sftp, not gopher; connections: must be an "
+                + "integer from 1 to 32\n")
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)
     }
 
@@ -81,8 +88,9 @@ final class ClientTests: HaulTestCase {
         let lines = listed.stdout.split(separator: "\n")
         XCTAssertTrue(lines.first?.hasPrefix("ID ") == true, listed.stdout)
         // The id's first characters: enough to tell it apart, at least 6.
-        XCTAssertTrue(lines.contains { $0.hasPrefix(String(id.prefix(6)) + " ") && $0.contains(" paused ") },
-                      listed.stdout)
+        XCTAssertTrue(
+            lines.contains { $0.hasPrefix(String(id.prefix(6)) + " ") && $0.contains(" paused ") },
+            listed.stdout)
         let json = try haulCommand(["ls", "--json", "--state", "paused"])
         let array = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
         XCTAssertEqual(array?.map { $0["id"] as? String }, [id])
@@ -100,8 +108,9 @@ final class ClientTests: HaulTestCase {
         let removed = try haulCommand(["rm", id])
         XCTAssertEqual(removed.status, 0, removed.output)
         XCTAssertEqual(try api.get("/downloads/\(id)").status, 404)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: sandbox.file("downloads/renamed.bin")),
-                      "rm keeps a finished file unless --delete-file")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: sandbox.file("downloads/renamed.bin")),
+            "rm keeps a finished file unless --delete-file")
         let again = try haulCommand(["rm", id])
         XCTAssertEqual(again.status, 1)
         XCTAssertTrue(again.stderr.contains(id), again.stderr)
@@ -154,7 +163,9 @@ final class ClientTests: HaulTestCase {
     }
 
     func testEveryCommandHasItsHelpAndTheVersionIsTheSpecs() throws {
-        for command in ["add", "ls", "pause", "resume", "rm", "watch", "settings", "category", "webhook", "stats", "health"] {
+        for command in [
+            "add", "ls", "pause", "resume", "rm", "watch", "settings", "category", "webhook", "stats", "health",
+        ] {
             for arguments in [[command, "--help"], [command, "-h"], ["help", command]] {
                 let result = try execute(haulPath, arguments)
                 XCTAssertEqual(result.status, 0, "\(arguments): \(result.output)")
@@ -197,8 +208,10 @@ final class ClientTests: HaulTestCase {
         XCTAssertTrue(result.stdout.hasSuffix("\n2 downloads: 2 paused\n"), result.stdout)
         let colour = try haulCommand(["ls", "--sort", "colour"])
         XCTAssertEqual(colour.status, 2, "a usage error, said before anything is asked")
-        XCTAssertEqual(colour.stderr, "haul: --sort takes created, name, size, progress, speed, queue (-KEY for "
-                       + "descending), not 'colour' (haul ls --help)\n")
+        XCTAssertEqual(
+            colour.stderr,
+            "haul: --sort takes created, name, size, progress, speed, queue (-KEY for "
+                + "descending), not 'colour' (haul ls --help)\n")
     }
 
     func testGlobalOptionsComeBeforeTheCommand() throws {
@@ -212,8 +225,9 @@ final class ClientTests: HaulTestCase {
         let equals = try execute(haulPath, ["--server=" + haul.baseURL, "rm", id], environment: environment)
         XCTAssertEqual(equals.status, 0, equals.output)
         XCTAssertEqual(equals.stdout, "\(id) removed\n")
-        XCTAssertEqual(try execute(haulPath, ["--server", "http://127.0.0.1:1", "ls"], environment: environment).status,
-                       3)
+        XCTAssertEqual(
+            try execute(haulPath, ["--server", "http://127.0.0.1:1", "ls"], environment: environment).status,
+            3)
     }
 
     func testOneBadIDDoesNotStopTheOthers() throws {
@@ -221,8 +235,9 @@ final class ClientTests: HaulTestCase {
         let second = try add(["url": originURL("two.bin"), "start_paused": true])
         let result = try haulCommand(["resume", first, "nosuchid", second])
         XCTAssertEqual(result.status, 1, result.output)
-        XCTAssertEqual(result.stderr, "haul: nosuchid: no download's id starts with 'nosuchid' (haul ls lists them)\n",
-                       "printed once, and alone")
+        XCTAssertEqual(
+            result.stderr, "haul: nosuchid: no download's id starts with 'nosuchid' (haul ls lists them)\n",
+            "printed once, and alone")
         let lines = result.stdout.split(separator: "\n")
         XCTAssertEqual(lines.count, 2, result.stdout)
         XCTAssertTrue(lines.first?.hasPrefix("\(first) ") ?? false, result.stdout)
@@ -251,8 +266,9 @@ final class ClientTests: HaulTestCase {
             return listed.contains(" retrying ")
         }
         // The state says it waits, the ETA column for how long, the name why (haul info has the whole reason).
-        XCTAssertNotNil(listed.range(of: #" retrying .* [0-9]s busy\.bin \(http_503\)\n"#, options: .regularExpression),
-                        listed)
+        XCTAssertNotNil(
+            listed.range(of: #" retrying .* [0-9]s busy\.bin \(http_503\)\n"#, options: .regularExpression),
+            listed)
         wait.waitUntilExit()
         let progress = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(wait.terminationStatus, 0, progress)
@@ -262,20 +278,28 @@ final class ClientTests: HaulTestCase {
     }
 
     func testMirrorsAreGivenWithTheDownload() throws {
-        let added = try haulCommand(["add", originURL("m.bin"), "--paused", "--mirror", "http://127.0.0.1:9/m.bin",
-                                     "--mirror", "http://127.0.0.1:10/m.bin"])
+        let added = try haulCommand([
+            "add", originURL("m.bin"), "--paused", "--mirror", "http://127.0.0.1:9/m.bin",
+            "--mirror", "http://127.0.0.1:10/m.bin",
+        ])
         XCTAssertEqual(added.status, 0, added.output)
         let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let mirrors = try download(id)["mirrors"] as? [[String: Any]] ?? []
-        XCTAssertEqual(mirrors.compactMap { $0["url"] as? String },
-                       ["http://127.0.0.1:9/m.bin", "http://127.0.0.1:10/m.bin"])
-        XCTAssertEqual(try haulCommand(["add", originURL("a.bin"), originURL("b.bin"), "--mirror",
-                                        "http://127.0.0.1:9/x"]).status, 2, "a mirror is of one download")
+        XCTAssertEqual(
+            mirrors.compactMap { $0["url"] as? String },
+            ["http://127.0.0.1:9/m.bin", "http://127.0.0.1:10/m.bin"])
+        XCTAssertEqual(
+            try haulCommand([
+                "add", originURL("a.bin"), originURL("b.bin"), "--mirror",
+                "http://127.0.0.1:9/x",
+            ]).status, 2, "a mirror is of one download")
     }
 
     func testCategoriesAreMadeUsedAndCleaned() throws {
-        let made = try haulCommand(["category", "put", "films", "--directory", "media/films", "--connections", "2",
-                                    "--max-speed", "1M"])
+        let made = try haulCommand([
+            "category", "put", "films", "--directory", "media/films", "--connections", "2",
+            "--max-speed", "1M",
+        ])
         XCTAssertEqual(made.status, 0, made.output)
         XCTAssertEqual(made.stdout, "films            media/films  connections 2  max-speed 1.00 MiB/s\n")
         let hash = try sandbox.makeRandomFile("www/cli-film.bin", size: 200_000)
@@ -328,36 +352,47 @@ final class ClientTests: HaulTestCase {
     func testSettingsAreShownAndChanged() throws {
         let shown = try haulCommand(["settings"])
         XCTAssertEqual(shown.status, 0, shown.output)
-        XCTAssertTrue(shown.stdout.hasPrefix("max-active                5\nmax-speed                 none\n"), shown.stdout)
-        let changed = try haulCommand(["settings", "max-active=2", "max-speed=1.5M",
-                                       "schedule=mon-fri 09:00-18:00 2M; sat,sun 00:00-24:00 0"])
+        XCTAssertTrue(
+            shown.stdout.hasPrefix("max-active                5\nmax-speed                 none\n"), shown.stdout)
+        let changed = try haulCommand([
+            "settings", "max-active=2", "max-speed=1.5M",
+            "schedule=mon-fri 09:00-18:00 2M; sat,sun 00:00-24:00 0",
+        ])
         XCTAssertEqual(changed.status, 0, changed.output)
         XCTAssertTrue(changed.stdout.contains("max-active                2 (default 5)\n"), changed.stdout)
         XCTAssertTrue(changed.stdout.contains("max-speed                 1.50 MiB/s (default none)\n"), changed.stdout)
-        XCTAssertTrue(changed.stdout.contains("schedule                  mon-fri 09:00-18:00 2.00 MiB/s; sat,sun "
-                                              + "00:00-24:00 none (default none)\n"), changed.stdout)
+        XCTAssertTrue(
+            changed.stdout.contains(
+                "schedule                  mon-fri 09:00-18:00 2.00 MiB/s; sat,sun "
+                    + "00:00-24:00 none (default none)\n"), changed.stdout)
         let settings = try api.get("/settings").json
         XCTAssertEqual(settings["max_speed"] as? Int, 1_572_864)
-        XCTAssertEqual((settings["speed_schedule"] as? [[String: Any]])?.first?["days"] as? [String],
-                       ["mon", "tue", "wed", "thu", "fri"])
+        XCTAssertEqual(
+            (settings["speed_schedule"] as? [[String: Any]])?.first?["days"] as? [String],
+            ["mon", "tue", "wed", "thu", "fri"])
         let reset = try haulCommand(["settings", "max-active=default", "schedule=none", "--json"])
         XCTAssertEqual(reset.status, 0, reset.output)
         let json = try JSONSerialization.jsonObject(with: Data(reset.stdout.utf8)) as? [String: Any]
         XCTAssertEqual(json?["max_active"] as? Int, 5)
         XCTAssertEqual((json?["speed_schedule"] as? [Any])?.count, 0)
-        for arguments in [["settings", "max-active=lots"], ["settings", "colour=red"], ["settings", "max-active"],
-                          ["settings", "schedule=someday 9-5 fast"]] {
+        for arguments in [
+            ["settings", "max-active=lots"], ["settings", "colour=red"], ["settings", "max-active"],
+            ["settings", "schedule=someday 9-5 fast"],
+        ] {
             XCTAssertEqual(try haulCommand(arguments).status, 2, "\(arguments)")
         }
         let refused = try haulCommand(["settings", "max-active=0"])
         XCTAssertEqual(refused.status, 1)
-        XCTAssertEqual(refused.stderr, "haul: max-active: must be an integer from 1 to 1000, or default\n",
-                       "in the command line's words")
+        XCTAssertEqual(
+            refused.stderr, "haul: max-active: must be an integer from 1 to 1000, or default\n",
+            "in the command line's words")
     }
 
     func testSizesAreReadAsPeopleWriteThem() throws {
-        for (text, bytes) in [("1.5M", 1_572_864), ("10MB", 10_485_760), ("500k", 512_000), ("2048", 2048),
-                              ("1GiB", 1_073_741_824)] {
+        for (text, bytes) in [
+            ("1.5M", 1_572_864), ("10MB", 10_485_760), ("500k", 512_000), ("2048", 2048),
+            ("1GiB", 1_073_741_824),
+        ] {
             let result = try haulCommand(["add", originURL("s\(bytes).bin"), "--paused", "--max-speed", text])
             XCTAssertEqual(result.status, 0, result.output)
             let id = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -371,8 +406,10 @@ final class ClientTests: HaulTestCase {
 
     func testEveryOptionOfTheTableHasItsFlag() throws {
         let digest = "md5:" + String(repeating: "0", count: 32)
-        let result = try haulCommand(["add", originURL("opts.bin"), "--paused", "--priority", "7", "--connections",
-                                      "3", "--insecure", "--header", "X-Token: abc", "--checksum", digest])
+        let result = try haulCommand([
+            "add", originURL("opts.bin"), "--paused", "--priority", "7", "--connections",
+            "3", "--insecure", "--header", "X-Token: abc", "--checksum", digest,
+        ])
         XCTAssertEqual(result.status, 0, result.output)
         let shown = try download(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         XCTAssertEqual(int(shown["priority"]), 7)
@@ -395,8 +432,10 @@ final class ClientTests: HaulTestCase {
         XCTAssertEqual(result.status, 1, result.output)
         let ids = result.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(ids.count, 2, result.stdout)
-        XCTAssertTrue(result.stderr.contains("haul: gopher://nope/x: url: scheme must be http, https, ftp, ftps or sftp, not gopher\n"),
-                      result.stderr)
+        XCTAssertTrue(
+            result.stderr.contains(
+                "haul: gopher://nope/x: url: scheme must be http, https, ftp, ftps or sftp, not gopher\n"),
+            result.stderr)
         XCTAssertTrue(result.stderr.contains("b0.bin: completed"), result.stderr)
         XCTAssertTrue(result.stderr.contains("b1.bin: completed"), result.stderr)
         XCTAssertEqual(try sha256(sandbox.file("downloads/b0.bin")), hashes[0])
@@ -404,9 +443,9 @@ final class ClientTests: HaulTestCase {
 
         // From standard input, comments and blank lines skipped; all good, so exit 0.
         let list = "# mirrors\n\n  \(originURL("b2.bin"))  \n\(originURL("b0.bin"))\n"
-        let piped = try execute(haulPath, ["add", "-i", "-", "--paused"], input: Data(list.utf8),
-                                environment: ProcessInfo.processInfo.environment.merging(["HAUL_SERVER": haul.baseURL])
-                                    { _, new in new })
+        let piped = try execute(
+            haulPath, ["add", "-i", "-", "--paused"], input: Data(list.utf8),
+            environment: ProcessInfo.processInfo.environment.merging(["HAUL_SERVER": haul.baseURL]) { _, new in new })
         XCTAssertEqual(piped.status, 0, piped.output)
         XCTAssertEqual(piped.stdout.split(separator: "\n").count, 2, piped.stdout)
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 4)
@@ -414,9 +453,9 @@ final class ClientTests: HaulTestCase {
 
         // A list longer than one batch goes as several: every URL added once, its id printed in order.
         let long = (0..<2_500).map { originURL("many/\($0).bin") }.joined(separator: "\n")
-        let many = try execute(haulPath, ["add", "-i", "-", "--paused"], input: Data(long.utf8),
-                               environment: ProcessInfo.processInfo.environment.merging(["HAUL_SERVER": haul.baseURL])
-                                   { _, new in new })
+        let many = try execute(
+            haulPath, ["add", "-i", "-", "--paused"], input: Data(long.utf8),
+            environment: ProcessInfo.processInfo.environment.merging(["HAUL_SERVER": haul.baseURL]) { _, new in new })
         XCTAssertEqual(many.status, 0, String(many.stderr.prefix(500)))
         let manyIDs = many.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(manyIDs.count, 2_500)
@@ -431,7 +470,8 @@ final class ClientTests: HaulTestCase {
         _ = try sandbox.makeRandomFile("www/narrow-terminal-file-with-a-long-name.bin", size: 600_000)
         // stty sets the pseudo-terminal's size, which the client reads with TIOCGWINSZ; COLUMNS is not set.
         let url = originURL("narrow-terminal-file-with-a-long-name.bin", "rate=150000")
-        let command = "stty cols 72 rows 20; unset COLUMNS; HAUL_SERVER=\(haul.baseURL) \(haulPath) add '\(url)' "
+        let command =
+            "stty cols 72 rows 20; unset COLUMNS; HAUL_SERVER=\(haul.baseURL) \(haulPath) add '\(url)' "
             + "--wait --connections 1"
         let result = try execute("/usr/bin/script", ["-qefc", command, "/dev/null"])
         XCTAssertEqual(result.status, 0, result.output)
@@ -447,8 +487,9 @@ final class ClientTests: HaulTestCase {
         let withETA = frames.compactMap { $0.split(separator: "\n").first }.filter { $0.contains("  ETA ") }
         XCTAssertFalse(withETA.isEmpty, "no frame shows the ETA: \(frames)")
         for frame in withETA {
-            XCTAssertNotNil(frame.range(of: #"ETA [0-9]+ (s|min [0-9]{2} s) *$"#, options: .regularExpression),
-                            "the ETA is cut: '\(frame)'")
+            XCTAssertNotNil(
+                frame.range(of: #"ETA [0-9]+ (s|min [0-9]{2} s) *$"#, options: .regularExpression),
+                "the ETA is cut: '\(frame)'")
         }
     }
 
@@ -470,8 +511,9 @@ final class ClientTests: HaulTestCase {
         XCTAssertTrue(elsewhere.stderr.contains("http://127.0.0.1:1"), elsewhere.stderr)
         environment["HAUL_SERVER"] = haul.baseURL
         XCTAssertEqual(try execute(haulPath, ["health"], environment: environment).status, 0, "HAUL_SERVER wins")
-        XCTAssertEqual(try execute(haulPath, ["health", "--server", "http://127.0.0.1:1"], environment: environment)
-            .status, 3, "--server wins")
+        XCTAssertEqual(
+            try execute(haulPath, ["health", "--server", "http://127.0.0.1:1"], environment: environment)
+                .status, 3, "--server wins")
     }
 
     func testAnUnreachableServerAndBadUsageHaveTheirOwnStatus() throws {
@@ -481,8 +523,9 @@ final class ClientTests: HaulTestCase {
         XCTAssertEqual(try execute(haulPath, ["health", "--server", "http://127.0.0.1:1"]).status, 3)
         let unreachable = try execute(haulPath, ["ls", "--server", "http://127.0.0.1:1"])
         XCTAssertEqual(unreachable.status, 3)
-        XCTAssertTrue(unreachable.stderr.hasPrefix("haul: cannot reach the server at http://127.0.0.1:1: "),
-                      unreachable.stderr)
+        XCTAssertTrue(
+            unreachable.stderr.hasPrefix("haul: cannot reach the server at http://127.0.0.1:1: "),
+            unreachable.stderr)
         // A usage error is one line that says where the help is.
         for (arguments, message) in [
             (["add"], "haul: give at least one URL (or -i FILE) (haul add --help)"),
@@ -506,8 +549,9 @@ final class ClientTokenTests: HaulTestCase {
     override var serveArguments: [String] { super.serveArguments + ["--token", token] }
 
     func testTheTokenComesFromTheFlagOrTheEnvironment() throws {
-        XCTAssertEqual(try execute(buildDirectory + "/haul", ["health", "--server", haul.baseURL]).status, 0,
-                       "the container's health check needs no token")
+        XCTAssertEqual(
+            try execute(buildDirectory + "/haul", ["health", "--server", haul.baseURL]).status, 0,
+            "the container's health check needs no token")
         let bare = try execute(buildDirectory + "/haul", ["ls", "--server", haul.baseURL])
         XCTAssertEqual(bare.status, 1)
         XCTAssertTrue(bare.stderr.contains("HAUL_TOKEN"), bare.stderr)
@@ -517,7 +561,8 @@ final class ClientTokenTests: HaulTestCase {
         environment["HAUL_TOKEN"] = token
         environment["HAUL_SERVER"] = haul.baseURL
         _ = try sandbox.makeRandomFile("www/t.bin", size: 1000)
-        let added = try execute(buildDirectory + "/haul", ["add", originURL("t.bin"), "--wait"], environment: environment)
+        let added = try execute(
+            buildDirectory + "/haul", ["add", originURL("t.bin"), "--wait"], environment: environment)
         XCTAssertEqual(added.status, 0, added.output)
     }
 }

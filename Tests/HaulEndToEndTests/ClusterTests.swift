@@ -18,9 +18,11 @@ final class ClusterTests: XCTestCase {
         chmod(sandbox.file("www"), 0o755)
         storeURL = try PostgresServer.shared().createDatabase()
         for index in 0..<2 {
-            origins.append(try ServerProcess(executable: buildDirectory + "/TestOrigin",
-                                             arguments: ["--root", sandbox.file("www")],
-                                             logPath: sandbox.file("origin-\(index).log")))
+            origins.append(
+                try ServerProcess(
+                    executable: buildDirectory + "/TestOrigin",
+                    arguments: ["--root", sandbox.file("www")],
+                    logPath: sandbox.file("origin-\(index).log")))
         }
     }
 
@@ -38,13 +40,17 @@ final class ClusterTests: XCTestCase {
         sandbox = nil
     }
 
-    private func startNode(_ name: String, maxActive: Int = 4, directory: String = "downloads",
-                           extra: [String] = []) throws {
+    private func startNode(
+        _ name: String, maxActive: Int = 4, directory: String = "downloads",
+        extra: [String] = []
+    ) throws {
         nodes[name] = try ServerProcess(
             executable: buildDirectory + "/haul",
-            arguments: ["serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file(directory),
-                        "--store", storeURL, "--node", name, "--lease", "\(lease)", "--max-active", "\(maxActive)",
-                        "--retry-wait", "0.1", "--min-free-space", "16M"] + extra,
+            arguments: [
+                "serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file(directory),
+                "--store", storeURL, "--node", name, "--lease", "\(lease)", "--max-active", "\(maxActive)",
+                "--retry-wait", "0.1", "--min-free-space", "16M",
+            ] + extra,
             logPath: sandbox.file("\(name).log"))
     }
 
@@ -72,8 +78,9 @@ final class ClusterTests: XCTestCase {
             hashes[name] = try sandbox.makeRandomFile("www/\(name)", size: 500_000 + index * 37_000)
             // Throttled so that a third of the files are still running when a node dies.
             let url = origins[index % 2].baseURL + "/files/\(name)?rate=400000"
-            let reply = try api(["n1", "n2", "n3"][index % 3]).request("POST", "/downloads",
-                                                                        json: ["url": url, "connections": 2])
+            let reply = try api(["n1", "n2", "n3"][index % 3]).request(
+                "POST", "/downloads",
+                json: ["url": url, "connections": 2])
             XCTAssertEqual(reply.status, 201, reply.text)
             ids[name] = reply.json["id"] as? String
         }
@@ -139,17 +146,19 @@ final class ClusterTests: XCTestCase {
         }
         let took = try XCTUnwrap(takeover, "the dead node's downloads were fetched again after the kill")
         XCTAssertGreaterThan(took, lease * 0.5, "not before the lease ran out")
-        print("cluster: 30 downloads on 3 nodes, n3 killed with \(victims.count) running; "
-              + "takeover \(String(format: "%.2f", took)) s after SIGKILL (lease \(lease) s)")
+        print(
+            "cluster: 30 downloads on 3 nodes, n3 killed with \(victims.count) running; "
+                + "takeover \(String(format: "%.2f", took)) s after SIGKILL (lease \(lease) s)")
 
         // A surviving node's event stream shows a dead node's download going on elsewhere.
-        XCTAssertTrue(events.read(timeout: 10) { client in
-            client.events.contains { event in
-                let json = event.json
-                return victims.contains(json["id"] as? String ?? "") && event.event == "state"
-                    && ["n1", "n2"].contains(json["node"] as? String ?? "")
-            }
-        }, "n2's events show the takeover")
+        XCTAssertTrue(
+            events.read(timeout: 10) { client in
+                client.events.contains { event in
+                    let json = event.json
+                    return victims.contains(json["id"] as? String ?? "") && event.event == "state"
+                        && ["n1", "n2"].contains(json["node"] as? String ?? "")
+                }
+            }, "n2's events show the takeover")
     }
 
     func testAnyNodeAnswersForEveryDownloadAndPausesAnotherNodesDownload() throws {
@@ -201,8 +210,12 @@ final class ClusterTests: XCTestCase {
             .send(HostileOrigin.reply("204 No Content", headers: ["Connection: close"]))
         }
         defer { receiver.stop() }
-        let made = try api("n1").request("POST", "/webhooks", json: ["url": receiver.baseURL + "/hook",
-                                                                     "events": ["completed"]])
+        let made = try api("n1").request(
+            "POST", "/webhooks",
+            json: [
+                "url": receiver.baseURL + "/hook",
+                "events": ["completed"],
+            ])
         XCTAssertEqual(made.status, 201, made.text)
         let hook = try XCTUnwrap(made.json["id"] as? String)
         // The other node reads the webhooks again when the store tells it of the change.
@@ -245,8 +258,11 @@ final class ClusterTests: XCTestCase {
         }
 
         _ = try sandbox.makeRandomFile("www/kept.bin", size: 2_000_000)
-        let created = try api("a").request("POST", "/downloads", json: [
-            "url": origins[0].baseURL + "/files/kept.bin?rate=200000", "connections": 1])
+        let created = try api("a").request(
+            "POST", "/downloads",
+            json: [
+                "url": origins[0].baseURL + "/files/kept.bin?rate=200000", "connections": 1,
+            ])
         let id = try XCTUnwrap(created.json["id"] as? String)
         var holder = ""
         // Both nodes must see it run: the holder's own answer can lead what the store has (the group commit), and
@@ -293,25 +309,37 @@ final class ClusterTests: XCTestCase {
         let admin = "the-cluster-token-0123456"
         for name in ["n1", "n2"] { try startNode(name, extra: ["--token", admin]) }
         let auth = { (token: String) in ["Authorization": "Bearer " + token] }
-        let made = try api("n1").request("POST", "/tokens", json: ["name": "tenant", "scope": "add", "root": "tenant",
-                                                                   "max_active": 1], headers: auth(admin))
+        let made = try api("n1").request(
+            "POST", "/tokens",
+            json: [
+                "name": "tenant", "scope": "add", "root": "tenant",
+                "max_active": 1,
+            ], headers: auth(admin))
         XCTAssertEqual(made.status, 201, made.text)
         let (tokenID, secret) = (made.json["id"] as? String ?? "", made.json["secret"] as? String ?? "")
         _ = try sandbox.makeRandomFile("www/slow.bin", size: 150_000)
-        let theirs = try api("n1").request("POST", "/downloads", json: ["url": origins[0].baseURL + "/files/slow.bin",
-                                                                        "start_paused": true], headers: auth(admin))
+        let theirs = try api("n1").request(
+            "POST", "/downloads",
+            json: [
+                "url": origins[0].baseURL + "/files/slow.bin",
+                "start_paused": true,
+            ], headers: auth(admin))
         var own: [String] = []
         for index in 0..<4 {
             let reply = try api(["n1", "n2"][index % 2]).request(
-                "POST", "/downloads", json: ["url": origins[0].baseURL + "/files/slow.bin?rate=100000",
-                                            "filename": "s\(index).bin"], headers: auth(secret))
+                "POST", "/downloads",
+                json: [
+                    "url": origins[0].baseURL + "/files/slow.bin?rate=100000",
+                    "filename": "s\(index).bin",
+                ], headers: auth(secret))
             XCTAssertEqual(reply.status, 201, reply.text)
             XCTAssertEqual((reply.json["path"] as? String).map { $0.hasPrefix("tenant/") } ?? true, true)
             own.append(reply.json["id"] as? String ?? "")
         }
         let listed = try api("n2").request("GET", "/downloads?limit=1000", headers: auth(secret))
-        XCTAssertEqual(Set((listed.json["downloads"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }),
-                       Set(own))
+        XCTAssertEqual(
+            Set((listed.json["downloads"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }),
+            Set(own))
         let theirsID = theirs.json["id"] as? String ?? ""
         XCTAssertEqual(try api("n2").request("GET", "/downloads/\(theirsID)", headers: auth(secret)).status, 404)
         // One of its downloads runs at a time over both nodes, until all four are done.
@@ -320,8 +348,9 @@ final class ClusterTests: XCTestCase {
             let states = try own.map { id in
                 try self.api("n1").request("GET", "/downloads/\(id)", headers: auth(admin)).json["state"] as? String
             }
-            XCTAssertLessThanOrEqual(states.filter { ["probing", "downloading", "verifying"].contains($0 ?? "") }.count,
-                                     1, "\(states)")
+            XCTAssertLessThanOrEqual(
+                states.filter { ["probing", "downloading", "verifying"].contains($0 ?? "") }.count,
+                1, "\(states)")
             done = states.allSatisfy { $0 == "completed" }
             return done
         }

@@ -44,7 +44,8 @@ final class ConfigurationTests: XCTestCase {
     /// table makes.
     func testEveryOptionRowTakesItsValueFromEachSourceAndREADMEShowsTheTable() throws {
         let described = try execute(buildDirectory + "/haul", ["serve", "--describe-options"])
-        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(described.stdout.utf8)) as? [[String: Any]])
+        let rows = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(described.stdout.utf8)) as? [[String: Any]])
         XCTAssertGreaterThan(rows.count, 40)
         let walked = rows.filter { !["check", "config"].contains($0["name"] as? String) }
         var environment = ProcessInfo.processInfo.environment
@@ -76,8 +77,9 @@ final class ConfigurationTests: XCTestCase {
             let name = (row["name"] as? String ?? "").replacingOccurrences(of: "-", with: "_")
             return "\(name) = \"\(row["sample"] as? String ?? "")\""
         }.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
-        expect(try execute(buildDirectory + "/haul", ["serve", "--check", "--config", file], environment: environment),
-               "config file")
+        expect(
+            try execute(buildDirectory + "/haul", ["serve", "--check", "--config", file], environment: environment),
+            "config file")
         // README's table is the table's.
         let table = try execute(buildDirectory + "/haul", ["serve", "--help-markdown"]).stdout
         XCTAssertTrue(try readme.contains(table), "README's table of options differs from `haul serve --help-markdown`")
@@ -92,11 +94,13 @@ final class ConfigurationTests: XCTestCase {
         var environment = ProcessInfo.processInfo.environment
         environment["HAUL_LOG_FORMAT"] = "json"
         environment["HAUL_MAX_ACTIVE"] = "0"
-        let refused = try execute(buildDirectory + "/haul", ["serve", "--data-dir", sandbox.file("d")],
-                                  environment: environment)
+        let refused = try execute(
+            buildDirectory + "/haul", ["serve", "--data-dir", sandbox.file("d")],
+            environment: environment)
         XCTAssertEqual(refused.status, 2, "HAUL_MAX_ACTIVE=0 is out of range")
-        XCTAssertTrue(refused.stderr.contains("haul: HAUL_MAX_ACTIVE must be an integer from 1 to 1000"),
-                      "the variable is named as the user wrote it: \(refused.stderr)")
+        XCTAssertTrue(
+            refused.stderr.contains("haul: HAUL_MAX_ACTIVE must be an integer from 1 to 1000"),
+            "the variable is named as the user wrote it: \(refused.stderr)")
         let flagged = try execute(buildDirectory + "/haul", ["serve", "--max-active", "0"], environment: environment)
         XCTAssertTrue(flagged.stderr.contains("haul: --max-active must be an integer from 1 to 1000"), flagged.stderr)
         // The store and the node's name: a URL of the one database Haul speaks, a name that can name a file.
@@ -115,8 +119,9 @@ final class ConfigurationTests: XCTestCase {
         environment["HAUL_DATA_DIR"] = sandbox.file("data")
         // The schedule's times are the server's: /settings names its zone (Tokyo keeps +09:00 all year).
         environment["TZ"] = "Asia/Tokyo"
-        let server = try ServerProcess(executable: buildDirectory + "/haul", arguments: ["serve", "--max-active", "2"],
-                                       environment: environment, logPath: sandbox.file("log"))
+        let server = try ServerProcess(
+            executable: buildDirectory + "/haul", arguments: ["serve", "--max-active", "2"],
+            environment: environment, logPath: sandbox.file("log"))
         defer { server.stop(signal: SIGKILL) }
         XCTAssertEqual(try Client(base: server.baseURL).get("/healthz").status, 200)
         let settings = try Client(base: server.baseURL).get("/settings").json
@@ -137,43 +142,59 @@ final class ConfigurationTests: XCTestCase {
         let binary = sandbox.file("haul")
         try FileManager.default.copyItem(atPath: buildDirectory + "/haul", toPath: binary)
         for directory in ["dl", "data"] {
-            try FileManager.default.createDirectory(atPath: sandbox.file(directory), withIntermediateDirectories: false,
-                                                    attributes: [.posixPermissions: 0o755])
+            try FileManager.default.createDirectory(
+                atPath: sandbox.file(directory), withIntermediateDirectories: false,
+                attributes: [.posixPermissions: 0o755])
         }
         func serveAsNobody() throws -> CommandResult {
-            try execute("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "serve",
-                                             "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("dl"),
-                                             "--data-dir", sandbox.file("data")])
+            try execute(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", binary, "serve",
+                    "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("dl"),
+                    "--data-dir", sandbox.file("data"),
+                ])
         }
         let downloads = try serveAsNobody()
         XCTAssertEqual(downloads.status, 1, downloads.output)
-        XCTAssertTrue(downloads.stderr.contains("cannot write to \(sandbox.file("dl")), the download directory "
-            + "(--download-dir, HAUL_DOWNLOAD_DIR): permission denied; it belongs to uid 0 gid 0 and Haul runs as "
-            + "uid 65534 gid 65534: chown -R 65534:65534 \(sandbox.file("dl"))"), downloads.stderr)
+        XCTAssertTrue(
+            downloads.stderr.contains(
+                "cannot write to \(sandbox.file("dl")), the download directory "
+                    + "(--download-dir, HAUL_DOWNLOAD_DIR): permission denied; it belongs to uid 0 gid 0 and Haul runs as "
+                    + "uid 65534 gid 65534: chown -R 65534:65534 \(sandbox.file("dl"))"), downloads.stderr)
         XCTAssertFalse(downloads.stderr.contains("--user 0:0"), "never the advice to run as root")
 
         XCTAssertEqual(chown(sandbox.file("dl"), 65534, 65534), 0)
         XCTAssertEqual(chown(sandbox.file("data"), 1234, 1234), 0)
         let data = try serveAsNobody()
         XCTAssertEqual(data.status, 1, data.output)
-        XCTAssertTrue(data.stderr.contains("cannot write to \(sandbox.file("data")), the data directory "
-            + "(--data-dir, HAUL_DATA_DIR): permission denied; it belongs to uid 1234 gid 1234"), data.stderr)
+        XCTAssertTrue(
+            data.stderr.contains(
+                "cannot write to \(sandbox.file("data")), the data directory "
+                    + "(--data-dir, HAUL_DATA_DIR): permission denied; it belongs to uid 1234 gid 1234"), data.stderr)
         XCTAssertTrue(data.stderr.contains("or run Haul as its owner (docker run --user 1234:1234)"), data.stderr)
 
         XCTAssertEqual(chown(sandbox.file("data"), 65534, 65534), 0)
-        XCTAssertTrue(FileManager.default.createFile(atPath: sandbox.file("data/haul.sqlite"), contents: nil,
-                                                    attributes: [.posixPermissions: 0o600]))
+        XCTAssertTrue(
+            FileManager.default.createFile(
+                atPath: sandbox.file("data/haul.sqlite"), contents: nil,
+                attributes: [.posixPermissions: 0o600]))
         let database = try serveAsNobody()
         XCTAssertEqual(database.status, 1, database.output)
-        XCTAssertTrue(database.stderr.contains("cannot open \(sandbox.file("data/haul.sqlite")), the database "
-            + "(--data-dir, HAUL_DATA_DIR): permission denied"), database.stderr)
+        XCTAssertTrue(
+            database.stderr.contains(
+                "cannot open \(sandbox.file("data/haul.sqlite")), the database "
+                    + "(--data-dir, HAUL_DATA_DIR): permission denied"), database.stderr)
 
         XCTAssertEqual(chown(sandbox.file("data/haul.sqlite"), 65534, 65534), 0)
-        let server = try ServerProcess(executable: "/usr/bin/setpriv",
-                                       arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "serve",
-                                                   "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("dl"),
-                                                   "--data-dir", sandbox.file("data")],
-                                       logPath: sandbox.file("log"))
+        let server = try ServerProcess(
+            executable: "/usr/bin/setpriv",
+            arguments: [
+                "--reuid=65534", "--regid=65534", "--clear-groups", binary, "serve",
+                "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("dl"),
+                "--data-dir", sandbox.file("data"),
+            ],
+            logPath: sandbox.file("log"))
         defer { server.stop(signal: SIGKILL) }
         XCTAssertEqual(try Client(base: server.baseURL).get("/healthz").status, 200, "all theirs: it starts")
     }
@@ -184,27 +205,31 @@ final class ConfigurationTests: XCTestCase {
         let sandbox = try Sandbox()
         let toml = sandbox.file("haul.toml")
         try """
-            # Haul's settings
-            listen = "127.0.0.1:0"
-            download-dir = "\(sandbox.file("dl"))"
-            data_dir = '\(sandbox.file("data"))'
-            max-active = 7            # downloads at once
-            max-speed = "1.5M"
-            log-format = "json"
-            cors-origin = ["https://a.example", "https://b.example:8443"]
-            deny-private-networks = false
+        # Haul's settings
+        listen = "127.0.0.1:0"
+        download-dir = "\(sandbox.file("dl"))"
+        data_dir = '\(sandbox.file("data"))'
+        max-active = 7            # downloads at once
+        max-speed = "1.5M"
+        log-format = "json"
+        cors-origin = ["https://a.example", "https://b.example:8443"]
+        deny-private-networks = false
 
-            """.write(toFile: toml, atomically: true, encoding: .utf8)
+        """.write(toFile: toml, atomically: true, encoding: .utf8)
         var environment = ProcessInfo.processInfo.environment
         for name in ["HAUL_MAX_ACTIVE", "HAUL_LOG_FORMAT", "HAUL_CONFIG"] { environment[name] = nil }
-        let server = try ServerProcess(executable: buildDirectory + "/haul", arguments: ["serve", "--config", toml],
-                                       environment: environment, logPath: sandbox.file("log"))
+        let server = try ServerProcess(
+            executable: buildDirectory + "/haul", arguments: ["serve", "--config", toml],
+            environment: environment, logPath: sandbox.file("log"))
         let client = Client(base: server.baseURL)
         var settings = try client.get("/settings").json
         XCTAssertEqual(settings["max_active"] as? Int, 7)
         XCTAssertEqual(settings["max_speed"] as? Int, 1_572_864)
-        let preflight = try client.request("OPTIONS", "/downloads", headers: [
-            "Origin": "https://b.example:8443", "Access-Control-Request-Method": "POST"])
+        let preflight = try client.request(
+            "OPTIONS", "/downloads",
+            headers: [
+                "Origin": "https://b.example:8443", "Access-Control-Request-Method": "POST",
+            ])
         XCTAssertEqual(preflight.header("Access-Control-Allow-Origin"), "https://b.example:8443", "the list's second")
         server.stop(signal: SIGKILL)
         XCTAssertTrue(try String(contentsOfFile: sandbox.file("log"), encoding: .utf8).hasPrefix("{\"time\":"))
@@ -212,13 +237,15 @@ final class ConfigurationTests: XCTestCase {
         // HAUL_CONFIG finds the file; the environment beats it, a flag beats the environment.
         environment["HAUL_CONFIG"] = toml
         environment["HAUL_MAX_ACTIVE"] = "3"
-        let second = try ServerProcess(executable: buildDirectory + "/haul", arguments: ["serve"],
-                                       environment: environment, logPath: sandbox.file("log2"))
+        let second = try ServerProcess(
+            executable: buildDirectory + "/haul", arguments: ["serve"],
+            environment: environment, logPath: sandbox.file("log2"))
         settings = try Client(base: second.baseURL).get("/settings").json
         XCTAssertEqual((settings["defaults"] as? [String: Any])?["max_active"] as? Int, 3)
         second.stop(signal: SIGKILL)
-        let third = try ServerProcess(executable: buildDirectory + "/haul", arguments: ["serve", "--max-active", "2"],
-                                      environment: environment, logPath: sandbox.file("log3"))
+        let third = try ServerProcess(
+            executable: buildDirectory + "/haul", arguments: ["serve", "--max-active", "2"],
+            environment: environment, logPath: sandbox.file("log3"))
         settings = try Client(base: third.baseURL).get("/settings").json
         XCTAssertEqual((settings["defaults"] as? [String: Any])?["max_active"] as? Int, 2)
         third.stop(signal: SIGKILL)
@@ -238,13 +265,17 @@ final class ConfigurationTests: XCTestCase {
             XCTAssertTrue(result.stderr.contains(expected), "\(text): \(result.stderr)")
         }
         let json = sandbox.file("haul.json")
-        try #"{"listen": "127.0.0.1:0", "max_connections_per_host": 9, "allow_unauthenticated": true, "max_active": "x"}"#
+        try
+            #"{"listen": "127.0.0.1:0", "max_connections_per_host": 9, "allow_unauthenticated": true, "max_active": "x"}"#
             .write(toFile: json, atomically: true, encoding: .utf8)
         let refused = try execute(buildDirectory + "/haul", ["serve", "--config", json], environment: environment)
-        XCTAssertTrue(refused.stderr.contains("max_active in \(json) must be an integer from 1 to 1000"), refused.stderr)
-        let missing = try execute(buildDirectory + "/haul", ["serve", "--config", sandbox.file("nope.toml")],
-                                  environment: environment)
-        XCTAssertTrue(missing.stderr.contains("cannot read the config file \(sandbox.file("nope.toml")): No such file"),
-                      missing.stderr)
+        XCTAssertTrue(
+            refused.stderr.contains("max_active in \(json) must be an integer from 1 to 1000"), refused.stderr)
+        let missing = try execute(
+            buildDirectory + "/haul", ["serve", "--config", sandbox.file("nope.toml")],
+            environment: environment)
+        XCTAssertTrue(
+            missing.stderr.contains("cannot read the config file \(sandbox.file("nope.toml")): No such file"),
+            missing.stderr)
     }
 }

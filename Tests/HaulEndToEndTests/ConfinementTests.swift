@@ -34,8 +34,9 @@ final class ConfinementTests: HaulTestCase {
             XCTAssertFalse(field(reply).isEmpty, "\(body)")
         }
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 0)
-        XCTAssertEqual(entries(sandbox.path).filter { $0.hasSuffix("/x") || $0 == "x" || $0.hasSuffix("outside") },
-                       [])
+        XCTAssertEqual(
+            entries(sandbox.path).filter { $0.hasSuffix("/x") || $0 == "x" || $0.hasSuffix("outside") },
+            [])
     }
 
     func testAServersNameWithAPathStaysInsideTheRoot() throws {

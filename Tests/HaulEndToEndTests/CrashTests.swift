@@ -49,8 +49,9 @@ final class CrashTests: HaulTestCase {
         for file in files where file.size > 1_000_000 {
             report.append("\(file.name) \(try refetched(file.name, size: file.size) / 1024) KiB")
         }
-        print("SIGKILL x20: refetched in total \(report.joined(separator: ", ")); "
-              + "\(activeAtKill) kills hit running transfers")
+        print(
+            "SIGKILL x20: refetched in total \(report.joined(separator: ", ")); "
+                + "\(activeAtKill) kills hit running transfers")
     }
 
     func testSIGTERMCheckpointsAndExitsWithinFiveSeconds() throws {
@@ -88,11 +89,15 @@ final class CrashTests: HaulTestCase {
 
     func testASecondServerOnTheSameDataDirectoryRefusesToStart() throws {
         let id = try add(["url": originURL("none.bin"), "start_paused": true])
-        XCTAssertThrowsError(try ServerProcess(
-            executable: buildDirectory + "/haul",
-            arguments: ["serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("downloads2"),
-                        "--data-dir", sandbox.file("data")],
-            logPath: sandbox.file("second.log"))) { error in
+        XCTAssertThrowsError(
+            try ServerProcess(
+                executable: buildDirectory + "/haul",
+                arguments: [
+                    "serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("downloads2"),
+                    "--data-dir", sandbox.file("data"),
+                ],
+                logPath: sandbox.file("second.log"))
+        ) { error in
             XCTAssertTrue("\(error)".contains("in use by another Haul"), "\(error)")
         }
         // The first server is untouched and still owns its database.
@@ -108,12 +113,17 @@ final class CrashTests: HaulTestCase {
         // The moment after link() and before unlink(): both names on the finished file, the store not yet saying
         // completed (a running download goes back to the queue at start).
         XCTAssertEqual(link(sandbox.file("downloads/linked.bin"), sandbox.file("downloads/linked.bin.part")), 0)
-        try runCommand("/usr/bin/python3", ["-c", """
-            import sqlite3, sys
-            db = sqlite3.connect(sys.argv[1])
-            db.execute("UPDATE downloads SET state = 'downloading', completed_at = NULL")
-            db.commit()
-            """, sandbox.file("data/haul.sqlite")])
+        try runCommand(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import sqlite3, sys
+                db = sqlite3.connect(sys.argv[1])
+                db.execute("UPDATE downloads SET state = 'downloading', completed_at = NULL")
+                db.commit()
+                """, sandbox.file("data/haul.sqlite"),
+            ])
         _ = try originClient.request("DELETE", "/_requests")
         try startHaul()
         let done = try waitForState(id, "completed")
@@ -136,8 +146,9 @@ final class CrashTests: HaulTestCase {
             ("larger", source + Data(count: 1000), ["bytes=0-"]),
         ]
         for (dir, part, expected) in cases {
-            try FileManager.default.createDirectory(atPath: sandbox.file("downloads/\(dir)"),
-                                                    withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: sandbox.file("downloads/\(dir)"),
+                withIntermediateDirectories: true)
             try part.write(to: URL(fileURLWithPath: sandbox.file("downloads/\(dir)/adopt.bin.part")))
             _ = try originClient.request("DELETE", "/_requests")
             let id = try add(["url": originURL("adopt.bin"), "directory": dir])

@@ -25,14 +25,19 @@ final class CredentialsTests: HaulTestCase {
         try originRequests().filter { ($0["path"] as? String)?.hasSuffix("/" + name) == true }
     }
 
-    private func headers(_ request: [String: Any]) -> [String: String] { request["headers"] as? [String: String] ?? [:] }
+    private func headers(_ request: [String: Any]) -> [String: String] {
+        request["headers"] as? [String: String] ?? [:]
+    }
 
     func testBasicAndDigestOriginsGetTheirCredentialsOnEverySegment() throws {
         let hash = try sandbox.makeRandomFile("www/a.bin", size: 1 << 20)
         for kind in ["basic", "digest"] {
-            let done = try waitForState(try add(["url": originURL("a.bin", "auth=\(kind)&user=ann&pass=0p3n-s3same"),
-                                                 "username": "ann", "password": "0p3n-s3same",
-                                                 "filename": "\(kind).bin"]), "completed")
+            let done = try waitForState(
+                try add([
+                    "url": originURL("a.bin", "auth=\(kind)&user=ann&pass=0p3n-s3same"),
+                    "username": "ann", "password": "0p3n-s3same",
+                    "filename": "\(kind).bin",
+                ]), "completed")
             XCTAssertEqual(try sha256(try downloadedPath(done)), hash, kind)
             XCTAssertEqual(done["username"] as? String, "ann")
             XCTAssertNil(done["password"], "a password is never shown")
@@ -41,9 +46,12 @@ final class CredentialsTests: HaulTestCase {
         XCTAssertGreaterThan(ranged.count, 2, "segments")
         XCTAssertTrue(ranged.allSatisfy { headers($0)["authorization"] != nil })
 
-        let refused = try waitForState(try add(["url": originURL("a.bin", "auth=digest&user=ann&pass=0p3n-s3same"),
-                                                "username": "ann", "password": "wrong", "filename": "w.bin"]),
-                                       "failed")
+        let refused = try waitForState(
+            try add([
+                "url": originURL("a.bin", "auth=digest&user=ann&pass=0p3n-s3same"),
+                "username": "ann", "password": "wrong", "filename": "w.bin",
+            ]),
+            "failed")
         XCTAssertEqual((refused["error"] as? [String: Any])?["code"] as? String, "auth_failed", "\(refused)")
         XCTAssertEqual(int(refused["attempts"]), 1, "refused credentials are not tried again")
     }
@@ -55,8 +63,11 @@ final class CredentialsTests: HaulTestCase {
         haul.stop(signal: SIGTERM)
         try startHaul(extra: ["--netrc-file", netrc])
         for kind in ["basic", "digest"] {
-            let done = try waitForState(try add(["url": originURL("n.bin", "auth=\(kind)&user=nat&pass=n3trc-pw"),
-                                                 "filename": "\(kind).bin"]), "completed")
+            let done = try waitForState(
+                try add([
+                    "url": originURL("n.bin", "auth=\(kind)&user=nat&pass=n3trc-pw"),
+                    "filename": "\(kind).bin",
+                ]), "completed")
             XCTAssertEqual(try sha256(try downloadedPath(done)), hash, kind)
         }
     }
@@ -64,18 +75,26 @@ final class CredentialsTests: HaulTestCase {
     func testAPasswordInTheURLIsTakenOutOfItAndNeverShownOrLogged() throws {
         let hash = try sandbox.makeRandomFile("www/u.bin", size: 4000)
         let port = origin.baseURL.split(separator: ":").last!
-        let id = try add(["url": "http://bo:hunter2-url@127.0.0.1:\(port)/files/u.bin?auth=basic&user=bo&pass=hunter2-url"])
+        let id = try add([
+            "url": "http://bo:hunter2-url@127.0.0.1:\(port)/files/u.bin?auth=basic&user=bo&pass=hunter2-url"
+        ])
         let done = try waitForState(id, "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
-        XCTAssertEqual(done["url"] as? String, "http://127.0.0.1:\(port)/files/u.bin?auth=basic&user=bo&pass=hunter2-url")
+        XCTAssertEqual(
+            done["url"] as? String, "http://127.0.0.1:\(port)/files/u.bin?auth=basic&user=bo&pass=hunter2-url")
         XCTAssertEqual(done["username"] as? String, "bo")
-        let cookie = try waitForState(try add(["url": originURL("u.bin", "needcookie=sid=c00kie-v4lue"),
-                                               "cookies": "sid=c00kie-v4lue; other=s3cr3t-two", "filename": "c.bin"]),
-                                      "completed")
+        let cookie = try waitForState(
+            try add([
+                "url": originURL("u.bin", "needcookie=sid=c00kie-v4lue"),
+                "cookies": "sid=c00kie-v4lue; other=s3cr3t-two", "filename": "c.bin",
+            ]),
+            "completed")
         XCTAssertEqual(try sha256(try downloadedPath(cookie)), hash)
-        let texts = [try api.get("/downloads/\(id)").text, try api.get("/downloads").text,
-                     try api.get("/metrics").text,
-                     try String(contentsOfFile: sandbox.file("haul.log"), encoding: .utf8)]
+        let texts = [
+            try api.get("/downloads/\(id)").text, try api.get("/downloads").text,
+            try api.get("/metrics").text,
+            try String(contentsOfFile: sandbox.file("haul.log"), encoding: .utf8),
+        ]
         for text in texts {
             // The query of this test's URL names the password too: only the user information counts here.
             XCTAssertFalse(text.contains("bo:hunter2"), String(text.prefix(2000)))
@@ -88,9 +107,13 @@ final class CredentialsTests: HaulTestCase {
         let hash = try sandbox.makeRandomFile("www/r.bin", size: 3000)
         let otherPort = other.baseURL.split(separator: ":").last!
         let target = "http://127.0.0.2:\(otherPort)/files/r.bin"
-        let url = origin.baseURL + "/redirect-to?url=" + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-        let done = try waitForState(try add(["url": url, "username": "ann", "password": "s3cret",
-                                             "headers": ["Authorization": "Bearer t0ken"]]), "completed")
+        let url =
+            origin.baseURL + "/redirect-to?url=" + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let done = try waitForState(
+            try add([
+                "url": url, "username": "ann", "password": "s3cret",
+                "headers": ["Authorization": "Bearer t0ken"],
+            ]), "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         let reply = try Client(base: other.baseURL).get("/_requests")
         let seen = (try JSONSerialization.jsonObject(with: reply.body)) as? [[String: Any]] ?? []
@@ -101,10 +124,14 @@ final class CredentialsTests: HaulTestCase {
     func testACookieSetByARedirectReachesEverySegment() throws {
         let hash = try sandbox.makeRandomFile("www/k.bin", size: 1 << 20)
         let target = originURL("k.bin", "needcookie=session=42")
-        let url = origin.baseURL + "/redirect-to?setcookie=session=42&url="
+        let url =
+            origin.baseURL + "/redirect-to?setcookie=session=42&url="
             + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-        let done = try waitForState(try add(["url": url, "filename": "k.bin", "referer": "https://from.example/page",
-                                             "user_agent": "MyBrowser/2"]), "completed")
+        let done = try waitForState(
+            try add([
+                "url": url, "filename": "k.bin", "referer": "https://from.example/page",
+                "user_agent": "MyBrowser/2",
+            ]), "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         let served = try requests("k.bin")
         XCTAssertGreaterThan(served.count, 2, "probe and segments")

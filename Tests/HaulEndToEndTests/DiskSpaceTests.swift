@@ -21,18 +21,23 @@ final class DiskSpaceTests: HaulTestCase {
             let head = ["Content-Length: \(length)", "Accept-Ranges: bytes", "ETag: \"v1\"", "Connection: close"]
             if request.method == "HEAD" { return .send(HostileOrigin.reply(headers: head)) }
             if chunked {
-                return .sendForever(HostileOrigin.reply(headers: ["Transfer-Encoding: chunked", "Connection: close"]),
-                                    chunk: Array("10000\r\n".utf8) + [UInt8](repeating: 7, count: 0x10000)
-                                        + Array("\r\n".utf8))
+                return .sendForever(
+                    HostileOrigin.reply(headers: ["Transfer-Encoding: chunked", "Connection: close"]),
+                    chunk: Array("10000\r\n".utf8) + [UInt8](repeating: 7, count: 0x10000)
+                        + Array("\r\n".utf8))
             }
             if let range = request.headers["range"], range.hasPrefix("bytes="),
-               let start = Int64(range.dropFirst(6).prefix { $0 != "-" }) {
+                let start = Int64(range.dropFirst(6).prefix { $0 != "-" })
+            {
                 // A well-formed 206 for the range asked, cut short like the first answer.
                 let last = Int64(range.split(separator: "-").last ?? "").map { min($0, length - 1) } ?? length - 1
-                return .send(HostileOrigin.reply("206 Partial Content", headers: [
-                    "Content-Range: bytes \(start)-\(last)/\(length)", "Content-Length: \(last - start + 1)",
-                    "ETag: \"v1\"", "Connection: close",
-                ], body: Array(body.prefix(Int(last - start + 1)))))
+                return .send(
+                    HostileOrigin.reply(
+                        "206 Partial Content",
+                        headers: [
+                            "Content-Range: bytes \(start)-\(last)/\(length)", "Content-Length: \(last - start + 1)",
+                            "ETag: \"v1\"", "Connection: close",
+                        ], body: Array(body.prefix(Int(last - start + 1)))))
             }
             return .send(HostileOrigin.reply(headers: head, body: body))
         }
@@ -99,12 +104,22 @@ final class DiskSpaceTests: HaulTestCase {
 
         haul.stop()
         try startHaul(extra: ["--max-file-size", "1M"])
-        let overLimit = try api.request("POST", "/downloads", json: ["url": "http://127.0.0.1:9/y.iso",
-                                                                      "size": 2 << 20])
+        let overLimit = try api.request(
+            "POST", "/downloads",
+            json: [
+                "url": "http://127.0.0.1:9/y.iso",
+                "size": 2 << 20,
+            ])
         XCTAssertEqual(overLimit.status, 507)
         XCTAssertEqual(overLimit.json["type"] as? String, "urn:haul:problem:file-too-large")
-        XCTAssertEqual(try api.request("POST", "/downloads", json: ["url": "http://127.0.0.1:9/z.iso",
-                                                                     "size": 1000, "start_paused": true]).status, 201)
+        XCTAssertEqual(
+            try api.request(
+                "POST", "/downloads",
+                json: [
+                    "url": "http://127.0.0.1:9/z.iso",
+                    "size": 1000, "start_paused": true,
+                ]
+            ).status, 201)
     }
 
     func testStatsAndMetricsShowTheFreeSpaceThatPOSTIsCheckedAgainst() throws {
@@ -126,12 +141,20 @@ final class DiskSpaceTests: HaulTestCase {
         XCTAssertLessThan(abs(exported - Double(free)), Double(256 << 20))
         XCTAssertTrue(metrics.contains("haul_disk_usable_bytes "), metrics)
         // A size past what /stats says is usable is refused; one well within it is taken.
-        let tooBig = try api.request("POST", "/downloads", json: ["url": "http://127.0.0.1:9/x.iso",
-                                                                   "size": usable + (1 << 30)])
+        let tooBig = try api.request(
+            "POST", "/downloads",
+            json: [
+                "url": "http://127.0.0.1:9/x.iso",
+                "size": usable + (1 << 30),
+            ])
         XCTAssertEqual(tooBig.status, 507, tooBig.text)
         XCTAssertTrue((tooBig.json["detail"] as? String ?? "").contains("min-free-space"), tooBig.text)
-        let fits = try api.request("POST", "/downloads", json: ["url": "http://127.0.0.1:9/y.iso",
-                                                                "size": min(usable / 2, 1 << 20), "start_paused": true])
+        let fits = try api.request(
+            "POST", "/downloads",
+            json: [
+                "url": "http://127.0.0.1:9/y.iso",
+                "size": min(usable / 2, 1 << 20), "start_paused": true,
+            ])
         XCTAssertEqual(fits.status, 201, fits.text)
     }
 
@@ -140,8 +163,9 @@ final class DiskSpaceTests: HaulTestCase {
         let failed = try waitForState(try add(["url": originURL("s.bin"), "size": 4000]), "failed")
         XCTAssertEqual(errorCode(failed), "size_mismatch", "\(failed)")
         let hash = try sha256(sandbox.file("www/s.bin"))
-        let done = try waitForState(try add(["url": originURL("s.bin"), "size": 5000, "filename": "s2.bin"]),
-                                    "completed")
+        let done = try waitForState(
+            try add(["url": originURL("s.bin"), "size": 5000, "filename": "s2.bin"]),
+            "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
     }
 
@@ -150,14 +174,16 @@ final class DiskSpaceTests: HaulTestCase {
         try startHaul(extra: ["--max-file-size", "1M"])
         hostile = try HostileOrigin { request in
             if request.method == "HEAD" { return .send(HostileOrigin.reply("405 Method Not Allowed")) }
-            return .sendForever(HostileOrigin.reply(headers: ["Transfer-Encoding: chunked"]),
-                                chunk: Array("10000\r\n".utf8) + [UInt8](repeating: 7, count: 0x10000)
-                                    + Array("\r\n".utf8))
+            return .sendForever(
+                HostileOrigin.reply(headers: ["Transfer-Encoding: chunked"]),
+                chunk: Array("10000\r\n".utf8) + [UInt8](repeating: 7, count: 0x10000)
+                    + Array("\r\n".utf8))
         }
         let failed = try waitForState(try add(["url": hostile.baseURL + "/endless"]), "failed", timeout: 30)
         XCTAssertEqual(errorCode(failed), "file_too_large", "\(failed)")
         let part = try XCTUnwrap(failed["filename"] as? String) + ".part"
-        let size = (try FileManager.default.attributesOfItem(atPath: sandbox.file("downloads/" + part))[.size]
+        let size =
+            (try FileManager.default.attributesOfItem(atPath: sandbox.file("downloads/" + part))[.size]
             as? NSNumber)?.int64Value ?? -1
         XCTAssertLessThanOrEqual(size, 1 << 20, "written past the limit")
     }

@@ -118,7 +118,8 @@ final class DownloadTests: HaulTestCase {
 
     func testHostileContentDispositionStaysInsideTheDownloadDirectory() throws {
         try sandbox.makeRandomFile("www/evil", size: 10)
-        let encoded = "attachment; filename=\"../../escape.sh\"".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let encoded = "attachment; filename=\"../../escape.sh\"".addingPercentEncoding(
+            withAllowedCharacters: .alphanumerics)!
         let id = try add(["url": originURL("evil", "disposition=\(encoded)")])
         let done = try waitForState(id, "completed")
         XCTAssertEqual(done["filename"] as? String, "escape.sh")
@@ -156,7 +157,9 @@ final class DownloadTests: HaulTestCase {
     func testListFiltersByStateAndPages() throws {
         try sandbox.makeRandomFile("www/l.bin", size: 1000)
         var ids: [String] = []
-        for n in 0..<3 { ids.append(try add(["url": originURL("l.bin"), "filename": "l\(n).bin", "start_paused": true])) }
+        for n in 0..<3 {
+            ids.append(try add(["url": originURL("l.bin"), "filename": "l\(n).bin", "start_paused": true]))
+        }
         let page1 = try api.get("/downloads?state=paused&limit=2")
         XCTAssertEqual(page1.status, 200)
         let first = try XCTUnwrap(page1.json["downloads"] as? [[String: Any]])

@@ -14,8 +14,12 @@ final class DuplicateAddTests: HaulTestCase {
 
     func testRESTAppliesWhatCanChangeAndRefusesWhatCannot() throws {
         let (url, id) = try paused("twice.bin")
-        let again = try api.request("POST", "/downloads", json: ["url": url, "priority": 5, "max_speed": 4096,
-                                                                 "connections": 2])
+        let again = try api.request(
+            "POST", "/downloads",
+            json: [
+                "url": url, "priority": 5, "max_speed": 4096,
+                "connections": 2,
+            ])
         XCTAssertEqual(again.status, 200, again.text)
         XCTAssertEqual(again.json["id"] as? String, id)
         XCTAssertEqual(again.json["priority"] as? Int, 5)
@@ -23,24 +27,34 @@ final class DuplicateAddTests: HaulTestCase {
         XCTAssertEqual(again.json["connections"] as? Int, 2)
         XCTAssertEqual(try download(id)["priority"] as? Int, 5, "applied to the download, not only in the answer")
         // A checksum, a header, a referer: fixed once added. Refused by name, nothing changed.
-        let refused = try api.request("POST", "/downloads", json: [
-            "url": url, "checksum": "sha256:" + String(repeating: "0", count: 64), "referer": "http://r.example/",
-            "priority": 9])
+        let refused = try api.request(
+            "POST", "/downloads",
+            json: [
+                "url": url, "checksum": "sha256:" + String(repeating: "0", count: 64), "referer": "http://r.example/",
+                "priority": 9,
+            ])
         XCTAssertEqual(refused.status, 409, refused.text)
         let detail = refused.json["detail"] as? String ?? ""
-        XCTAssertTrue(detail.contains(id) && detail.contains("checksum") && detail.contains("referer")
-                      && detail.contains("paused"), detail)
+        XCTAssertTrue(
+            detail.contains(id) && detail.contains("checksum") && detail.contains("referer")
+                && detail.contains("paused"), detail)
         XCTAssertEqual(try download(id)["priority"] as? Int, 5)
         // The same again with nothing that differs is just the download.
         XCTAssertEqual(try api.request("POST", "/downloads", json: ["url": url]).status, 200)
         // An atomic batch holding a refused one adds nothing.
         _ = try sandbox.makeRandomFile("www/fresh.bin", size: 1000)
-        let batch = try api.request("POST", "/downloads", json: [
-            "atomic": true,
-            "downloads": [["url": originURL("fresh.bin"), "start_paused": true],
-                          ["url": url, "checksum": "md5:" + String(repeating: "1", count: 32)]]])
-        XCTAssertEqual((batch.json["results"] as? [[String: Any]])?.map { $0["status"] as? Int }, [424, 409],
-                       batch.text)
+        let batch = try api.request(
+            "POST", "/downloads",
+            json: [
+                "atomic": true,
+                "downloads": [
+                    ["url": originURL("fresh.bin"), "start_paused": true],
+                    ["url": url, "checksum": "md5:" + String(repeating: "1", count: 32)],
+                ],
+            ])
+        XCTAssertEqual(
+            (batch.json["results"] as? [[String: Any]])?.map { $0["status"] as? Int }, [424, 409],
+            batch.text)
         XCTAssertEqual((try api.get("/downloads").json["downloads"] as? [Any])?.count, 1)
     }
 
@@ -49,8 +63,9 @@ final class DuplicateAddTests: HaulTestCase {
         let added = try haulCommand(["add", url])
         XCTAssertEqual(added.status, 0, added.output)
         XCTAssertEqual(added.stdout.trimmingCharacters(in: .whitespacesAndNewlines), id)
-        XCTAssertTrue(added.stderr.contains("in the list already") && added.stderr.contains(id)
-                      && added.stderr.contains("paused"), added.stderr)
+        XCTAssertTrue(
+            added.stderr.contains("in the list already") && added.stderr.contains(id)
+                && added.stderr.contains("paused"), added.stderr)
         // --wait on a paused download says so and ends, instead of following one that will not move.
         let waited = try haulCommand(["add", url, "--wait"])
         XCTAssertNotEqual(waited.status, 0)
@@ -65,14 +80,20 @@ final class DuplicateAddTests: HaulTestCase {
     func testAria2sAddUriAppliesOrRefusesTheNewOptions() throws {
         let (url, id) = try paused("rpc.bin")
         func rpc(_ params: [Any]) throws -> [String: Any] {
-            try api.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": "1", "method": "aria2.addUri",
-                                                       "params": params]).json
+            try api.request(
+                "POST", "/jsonrpc",
+                json: [
+                    "jsonrpc": "2.0", "id": "1", "method": "aria2.addUri",
+                    "params": params,
+                ]
+            ).json
         }
         let first = try XCTUnwrap(try rpc([[url], ["max-download-limit": "8K"]])["result"] as? String)
         XCTAssertEqual(try download(id)["max_speed"] as? Int, 8192, "the new limit applied")
         XCTAssertTrue(id.isEmpty == false && first.count == 16)
-        let refused = try XCTUnwrap(try rpc([[url], ["checksum": "sha-256=" + String(repeating: "a", count: 64)]])["error"]
-            as? [String: Any])
+        let refused = try XCTUnwrap(
+            try rpc([[url], ["checksum": "sha-256=" + String(repeating: "a", count: 64)]])["error"]
+                as? [String: Any])
         XCTAssertTrue((refused["message"] as? String ?? "").contains("checksum"), "\(refused)")
     }
 }

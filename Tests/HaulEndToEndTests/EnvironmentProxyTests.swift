@@ -10,8 +10,10 @@ final class EnvironmentProxyTests: HaulTestCase {
 
     /// The origin at 127.0.0.1 stands for a public server (an exception), as the proxy would be.
     override var serveArguments: [String] {
-        super.serveArguments + ["--deny-private-networks", "--allow-networks", "127.0.0.1/32",
-                                "--connections", "4", "--min-split-size", "64k"]
+        super.serveArguments + [
+            "--deny-private-networks", "--allow-networks", "127.0.0.1/32",
+            "--connections", "4", "--min-split-size", "64k",
+        ]
     }
 
     override var serveEnvironment: [String: String]? {
@@ -26,7 +28,8 @@ final class EnvironmentProxyTests: HaulTestCase {
     override func setUpWithError() throws {
         // What a proxy would answer for anything asked of it: a file that is no origin's.
         proxy = try HostileOrigin { _ in
-            .send(HostileOrigin.reply(headers: ["Content-Length: 7", "Connection: close"], body: Array("proxied".utf8)))
+            .send(
+                HostileOrigin.reply(headers: ["Content-Length: 7", "Connection: close"], body: Array("proxied".utf8)))
         }
         receiver = try HostileOrigin { _ in
             .send(HostileOrigin.reply("204 No Content", headers: ["Connection: close"]))
@@ -41,16 +44,21 @@ final class EnvironmentProxyTests: HaulTestCase {
     }
 
     func testTheProxyOfTheEnvironmentIsNeverContacted() throws {
-        let hook = try api.request("POST", "/webhooks", json: ["url": receiver.baseURL + "/hook",
-                                                                "events": ["completed", "failed"]])
+        let hook = try api.request(
+            "POST", "/webhooks",
+            json: [
+                "url": receiver.baseURL + "/hook",
+                "events": ["completed", "failed"],
+            ])
         XCTAssertEqual(hook.status, 201, hook.text)
 
         // Probe and segments: the file comes from the origin, in four ranges.
         let hash = try sandbox.makeRandomFile("www/big.bin", size: 1 << 20)
         let done = try waitForState(try add(["url": originURL("big.bin")]), "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
-        XCTAssertGreaterThan(try originRequests().filter { ($0["path"] as? String)?.hasSuffix("big.bin") == true }
-            .count, 1, "the origin served the segments itself")
+        XCTAssertGreaterThan(
+            try originRequests().filter { ($0["path"] as? String)?.hasSuffix("big.bin") == true }
+                .count, 1, "the origin served the segments itself")
 
         // Cloud metadata stays refused by its own address, not passed because the proxy's is allowed.
         let failed = try waitForState(try add(["url": "http://169.254.169.254/latest/meta-data/"]), "failed")

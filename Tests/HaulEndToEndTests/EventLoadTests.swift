@@ -4,8 +4,10 @@ import XCTest
 /// Many event-stream clients, and clients that stop reading.
 final class EventLoadTests: HaulTestCase {
     override var serveArguments: [String] {
-        super.serveArguments + ["--max-active", "20", "--progress-interval", "0.01", "--slow-client-timeout", "2",
-                                "--max-connections-per-client", "2000"]
+        super.serveArguments + [
+            "--max-active", "20", "--progress-interval", "0.01", "--slow-client-timeout", "2",
+            "--max-connections-per-client", "2000",
+        ]
     }
 
     /// Reads every client until each satisfies `condition` or `timeout` passes.
@@ -35,9 +37,10 @@ final class EventLoadTests: HaulTestCase {
         let done = clients.filter { $0.has("state", id: id, state: "completed") }.count
         XCTAssertEqual(done, 1000)
         let events = clients.map(\.events.count).reduce(0, +)
-        print("SSE x1000: \(events) events delivered in \(String(format: "%.2f", elapsed)) s; server RSS "
-              + "\(before / 1024) MiB with 1000 idle streams, peak \(memory.peak / 1024) MiB; CPU "
-              + "\(String(format: "%.2f", cpu)) s (\(String(format: "%.0f", 100 * cpu / elapsed))% of one core)")
+        print(
+            "SSE x1000: \(events) events delivered in \(String(format: "%.2f", elapsed)) s; server RSS "
+                + "\(before / 1024) MiB with 1000 idle streams, peak \(memory.peak / 1024) MiB; CPU "
+                + "\(String(format: "%.2f", cpu)) s (\(String(format: "%.0f", 100 * cpu / elapsed))% of one core)")
         if !underSanitizer {
             XCTAssertLessThan(memory.peak, 256 * 1024, "1000 streams should fit in far less than 256 MiB")
         }

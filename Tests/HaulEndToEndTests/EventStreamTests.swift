@@ -95,8 +95,9 @@ final class EventStreamTests: HaulTestCase {
         XCTAssertEqual(first.event, "state")
         XCTAssertEqual(first.json["state"] as? String, "completed")
         XCTAssertEqual(first.json["id"] as? String, done)
-        XCTAssertEqual(first.id.flatMap { Int64($0) }, int(try api.get("/stats").json["sequence"]),
-                       "numbered with the current sequence: a reconnect from it misses nothing")
+        XCTAssertEqual(
+            first.id.flatMap { Int64($0) }, int(try api.get("/stats").json["sequence"]),
+            "numbered with the current sequence: a reconnect from it misses nothing")
 
         let running = try add(["url": originURL("slow.bin", "rate=200000")])
         try waitForState(running, "downloading")
@@ -106,8 +107,9 @@ final class EventStreamTests: HaulTestCase {
         XCTAssertEqual(follower.events.first?.json["state"] as? String, "downloading")
         XCTAssertGreaterThan(int(follower.events.first?.json["received_bytes"]), -1)
         // A reconnect with Last-Event-ID replays what was missed instead.
-        let resumed = try SSEClient(port: haul.port, path: "/downloads/\(done)/events",
-                                    headers: ["Last-Event-ID": first.id ?? ""])
+        let resumed = try SSEClient(
+            port: haul.port, path: "/downloads/\(done)/events",
+            headers: ["Last-Event-ID": first.id ?? ""])
         resumed.read(timeout: 0.5) { _ in false }
         XCTAssertTrue(resumed.events.isEmpty, "\(resumed.events)")
     }

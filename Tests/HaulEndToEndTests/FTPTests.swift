@@ -30,11 +30,13 @@ final class FTPTests: HaulTestCase {
         if tls {
             let (certificate, key) = try sandbox.selfSignedCertificate()
             pem = sandbox.file("ftp.pem")
-            let both = try String(contentsOfFile: key, encoding: .utf8) + String(contentsOfFile: certificate, encoding: .utf8)
+            let both =
+                try String(contentsOfFile: key, encoding: .utf8) + String(contentsOfFile: certificate, encoding: .utf8)
             try both.write(toFile: pem!, atomically: true, encoding: .utf8)
         }
-        let server = try LocalFTP(root: sandbox.file("www"), directory: sandbox.file("ftp-\(servers.count)"), tls: pem,
-                                  options: options)
+        let server = try LocalFTP(
+            root: sandbox.file("www"), directory: sandbox.file("ftp-\(servers.count)"), tls: pem,
+            options: options)
         servers.append(server)
         return server
     }
@@ -50,13 +52,15 @@ final class FTPTests: HaulTestCase {
         for (server, scheme) in [(plain, "ftp"), (secure, "ftps")] {
             for connections in [1, 8] {
                 let name = "\(scheme)-\(connections).bin"
-                let id = try add(server.url("big.bin", scheme: scheme),
-                                 ["connections": connections, "filename": name, "insecure": true])
+                let id = try add(
+                    server.url("big.bin", scheme: scheme),
+                    ["connections": connections, "filename": name, "insecure": true])
                 let done = try waitForState(id, "completed", timeout: 120)
                 XCTAssertEqual(try sha256(sandbox.file("downloads/" + name)), hash, name)
                 XCTAssertEqual(done["resumable"] as? Bool, true, name)
-                XCTAssertEqual(done["url"] as? String, server.url("big.bin", scheme: scheme, login: false),
-                               "the password is taken out of the URL shown")
+                XCTAssertEqual(
+                    done["url"] as? String, server.url("big.bin", scheme: scheme, login: false),
+                    "the password is taken out of the URL shown")
                 XCTAssertEqual(done["username"] as? String, server.user)
                 XCTAssertEqual((done["segments"] as? [Any])?.count ?? 0 > 1, connections > 1, name)
             }
@@ -87,8 +91,9 @@ final class FTPTests: HaulTestCase {
         let again = LocalFTP.commands("REST", in: String(server.log.dropFirst(before)))
         XCTAssertFalse(again.isEmpty, "the second server was asked for offsets")
         for segment in had where segment.received > 0 {
-            XCTAssertFalse(again.contains(String(segment.start)),
-                           "segment at \(segment.start) had \(segment.received) bytes and was fetched from its start")
+            XCTAssertFalse(
+                again.contains(String(segment.start)),
+                "segment at \(segment.start) had \(segment.received) bytes and was fetched from its start")
         }
     }
 
@@ -101,8 +106,9 @@ final class FTPTests: HaulTestCase {
         try waitForState(id, "paused")
         // Another version: another size, another modification time (set a minute on: MDTM counts seconds).
         let hash = try sandbox.makeRandomFile("www/changing.bin", size: 5 << 20)
-        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)],
-                                              ofItemAtPath: sandbox.file("www/changing.bin"))
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(60)],
+            ofItemAtPath: sandbox.file("www/changing.bin"))
         XCTAssertEqual(try patch(id, ["state": "queued"]).status, 200)
         let done = try waitForState(id, "completed", timeout: 120)
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash, "never two versions spliced")
@@ -148,8 +154,9 @@ final class FTPTests: HaulTestCase {
             XCTAssertEqual(try sha256(sandbox.file("downloads/without-\(missing).bin")), hash, missing)
             XCTAssertEqual(done["resumable"] as? Bool, false, missing)
             XCTAssertEqual((done["segments"] as? [Any])?.count, 1, missing)
-            XCTAssertTrue(server.commands("REST").allSatisfy { $0 == "0" } || missing == "REST",
-                          "nothing asked from an offset: \(server.commands("REST"))")
+            XCTAssertTrue(
+                server.commands("REST").allSatisfy { $0 == "0" } || missing == "REST",
+                "nothing asked from an offset: \(server.commands("REST"))")
         }
     }
 
@@ -160,10 +167,13 @@ final class FTPTests: HaulTestCase {
         _ = try sandbox.makeRandomFile("www/longer-big.bin", size: 3 << 20)
         let server = try ftp(["--size-says", "100"])
         let big = try ftp(["--size-says", String(2 << 20)])
-        for (url, name, connections) in [(server.url("longer.bin"), "short.bin", 1),
-                                         (big.url("longer-big.bin"), "short-big.bin", 4)] {
-            let failed = try waitForState(try add(url, ["filename": name, "connections": connections]), "failed",
-                                          timeout: 60)
+        for (url, name, connections) in [
+            (server.url("longer.bin"), "short.bin", 1),
+            (big.url("longer-big.bin"), "short-big.bin", 4),
+        ] {
+            let failed = try waitForState(
+                try add(url, ["filename": name, "connections": connections]), "failed",
+                timeout: 60)
             XCTAssertEqual((failed["error"] as? [String: Any])?["code"] as? String, "size_mismatch", "\(failed)")
             XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads/" + name)), name)
         }
@@ -172,13 +182,23 @@ final class FTPTests: HaulTestCase {
     func testMirrorsGoFromHTTPToFTPAndBack() throws {
         let hash = try sandbox.makeRandomFile("www/both.bin", size: 8 << 20)
         let server = try ftp()
-        let fromHTTP = try waitForState(try add(originURL("both.bin"), ["connections": 4, "filename": "a.bin",
-                                                                        "mirrors": [server.url("both.bin")]]),
-                                        "completed", timeout: 60)
+        let fromHTTP = try waitForState(
+            try add(
+                originURL("both.bin"),
+                [
+                    "connections": 4, "filename": "a.bin",
+                    "mirrors": [server.url("both.bin")],
+                ]),
+            "completed", timeout: 60)
         XCTAssertEqual(try sha256(try downloadedPath(fromHTTP)), hash)
-        let fromFTP = try waitForState(try add(server.url("both.bin"), ["connections": 4, "filename": "b.bin",
-                                                                        "mirrors": [originURL("both.bin")]]),
-                                       "completed", timeout: 60)
+        let fromFTP = try waitForState(
+            try add(
+                server.url("both.bin"),
+                [
+                    "connections": 4, "filename": "b.bin",
+                    "mirrors": [originURL("both.bin")],
+                ]),
+            "completed", timeout: 60)
         XCTAssertEqual(try sha256(try downloadedPath(fromFTP)), hash)
         let mirrors = (fromFTP["mirrors"] as? [[String: Any]]) ?? []
         XCTAssertEqual(mirrors.first?["state"] as? String == "dropped", false, "\(mirrors)")
@@ -226,9 +246,14 @@ final class FTPTests: HaulTestCase {
         // Its sessions are processes of their own that outlive the listener: it is started in the background by a
         // shell that closes every descriptor but the standard three first (Process would otherwise wait for the
         // sessions to end too), and killed, sessions and all, by its pid and its children's.
-        let started = try execute("/bin/bash", ["-c", "for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ \"$fd\" -gt 2 ] && "
-                                  + "eval \"exec $fd>&-\"; done; /usr/sbin/vsftpd \"$0\" 2>\"$1\" </dev/null >/dev/null & "
-                                  + "echo $!", directory + "/vsftpd.conf", directory + "/stderr"])
+        let started = try execute(
+            "/bin/bash",
+            [
+                "-c",
+                "for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ \"$fd\" -gt 2 ] && "
+                    + "eval \"exec $fd>&-\"; done; /usr/sbin/vsftpd \"$0\" 2>\"$1\" </dev/null >/dev/null & "
+                    + "echo $!", directory + "/vsftpd.conf", directory + "/stderr",
+            ])
         XCTAssertEqual(started.status, 0, started.output)
         let pid = try XCTUnwrap(pid_t(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), started.output)
         defer { ProcessTree.kill(pid) }
@@ -238,8 +263,9 @@ final class FTPTests: HaulTestCase {
             let said = (try? String(contentsOfFile: directory + "/stderr", encoding: .utf8)) ?? ""
             throw XCTSkip("vsftpd could not listen on port 990: \(said)")
         }
-        let done = try waitForState(try add("ftps://127.0.0.1:990/implicit.bin", ["connections": 4, "insecure": true]),
-                                    "completed", timeout: 60)
+        let done = try waitForState(
+            try add("ftps://127.0.0.1:990/implicit.bin", ["connections": 4, "insecure": true]),
+            "completed", timeout: 60)
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         let log = (try? String(contentsOfFile: directory + "/vsftpd.log", encoding: .utf8)) ?? ""
         XCTAssertTrue(log.contains("RETR implicit.bin"), log.suffix(2000).description)

@@ -11,8 +11,9 @@ final class FailureTests: HaulTestCase {
         let error = try XCTUnwrap(failed["error"] as? [String: Any])
         XCTAssertEqual(error["code"] as? String, "http_404")
         XCTAssertTrue((error["message"] as? String ?? "").contains("404"))
-        XCTAssertEqual(try originRequests().filter { $0["method"] as? String == "GET" }.count, 1,
-                       "a 404 is not retried")
+        XCTAssertEqual(
+            try originRequests().filter { $0["method"] as? String == "GET" }.count, 1,
+            "a 404 is not retried")
     }
 
     func testRedirectLoopFailsWithTooManyRedirects() throws {
@@ -43,8 +44,9 @@ final class FailureTests: HaulTestCase {
         XCTAssertEqual(failed["resumable"] as? Bool, false)
         let gets = try originRequests().filter { $0["method"] as? String == "GET" }
         // Every attempt asks for the file from byte 0 (the first as the range `0-`, which is the whole file).
-        XCTAssertTrue(gets.allSatisfy { $0["range"] is NSNull || $0["range"] as? String == "bytes=0-" },
-                      "never resumed without a validator: \(gets.map { $0["range"] ?? "" })")
+        XCTAssertTrue(
+            gets.allSatisfy { $0["range"] is NSNull || $0["range"] as? String == "bytes=0-" },
+            "never resumed without a validator: \(gets.map { $0["range"] ?? "" })")
     }
 
     func testAStalledTransferTimesOutAndResumes() throws {

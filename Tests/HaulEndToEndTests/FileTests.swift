@@ -18,8 +18,9 @@ final class FileTests: HaulTestCase {
         let whole = try api.get("/downloads/\(id)/file")
         XCTAssertEqual(whole.status, 200)
         XCTAssertEqual(whole.body, data)
-        XCTAssertEqual(whole.header("Content-Disposition"),
-                       "attachment; filename=\"r_sum_ 2026.pdf\"; filename*=UTF-8''r%C3%A9sum%C3%A9%202026.pdf")
+        XCTAssertEqual(
+            whole.header("Content-Disposition"),
+            "attachment; filename=\"r_sum_ 2026.pdf\"; filename*=UTF-8''r%C3%A9sum%C3%A9%202026.pdf")
         XCTAssertEqual(whole.header("Content-Type"), "application/octet-stream")
         XCTAssertEqual(whole.header("Accept-Ranges"), "bytes")
         XCTAssertEqual(whole.header("X-Content-Type-Options"), "nosniff")
@@ -42,7 +43,8 @@ final class FileTests: HaulTestCase {
         // If-Range: a range of the version the client has; another version gets the whole file.
         let same = try api.request("GET", "/downloads/\(id)/file", headers: ["Range": "bytes=0-9", "If-Range": tag])
         XCTAssertEqual(same.status, 206)
-        let other = try api.request("GET", "/downloads/\(id)/file", headers: ["Range": "bytes=0-9", "If-Range": "\"x\""])
+        let other = try api.request(
+            "GET", "/downloads/\(id)/file", headers: ["Range": "bytes=0-9", "If-Range": "\"x\""])
         XCTAssertEqual(other.status, 200)
         XCTAssertEqual(other.body.count, 300_000)
         let cached = try api.request("GET", "/downloads/\(id)/file", headers: ["If-None-Match": tag])
@@ -70,14 +72,16 @@ final class FileTests: HaulTestCase {
         // A link planted where the file was is not followed; nor is a hard link to another file taken for it.
         let (linked, _) = try finished("linked.bin", size: 1000)
         try FileManager.default.removeItem(atPath: sandbox.file("downloads/linked.bin"))
-        try FileManager.default.createSymbolicLink(atPath: sandbox.file("downloads/linked.bin"),
-                                                   withDestinationPath: "/etc/passwd")
+        try FileManager.default.createSymbolicLink(
+            atPath: sandbox.file("downloads/linked.bin"),
+            withDestinationPath: "/etc/passwd")
         let refused = try api.get("/downloads/\(linked)/file")
         XCTAssertEqual(refused.status, 409, refused.text)
         XCTAssertFalse(refused.text.contains("root:"))
         let (hard, _) = try finished("hard.bin", size: 1000)
         try FileManager.default.removeItem(atPath: sandbox.file("downloads/hard.bin"))
-        try FileManager.default.linkItem(atPath: sandbox.file("www/hard.bin"), toPath: sandbox.file("downloads/hard.bin"))
+        try FileManager.default.linkItem(
+            atPath: sandbox.file("www/hard.bin"), toPath: sandbox.file("downloads/hard.bin"))
         XCTAssertEqual(try api.get("/downloads/\(hard)/file").status, 409)
 
         // Another regular file of Haul's own user, one link, the same size, put in its place (a new inode): not
@@ -115,8 +119,9 @@ final class FileTokenTests: HaulTestCase {
 
     func testALinkCarriesTheTokenInItsQuery() throws {
         try sandbox.makeRandomFile("www/t.bin", size: 5000)
-        let reply = try api.request("POST", "/downloads", json: ["url": originURL("t.bin")],
-                                    headers: ["Authorization": "Bearer \(token)"])
+        let reply = try api.request(
+            "POST", "/downloads", json: ["url": originURL("t.bin")],
+            headers: ["Authorization": "Bearer \(token)"])
         let id = try XCTUnwrap(reply.json["id"] as? String)
         try waitFor("completion") {
             try api.request("GET", "/downloads/\(id)", headers: ["Authorization": "Bearer \(token)"])
@@ -128,8 +133,9 @@ final class FileTokenTests: HaulTestCase {
         XCTAssertEqual(linked.body.count, 5000)
         XCTAssertEqual(try api.get("/downloads/\(id)/file?access_token=wrong-token-0123456").status, 401)
 
-        let issued = try api.request("POST", "/tickets", json: ["path": "/downloads/\(id)/file"],
-                                     headers: ["Authorization": "Bearer \(token)"])
+        let issued = try api.request(
+            "POST", "/tickets", json: ["path": "/downloads/\(id)/file"],
+            headers: ["Authorization": "Bearer \(token)"])
         XCTAssertEqual(issued.status, 201, issued.text)
         let url = try XCTUnwrap(issued.json["url"] as? String)
         let opened = try api.get(url)

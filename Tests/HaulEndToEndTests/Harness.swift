@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import XCTest
 
@@ -23,8 +23,12 @@ final class Sandbox {
     func selfSignedCertificate() throws -> (certificate: String, key: String) {
         let certificate = file("tls.crt"), key = file("tls.key")
         if !FileManager.default.fileExists(atPath: certificate) {
-            try runCommand("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
-                                                "-out", certificate, "-days", "1", "-subj", "/CN=haul-test"])
+            try runCommand(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", certificate, "-days", "1", "-subj", "/CN=haul-test",
+                ])
             // nginx's workers read it as another user.
             chmod(key, 0o644)
         }
@@ -35,9 +39,10 @@ final class Sandbox {
     @discardableResult
     func makeRandomFile(_ relative: String, size: Int) throws -> String {
         let full = file(relative)
-        try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: (full as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
         var generator = SystemRandomNumberGenerator()
         var data = Data(count: size)
         data.withUnsafeMutableBytes { raw in
@@ -130,8 +135,10 @@ struct CommandResult {
 
 /// Runs a command to its end with `input` on its standard input, whatever its exit status. Output goes through
 /// files, so a chatty command never blocks on a full pipe.
-func execute(_ executable: String, _ arguments: [String], input: Data = Data(),
-         environment: [String: String]? = nil) throws -> CommandResult {
+func execute(
+    _ executable: String, _ arguments: [String], input: Data = Data(),
+    environment: [String: String]? = nil
+) throws -> CommandResult {
     let sandbox = try Sandbox()
     FileManager.default.createFile(atPath: sandbox.file("in"), contents: input)
     FileManager.default.createFile(atPath: sandbox.file("out"), contents: nil)
@@ -145,9 +152,10 @@ func execute(_ executable: String, _ arguments: [String], input: Data = Data(),
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: sandbox.file("err")))
     try process.run()
     process.waitUntilExit()
-    return CommandResult(status: process.terminationStatus,
-                         stdout: try String(contentsOfFile: sandbox.file("out"), encoding: .utf8),
-                         stderr: try String(contentsOfFile: sandbox.file("err"), encoding: .utf8))
+    return CommandResult(
+        status: process.terminationStatus,
+        stdout: try String(contentsOfFile: sandbox.file("out"), encoding: .utf8),
+        stderr: try String(contentsOfFile: sandbox.file("err"), encoding: .utf8))
 }
 
 /// A child process that prints `... listening on http://HOST:PORT` on its first line.
@@ -156,8 +164,10 @@ final class ServerProcess {
     let baseURL: String
     let logPath: String
 
-    init(executable: String, arguments: [String], environment: [String: String]? = nil, logPath: String,
-         currentDirectory: String? = nil) throws {
+    init(
+        executable: String, arguments: [String], environment: [String: String]? = nil, logPath: String,
+        currentDirectory: String? = nil
+    ) throws {
         self.logPath = logPath
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -222,8 +232,10 @@ struct Client {
 
     let base: String
 
-    func request(_ method: String, _ path: String, json: Any? = nil, body: Data? = nil,
-                 headers: [String: String] = [:]) throws -> Reply {
+    func request(
+        _ method: String, _ path: String, json: Any? = nil, body: Data? = nil,
+        headers: [String: String] = [:]
+    ) throws -> Reply {
         var request = URLRequest(url: URL(string: base + path)!)
         request.httpMethod = method
         request.timeoutInterval = 30
@@ -261,8 +273,10 @@ private final class ReplyBox: @unchecked Sendable {
 }
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes.
-func waitFor(_ what: String, timeout: TimeInterval = 30, file: StaticString = #filePath, line: UInt = #line,
-             _ condition: () throws -> Bool) rethrows {
+func waitFor(
+    _ what: String, timeout: TimeInterval = 30, file: StaticString = #filePath, line: UInt = #line,
+    _ condition: () throws -> Bool
+) rethrows {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if try condition() { return }

@@ -18,8 +18,9 @@ class HaulTestCase: XCTestCase {
         sandbox = try Sandbox()
         try FileManager.default.createDirectory(atPath: sandbox.file("www"), withIntermediateDirectories: true)
         chmod(sandbox.file("www"), 0o755)
-        origin = try ServerProcess(executable: buildDirectory + "/TestOrigin",
-                                   arguments: ["--root", sandbox.file("www")], logPath: sandbox.file("origin.log"))
+        origin = try ServerProcess(
+            executable: buildDirectory + "/TestOrigin",
+            arguments: ["--root", sandbox.file("www")], logPath: sandbox.file("origin.log"))
         originClient = Client(base: origin.baseURL)
         try startHaul()
     }
@@ -36,7 +37,8 @@ class HaulTestCase: XCTestCase {
         // totalFailureCount counts thrown errors too, which failureCount leaves out (and hasSucceeded is false
         // until the run has stopped, after this).
         if let run = testRun, run.totalFailureCount > 0,
-           let log = try? String(contentsOfFile: sandbox.file("haul.log"), encoding: .utf8) {
+            let log = try? String(contentsOfFile: sandbox.file("haul.log"), encoding: .utf8)
+        {
             print("---- haul.log ----\n\(log.suffix(6000))")
         }
         haul = nil
@@ -49,8 +51,10 @@ class HaulTestCase: XCTestCase {
             executable: buildDirectory + "/haul",
             // The default free-space reserve (1 GiB) would fail every download on a nearly full CI disk; tests that
             // are about the reserve set their own.
-            arguments: ["serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("downloads"),
-                        "--data-dir", sandbox.file("data"), "--min-free-space", "16M"] + serveArguments + extra,
+            arguments: [
+                "serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file("downloads"),
+                "--data-dir", sandbox.file("data"), "--min-free-space", "16M",
+            ] + serveArguments + extra,
             environment: serveEnvironment, logPath: sandbox.file("haul.log"))
         api = Client(base: haul.baseURL)
     }
@@ -70,9 +74,10 @@ class HaulTestCase: XCTestCase {
     /// Another TestOrigin serving the same files at `address` (127.0.0.2, 127.0.0.3: other hosts on loopback),
     /// logging to `name`.log; the caller stops it.
     func otherOrigin(at address: String, name: String) throws -> ServerProcess {
-        try ServerProcess(executable: buildDirectory + "/TestOrigin",
-                          arguments: ["--root", sandbox.file("www"), "--listen", address + ":0"],
-                          logPath: sandbox.file(name + ".log"))
+        try ServerProcess(
+            executable: buildDirectory + "/TestOrigin",
+            arguments: ["--root", sandbox.file("www"), "--listen", address + ":0"],
+            logPath: sandbox.file(name + ".log"))
     }
 
     /// POSTs a download and returns its id, requiring 201 and a Location.
@@ -92,8 +97,10 @@ class HaulTestCase: XCTestCase {
 
     /// Polls until the download is in `state`; fails early if it ends in another final state.
     @discardableResult
-    func waitForState(_ id: String, _ state: String, timeout: TimeInterval = 60,
-                      file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
+    func waitForState(
+        _ id: String, _ state: String, timeout: TimeInterval = 60,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> [String: Any] {
         var last: [String: Any] = [:]
         try waitFor("\(id) to be \(state)", timeout: timeout, file: file, line: line) {
             last = try download(id)

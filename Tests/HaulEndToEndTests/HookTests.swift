@@ -23,8 +23,10 @@ final class HookTests: HaulTestCase {
     }
 
     override var serveArguments: [String] {
-        super.serveArguments + ["--config", hookDirectory + "/haul.toml", "--hook-timeout", "1",
-                                "--hook-concurrency", "1"]
+        super.serveArguments + [
+            "--config", hookDirectory + "/haul.toml", "--hook-timeout", "1",
+            "--hook-concurrency", "1",
+        ]
     }
 
     override func setUpWithError() throws {
@@ -34,27 +36,27 @@ final class HookTests: HaulTestCase {
         // Records its arguments, the HAUL_ variables and its input in a file of its own per download, then acts
         // as the file's name says: exit 3, sleep past the timeout, or take a second.
         try """
-            #!/bin/sh
-            out="$1/$HAUL_ID.$HAUL_STATE"
-            shift
-            { echo "start $(date +%s.%N)"
-              for a in "$@"; do echo "arg [$a]"; done
-              env | sort
-              echo "stdin $(cat)"
-            } >> "$out"
-            echo "hook says hello"
-            case "$HAUL_NAME" in
-              exit3*) exit 3 ;;
-              sleep*) sleep 30 ;;
-              second*) sleep 1 ;;
-            esac
-            echo "end $(date +%s.%N)" >> "$out"
-            """.write(toFile: script, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        out="$1/$HAUL_ID.$HAUL_STATE"
+        shift
+        { echo "start $(date +%s.%N)"
+          for a in "$@"; do echo "arg [$a]"; done
+          env | sort
+          echo "stdin $(cat)"
+        } >> "$out"
+        echo "hook says hello"
+        case "$HAUL_NAME" in
+          exit3*) exit 3 ;;
+          sleep*) sleep 30 ;;
+          second*) sleep 1 ;;
+        esac
+        echo "end $(date +%s.%N)" >> "$out"
+        """.write(toFile: script, atomically: true, encoding: .utf8)
         chmod(script, 0o755)
         try """
-            on-complete = ["\(script)", "\(hookDirectory!)", "one, two", "$HOME"]
-            on-failed = ["\(script)", "\(hookDirectory!)"]
-            """.write(toFile: hookDirectory + "/haul.toml", atomically: true, encoding: .utf8)
+        on-complete = ["\(script)", "\(hookDirectory!)", "one, two", "$HOME"]
+        on-failed = ["\(script)", "\(hookDirectory!)"]
+        """.write(toFile: hookDirectory + "/haul.toml", atomically: true, encoding: .utf8)
         try super.setUpWithError()
     }
 
@@ -91,8 +93,10 @@ final class HookTests: HaulTestCase {
         XCTAssertTrue(text.contains("arg [one, two]\narg [$HOME]\n"), text)
         let path = sandbox.file("downloads/done/show.bin")
         XCTAssertEqual(try sha256(path), hash)
-        for line in ["HAUL_ID=\(id)", "HAUL_STATE=completed", "HAUL_NAME=show.bin", "HAUL_SIZE=50000",
-                     "HAUL_CATEGORY=tv", "HAUL_URL=\(originURL("show.bin"))", "HAUL_PATH=\(path)", "HAUL_ERROR="] {
+        for line in [
+            "HAUL_ID=\(id)", "HAUL_STATE=completed", "HAUL_NAME=show.bin", "HAUL_SIZE=50000",
+            "HAUL_CATEGORY=tv", "HAUL_URL=\(originURL("show.bin"))", "HAUL_PATH=\(path)", "HAUL_ERROR=",
+        ] {
             XCTAssertTrue(text.contains(line + "\n"), "\(line) in \(text)")
         }
         XCTAssertFalse(text.contains("HAUL_LOG_LEVEL"), "the server's own settings stay out of a hook's environment")
@@ -154,10 +158,15 @@ final class HookTests: HaulTestCase {
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("absolute path"), refused.stderr)
         // Neither REST nor the aria2 front takes one.
-        XCTAssertEqual(try api.request("POST", "/downloads", json: ["url": originURL("x"), "on_complete": "/bin/sh"])
-            .status, 422)
-        let rpc = try api.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": 1, "method": "aria2.addUri",
-                                                            "params": [[originURL("x")], ["on-download-complete": "/bin/sh"]]])
+        XCTAssertEqual(
+            try api.request("POST", "/downloads", json: ["url": originURL("x"), "on_complete": "/bin/sh"])
+                .status, 422)
+        let rpc = try api.request(
+            "POST", "/jsonrpc",
+            json: [
+                "jsonrpc": "2.0", "id": 1, "method": "aria2.addUri",
+                "params": [[originURL("x")], ["on-download-complete": "/bin/sh"]],
+            ])
         XCTAssertNotNil(rpc.json["error"], rpc.text)
     }
 

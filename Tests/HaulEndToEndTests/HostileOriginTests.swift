@@ -30,8 +30,10 @@ final class HostileOriginTests: HaulTestCase {
     func testABodyShorterThanItsContentLengthNeverBecomesAFile() throws {
         let body = [UInt8](repeating: 7, count: 500)
         try serve { request in
-            .send(HostileOrigin.reply(headers: ["Content-Length: 1000", "Connection: close"],
-                                      body: request.method == "HEAD" ? [] : body))
+            .send(
+                HostileOrigin.reply(
+                    headers: ["Content-Length: 1000", "Connection: close"],
+                    body: request.method == "HEAD" ? [] : body))
         }
         let failed = try waitForState(try add(["url": hostile.baseURL + "/short.bin"]), "failed")
         XCTAssertEqual(errorCode(failed), "connection_cut", "\(failed)")
@@ -41,8 +43,10 @@ final class HostileOriginTests: HaulTestCase {
     func testABodyLongerThanItsContentLengthKeepsTheAnnouncedBytes() throws {
         let body = (0..<300).map { UInt8($0 & 0xff) }
         try serve { request in
-            .send(HostileOrigin.reply(headers: ["Content-Length: 100", "Connection: close"],
-                                      body: request.method == "HEAD" ? [] : body))
+            .send(
+                HostileOrigin.reply(
+                    headers: ["Content-Length: 100", "Connection: close"],
+                    body: request.method == "HEAD" ? [] : body))
         }
         let done = try waitForState(try add(["url": hostile.baseURL + "/long.bin"]), "completed")
         let saved = try Data(contentsOf: URL(fileURLWithPath: try downloadedPath(done)))
@@ -54,9 +58,13 @@ final class HostileOriginTests: HaulTestCase {
         // would stop meaning bytes of the file.
         let body: [UInt8] = [0x1f, 0x8b, 0x08, 0x00] + (0..<996).map { UInt8(($0 * 7) & 0xff) }
         try serve { request in
-            .send(HostileOrigin.reply(headers: ["Content-Length: 1000", "Content-Encoding: gzip",
-                                                "Connection: close"],
-                                      body: request.method == "HEAD" ? [] : body))
+            .send(
+                HostileOrigin.reply(
+                    headers: [
+                        "Content-Length: 1000", "Content-Encoding: gzip",
+                        "Connection: close",
+                    ],
+                    body: request.method == "HEAD" ? [] : body))
         }
         let done = try waitForState(try add(["url": hostile.baseURL + "/enc.bin"]), "completed")
         XCTAssertEqual(Array(try Data(contentsOf: URL(fileURLWithPath: try downloadedPath(done)))), body)
@@ -67,8 +75,12 @@ final class HostileOriginTests: HaulTestCase {
 
     func testHeadersBeyondTheLimitFailClearly() throws {
         let huge = "X-Filler: " + String(repeating: "h", count: 300_000)
-        try serve { _ in .send(HostileOrigin.reply(headers: [huge, "Content-Length: 10", "Connection: close"],
-                                                   body: Array("0123456789".utf8))) }
+        try serve { _ in
+            .send(
+                HostileOrigin.reply(
+                    headers: [huge, "Content-Length: 10", "Connection: close"],
+                    body: Array("0123456789".utf8)))
+        }
         let failed = try waitForState(try add(["url": hostile.baseURL + "/headers.bin"]), "failed")
         XCTAssertEqual(errorCode(failed), "bad_response", "\(failed)")
         let message = (failed["error"] as? [String: Any])?["message"] as? String ?? ""
@@ -93,8 +105,9 @@ final class HostileOriginTests: HaulTestCase {
                 return .send(HostileOrigin.reply(headers: ["Content-Length: 4096", "Connection: close"]))
             }
             // A chunked body without end, although the probe said 4096 bytes.
-            return .sendForever(HostileOrigin.reply(headers: ["Transfer-Encoding: chunked"]),
-                                chunk: Array("1000\r\n".utf8) + [UInt8](repeating: 1, count: 4096) + Array("\r\n".utf8))
+            return .sendForever(
+                HostileOrigin.reply(headers: ["Transfer-Encoding: chunked"]),
+                chunk: Array("1000\r\n".utf8) + [UInt8](repeating: 1, count: 4096) + Array("\r\n".utf8))
         }
         let failed = try waitForState(try add(["url": hostile.baseURL + "/endless.bin"]), "failed", timeout: 20)
         XCTAssertEqual(errorCode(failed), "size_mismatch", "\(failed)")
@@ -116,8 +129,9 @@ final class TLSVerificationTests: HaulTestCase {
         guard Nginx.available else { throw XCTSkip("nginx is not installed") }
         let (certificate, key) = try sandbox.selfSignedCertificate()
         let hash = try sandbox.makeRandomFile("www/tls.bin", size: 200_000)
-        let nginx = try Nginx(root: sandbox.file("www"), prefix: sandbox.file("nginx"),
-                              tls: (certificate, key))
+        let nginx = try Nginx(
+            root: sandbox.file("www"), prefix: sandbox.file("nginx"),
+            tls: (certificate, key))
         defer { withExtendedLifetime(nginx) {} }
         let url = nginx.baseURL + "/tls.bin"
         XCTAssertTrue(url.hasPrefix("https://"))

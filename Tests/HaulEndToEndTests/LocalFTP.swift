@@ -27,7 +27,8 @@ final class LocalFTP {
         port = try Nginx.freePort()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         logPath = directory + "/ftp.log"
-        arguments = [LocalFTP.script, "--port", String(port), "--root", root, "--user", user, "--password", password]
+        arguments =
+            [LocalFTP.script, "--port", String(port), "--root", root, "--user", user, "--password", password]
             + (tls.map { ["--tls", $0] } ?? []) + options
         try start()
     }
@@ -42,7 +43,9 @@ final class LocalFTP {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: LocalFTP.python)
         process.arguments = arguments
-        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: logPath) {
+            FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
         let log = FileHandle(forWritingAtPath: logPath)
         log?.seekToEndOfFile()
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")

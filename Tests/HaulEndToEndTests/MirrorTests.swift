@@ -18,8 +18,9 @@ final class MirrorTests: HaulTestCase {
     }
 
     private func startOrigin(root: String) throws -> ServerProcess {
-        let origin = try ServerProcess(executable: buildDirectory + "/TestOrigin", arguments: ["--root", root],
-                                       logPath: sandbox.file("origin-\(extra.count + 1).log"))
+        let origin = try ServerProcess(
+            executable: buildDirectory + "/TestOrigin", arguments: ["--root", root],
+            logPath: sandbox.file("origin-\(extra.count + 1).log"))
         extra.append(origin)
         return origin
     }
@@ -62,9 +63,10 @@ final class MirrorTests: HaulTestCase {
     private func corruptCopy(of source: String, to target: String, from: Int) throws {
         var data = try Data(contentsOf: URL(fileURLWithPath: source))
         for index in stride(from: from, to: data.count, by: 1000) { data[index] ^= 0xFF }
-        try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: (target as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
         try data.write(to: URL(fileURLWithPath: target))
         chmod(target, 0o644)
     }
@@ -73,8 +75,10 @@ final class MirrorTests: HaulTestCase {
         let hash = try sandbox.makeRandomFile("www/same.iso", size: 2 << 20)
         try corruptCopy(of: sandbox.file("www/same.iso"), to: sandbox.file("other/same.iso"), from: 5000)
         let impostor = try startOrigin(root: sandbox.file("other"))
-        let id = try add(["url": originURL("same.iso") + "?rate=2000000",
-                          "mirrors": [impostor.baseURL + "/files/same.iso"], "connections": 4])
+        let id = try add([
+            "url": originURL("same.iso") + "?rate=2000000",
+            "mirrors": [impostor.baseURL + "/files/same.iso"], "connections": 4,
+        ])
         let done = try waitForState(id, "completed", timeout: 60)
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash, "no byte of the impostor")
         let source = try XCTUnwrap(mirrors(done).first)
@@ -88,9 +92,11 @@ final class MirrorTests: HaulTestCase {
         // The same first 64 KiB, other bytes after: the comparison passes, the checksum does not.
         try corruptCopy(of: sandbox.file("www/late.iso"), to: sandbox.file("other/late.iso"), from: 1 << 20)
         let impostor = try startOrigin(root: sandbox.file("other"))
-        let id = try add(["url": originURL("late.iso") + "?rate=400000",
-                          "mirrors": [impostor.baseURL + "/files/late.iso"], "connections": 4,
-                          "checksum": "sha256:" + hash])
+        let id = try add([
+            "url": originURL("late.iso") + "?rate=400000",
+            "mirrors": [impostor.baseURL + "/files/late.iso"], "connections": 4,
+            "checksum": "sha256:" + hash,
+        ])
         let done = try waitForState(id, "completed", timeout: 90)
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         let source = try XCTUnwrap(mirrors(done).first)
@@ -109,8 +115,12 @@ final class MirrorTests: HaulTestCase {
         let right = try startOrigin(root: sandbox.file("www"))
         // The first source is paced so that both mirrors' probes answer while the file is still coming.
         let first = originURL("same.bin") + "?rate=1000000"
-        let id = try add(["urls": [first, wrong.baseURL + "/files/same.bin",
-                                   right.baseURL + "/files/same.bin"], "connections": 4])
+        let id = try add([
+            "urls": [
+                first, wrong.baseURL + "/files/same.bin",
+                right.baseURL + "/files/same.bin",
+            ], "connections": 4,
+        ])
         let done = try waitForState(id, "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         let sources = mirrors(done)
@@ -125,12 +135,18 @@ final class MirrorTests: HaulTestCase {
         let hash = try sandbox.makeRandomFile("www/d.bin", size: size)
         let wrong = Data(repeating: 7, count: 32).base64EncodedString()
         let liar = try HostileOrigin { _ in
-            .send(HostileOrigin.reply(headers: ["Content-Length: \(size)", "Accept-Ranges: bytes",
-                                                "Repr-Digest: sha-256=:\(wrong):", "Connection: close"]))
+            .send(
+                HostileOrigin.reply(headers: [
+                    "Content-Length: \(size)", "Accept-Ranges: bytes",
+                    "Repr-Digest: sha-256=:\(wrong):", "Connection: close",
+                ]))
         }
         defer { liar.stop() }
-        let done = try waitForState(try add(["url": originURL("d.bin"), "mirrors": [liar.baseURL + "/d.bin"],
-                                             "checksum": "sha256:" + hash]), "completed")
+        let done = try waitForState(
+            try add([
+                "url": originURL("d.bin"), "mirrors": [liar.baseURL + "/d.bin"],
+                "checksum": "sha256:" + hash,
+            ]), "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         let source = try XCTUnwrap(mirrors(done).first)
         XCTAssertEqual(source["state"] as? String, "dropped")
@@ -141,16 +157,23 @@ final class MirrorTests: HaulTestCase {
     func testMirrorsAreCheckedAsURLs() throws {
         let both = try api.request("POST", "/downloads", json: ["urls": [originURL("x")], "url": originURL("x")])
         XCTAssertEqual(both.status, 422, both.text)
-        let bad = try api.request("POST", "/downloads", json: ["url": originURL("x"),
-                                                               "mirrors": ["gopher://m/x", originURL("x")]])
+        let bad = try api.request(
+            "POST", "/downloads",
+            json: [
+                "url": originURL("x"),
+                "mirrors": ["gopher://m/x", originURL("x")],
+            ])
         XCTAssertEqual(bad.status, 422)
         let fields = Set((bad.json["errors"] as? [[String: Any]] ?? []).compactMap { $0["field"] as? String })
         XCTAssertEqual(fields, ["mirrors[0]"])
         let plain = try download(try add(["url": originURL("x"), "start_paused": true]))
         XCTAssertEqual(mirrors(plain).count, 0)
         // A source named twice is one source.
-        let twice = try download(try add(["url": originURL("y"), "start_paused": true,
-                                          "mirrors": [originURL("y"), originURL("z"), originURL("z")]]))
+        let twice = try download(
+            try add([
+                "url": originURL("y"), "start_paused": true,
+                "mirrors": [originURL("y"), originURL("z"), originURL("z")],
+            ]))
         XCTAssertEqual(mirrors(twice).compactMap { $0["url"] as? String }, [originURL("z")])
         XCTAssertEqual(mirrors(twice).first?["state"] as? String, "pending")
     }

@@ -60,15 +60,17 @@ final class MoveTests: HaulTestCase {
         try putCategory("tv", ["completed_directory": "done/tv"])
         let hash = try sandbox.makeRandomFile("www/ep.bin", size: 300_000)
         // A file of that name is there already: the moved one gets "ep (1).bin" beside it.
-        try FileManager.default.createDirectory(atPath: sandbox.file("downloads/done/tv/s1"),
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: sandbox.file("downloads/done/tv/s1"),
+            withIntermediateDirectories: true)
         try Data("someone else's".utf8).write(to: URL(fileURLWithPath: sandbox.file("downloads/done/tv/s1/ep.bin")))
         let id = try add(["url": originURL("ep.bin"), "category": "tv", "directory": "s1"])
         try waitForState(id, "completed")
         try waitForPath(id, "done/tv/s1/ep (1).bin")
         XCTAssertEqual(try sha256(sandbox.file("downloads/done/tv/s1/ep (1).bin")), hash)
-        XCTAssertEqual(try String(contentsOfFile: sandbox.file("downloads/done/tv/s1/ep.bin"), encoding: .utf8),
-                       "someone else's")
+        XCTAssertEqual(
+            try String(contentsOfFile: sandbox.file("downloads/done/tv/s1/ep.bin"), encoding: .utf8),
+            "someone else's")
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads/tv/s1/ep.bin")))
         let served = try api.get("/downloads/\(id)/file")
         XCTAssertEqual(served.status, 200)
@@ -90,7 +92,8 @@ final class MoveTests: HaulTestCase {
         // The completed folder is a symbolic link (to somewhere outside the root): the file stays where it was
         // written, whole, and the resource says why.
         try FileManager.default.createDirectory(atPath: sandbox.file("downloads"), withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: sandbox.file("downloads/linked"), withDestinationPath: "/tmp")
+        try FileManager.default.createSymbolicLink(
+            atPath: sandbox.file("downloads/linked"), withDestinationPath: "/tmp")
         try putCategory("films", ["completed_directory": "linked"])
         let hash = try sandbox.makeRandomFile("www/film.bin", size: 100_000)
         let id = try add(["url": originURL("film.bin"), "category": "films"])
@@ -122,8 +125,9 @@ final class MoveTests: HaulTestCase {
             try waitFor("haul to die at \(point)") { !self.haul.isRunning }
             try restart(crashingAt: nil)
             try waitForPath(id, "watched/\(name)")
-            try assertOneWholeFile(at: sandbox.file("downloads/watched/\(name)"), hash,
-                                   notAt: sandbox.file("downloads/films/\(name)"), point)
+            try assertOneWholeFile(
+                at: sandbox.file("downloads/watched/\(name)"), hash,
+                notAt: sandbox.file("downloads/films/\(name)"), point)
         }
     }
 
@@ -148,8 +152,9 @@ final class MoveTests: HaulTestCase {
             }
             let done = try waitForPath(id, "isos/\(name)")
             XCTAssertEqual(done["state"] as? String, "completed")
-            try assertOneWholeFile(at: completedRoot + "/isos/\(name)", hash,
-                                   notAt: sandbox.file("downloads/iso/\(name)"), point ?? "no crash")
+            try assertOneWholeFile(
+                at: completedRoot + "/isos/\(name)", hash,
+                notAt: sandbox.file("downloads/iso/\(name)"), point ?? "no crash")
             let served = try api.get("/downloads/\(id)/file")
             XCTAssertEqual(served.status, 200, "\(point ?? "no crash"): \(served.text.prefix(200))")
             XCTAssertEqual(served.body.count, 6_000_000 + index * 4096)
@@ -157,18 +162,22 @@ final class MoveTests: HaulTestCase {
     }
 
     /// The file is whole where it went, gone where it was written, and no marker of the move is left.
-    private func assertOneWholeFile(at path: String, _ hash: String, notAt source: String, _ point: String,
-                                    file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertOneWholeFile(
+        at path: String, _ hash: String, notAt source: String, _ point: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         XCTAssertEqual(try sha256(path), hash, point, file: file, line: line)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: source), "\(point): still at \(source)",
-                       file: file, line: line)
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: source), "\(point): still at \(source)",
+            file: file, line: line)
         let folder = (path as NSString).deletingLastPathComponent
         try waitFor("\(point): the marker to go") {
             try FileManager.default.contentsOfDirectory(atPath: folder).allSatisfy { !$0.hasPrefix(".haul-move") }
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: folder)
         let base = (path as NSString).lastPathComponent
-        XCTAssertEqual(names.filter { $0.hasPrefix(String(base.prefix(2))) }, [base], "\(point): \(names)",
-                       file: file, line: line)
+        XCTAssertEqual(
+            names.filter { $0.hasPrefix(String(base.prefix(2))) }, [base], "\(point): \(names)",
+            file: file, line: line)
     }
 }

@@ -12,8 +12,10 @@ final class Nginx {
     /// status and Range header, tab-separated.
     /// With `tls` (certificate and key files) it speaks HTTPS.
     /// With `http2` as well, it offers HTTP/2 by ALPN.
-    init(root: String, prefix: String, serverConfig: String = "", tls: (certificate: String, key: String)? = nil,
-         http2: Bool = false) throws {
+    init(
+        root: String, prefix: String, serverConfig: String = "", tls: (certificate: String, key: String)? = nil,
+        http2: Bool = false
+    ) throws {
         self.prefix = prefix
         try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
         let port = try Nginx.freePort()
@@ -64,8 +66,10 @@ final class Nginx {
         let log = (try? String(contentsOfFile: prefix + "/logs/access.log", encoding: .utf8)) ?? ""
         return log.split(separator: "\n").map { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            return (Int(fields.first ?? "") ?? 0, fields.count > 1 ? fields[1] : "", fields.count > 3 ? fields[3] : "",
-                    fields.count > 4 ? Int(fields[4]) ?? 0 : 0)
+            return (
+                Int(fields.first ?? "") ?? 0, fields.count > 1 ? fields[1] : "", fields.count > 3 ? fields[3] : "",
+                fields.count > 4 ? Int(fields[4]) ?? 0 : 0
+            )
         }
     }
 

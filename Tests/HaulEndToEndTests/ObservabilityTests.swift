@@ -26,8 +26,9 @@ final class ObservabilityTests: HaulTestCase {
         // The histogram's last bucket counts every request of its route.
         let polls = try XCTUnwrap(metric(text, "haul_http_request_duration_seconds_count{route=\"/downloads/{id}\"}"))
         XCTAssertGreaterThan(polls, 0)
-        XCTAssertEqual(metric(text, "haul_http_request_duration_seconds_bucket{le=\"+Inf\",route=\"/downloads/{id}\"}"),
-                       polls)
+        XCTAssertEqual(
+            metric(text, "haul_http_request_duration_seconds_bucket{le=\"+Inf\",route=\"/downloads/{id}\"}"),
+            polls)
         XCTAssertGreaterThan(try XCTUnwrap(metric(text, "process_resident_memory_bytes")), 1_000_000)
     }
 
@@ -75,20 +76,23 @@ final class ObservabilityTests: HaulTestCase {
 
         let lines = try logLines()
         let requests = lines.filter { $0["msg"] as? String == "request" }
-        XCTAssertTrue(requests.contains {
-            $0["http.method"] as? String == "POST" && $0["http.path"] as? String == "/downloads"
-                && $0["http.status"] as? String == "201"
-        }, "\(requests)")
-        XCTAssertTrue(requests.contains {
-            $0["http.method"] as? String == "PATCH" && $0["http.status"] as? String == "409"
-        }, "\(requests)")
+        XCTAssertTrue(
+            requests.contains {
+                $0["http.method"] as? String == "POST" && $0["http.path"] as? String == "/downloads"
+                    && $0["http.status"] as? String == "201"
+            }, "\(requests)")
+        XCTAssertTrue(
+            requests.contains {
+                $0["http.method"] as? String == "PATCH" && $0["http.status"] as? String == "409"
+            }, "\(requests)")
         let states = lines.filter { $0["download.id"] as? String == id && $0["state.to"] != nil }
             .map { $0["state.to"] as! String }
         XCTAssertEqual(states, ["completed"])
         // A client's change is an info line of its own.
         let resumed = lines.filter { $0["download.id"] as? String == paused && $0["state.to"] != nil }
         XCTAssertEqual(resumed.map { $0["state.from"] as? String }, ["paused", "verifying"], "\(resumed)")
-        let failure = try XCTUnwrap(lines.first { $0["download.id"] as? String == missing && $0["state.to"] as? String == "failed" })
+        let failure = try XCTUnwrap(
+            lines.first { $0["download.id"] as? String == missing && $0["state.to"] as? String == "failed" })
         XCTAssertEqual(failure["error.code"] as? String, "http_404")
         XCTAssertEqual(failure["level"] as? String, "warning")
     }

@@ -54,18 +54,21 @@ final class OptionTableTests: XCTestCase {
             case .text: type = "string"
             case .headers: type = "object"
             }
-            XCTAssertTrue(spec.contains("type: \(type)") || (row.name == "category" && spec.contains("CategoryName")),
-                          "\(row.name): \(spec)")
+            XCTAssertTrue(
+                spec.contains("type: \(type)") || (row.name == "category" && spec.contains("CategoryName")),
+                "\(row.name): \(spec)")
             if let range = row.range {
-                XCTAssertTrue(spec.contains("minimum: \(range.lowerBound)")
-                              && spec.contains("maximum: \(range.upperBound)"), "\(row.name)'s range against \(spec)")
+                XCTAssertTrue(
+                    spec.contains("minimum: \(range.lowerBound)")
+                        && spec.contains("maximum: \(range.upperBound)"), "\(row.name)'s range against \(spec)")
             }
             XCTAssertEqual(patch[row.name] != nil, row.patchable, "\(row.name) in DownloadPatch")
             XCTAssertEqual(resource[row.name] != nil, row.shown, "\(row.name) in the Download resource")
             XCTAssertTrue(store.contains("DownloadColumn(name: \"\(row.column)\""), "\(row.name)'s column")
             if let flag = row.flag {
-                XCTAssertTrue(help.contains("--\(flag.name)" + (flag.placeholder.map { " " + $0 } ?? "")),
-                              "haul add --help lacks --\(flag.name)")
+                XCTAssertTrue(
+                    help.contains("--\(flag.name)" + (flag.placeholder.map { " " + $0 } ?? "")),
+                    "haul add --help lacks --\(flag.name)")
                 XCTAssertTrue(help.contains(String(flag.help.prefix(30))), "haul add --help lacks \(flag.name)'s help")
             }
         }

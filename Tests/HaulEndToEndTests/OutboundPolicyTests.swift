@@ -56,12 +56,16 @@ final class AllowedNetworkRedirectTests: HaulTestCase {
     func testOnlyHttpAndHttpsAreFollowed() throws {
         for target in ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/x"] {
             let escaped = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-            let failed = try waitForState(try add(["url": origin.baseURL + "/redirect-to?url=" + escaped,
-                                                   "filename": "s\(target.count).bin"]), "failed")
+            let failed = try waitForState(
+                try add([
+                    "url": origin.baseURL + "/redirect-to?url=" + escaped,
+                    "filename": "s\(target.count).bin",
+                ]), "failed")
             let error = failed["error"] as? [String: Any]
             XCTAssertEqual(error?["code"] as? String, "unsupported_scheme", "\(target): \(failed)")
         }
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: sandbox.file("downloads"))
-            .filter { !$0.hasSuffix(".part") }, [])
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: sandbox.file("downloads"))
+                .filter { !$0.hasSuffix(".part") }, [])
     }
 }

@@ -75,8 +75,9 @@ final class PauseResumeTests: HaulTestCase {
         XCTAssertEqual(try sha256(try downloadedPath(done)), newHash)
         // The resume's ranged GET met the new version (If-Range did not match) and got it whole, from byte 0 ...
         let gets = try originRequests().filter { $0["method"] as? String == "GET" }
-        let restart = try XCTUnwrap(gets.firstIndex { $0["range"] is String && $0["status"] as? Int == 200 },
-                                    "the new version must be fetched whole: \(gets)")
+        let restart = try XCTUnwrap(
+            gets.firstIndex { $0["range"] is String && $0["status"] as? Int == 200 },
+            "the new version must be fetched whole: \(gets)")
         // ... and whatever came after it were ranges of the new version only (SegmentedTests shows them split).
         for get in gets[(restart + 1)...] {
             XCTAssertEqual(get["status"] as? Int, 206, "\(get)")
@@ -123,8 +124,9 @@ final class PauseResumeTests: HaulTestCase {
         let done = try waitForState(id, "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         let last = try XCTUnwrap(try originRequests().last(where: { $0["method"] as? String == "GET" }))
-        XCTAssertTrue(last["range"] is NSNull || last["range"] as? String == "bytes=0-",
-                      "nothing to resume from: asked again from byte 0")
+        XCTAssertTrue(
+            last["range"] is NSNull || last["range"] as? String == "bytes=0-",
+            "nothing to resume from: asked again from byte 0")
         XCTAssertEqual(last["status"] as? Int, 200)
     }
 

@@ -32,15 +32,18 @@ final class PostgresStoreTests: HaulTestCase {
         XCTAssertLessThan(sent - Int64(size), 5_000_000, "resumed, not started over")
         let resumed = try originRequests().filter { $0["method"] as? String == "GET" && $0["if_range"] != nil }
         XCTAssertFalse(resumed.isEmpty, "the resumed ranges are asked for with If-Range")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("data/haul.sqlite")),
-                       "with --store, nothing is kept in SQLite")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: sandbox.file("data/haul.sqlite")),
+            "with --store, nothing is kept in SQLite")
     }
 
     func testDownloadsSettingsAndListsLiveInTheDatabase() throws {
         let hash = try sandbox.makeRandomFile("www/one.bin", size: 300_000)
         let done = try waitForState(try add(["url": originURL("one.bin")]), "completed")
-        let paused = try add(["url": originURL("two.bin"), "start_paused": true, "priority": 4,
-                              "headers": ["X-Token": "s3cret"]])
+        let paused = try add([
+            "url": originURL("two.bin"), "start_paused": true, "priority": 4,
+            "headers": ["X-Token": "s3cret"],
+        ])
         XCTAssertEqual(try api.request("PATCH", "/settings", json: ["max_active": 2]).status, 200)
         haul.stop(signal: SIGTERM)
         try startHaul()
@@ -57,8 +60,10 @@ final class PostgresStoreTests: HaulTestCase {
         do {
             let server = try ServerProcess(
                 executable: buildDirectory + "/haul",
-                arguments: ["serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file(directory),
-                            "--store", store],
+                arguments: [
+                    "serve", "--listen", "127.0.0.1:0", "--download-dir", sandbox.file(directory),
+                    "--store", store,
+                ],
                 logPath: sandbox.file(directory + ".log"))
             server.stop(signal: SIGKILL)
             XCTFail("haul serve --store \(store) started")

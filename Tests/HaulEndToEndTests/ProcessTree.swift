@@ -32,22 +32,25 @@ enum ProcessTree {
     static func isGone(_ pid: pid_t) -> Bool {
         guard Foundation.kill(pid, 0) == 0 else { return true }
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return true }
+            let close = stat.lastIndex(of: ")")
+        else { return true }
         return stat[stat.index(after: close)...].split(separator: " ").first == "Z"
     }
 
     /// The pid in a daemon's pid file, if it names a live process.
     static func pid(inFile path: String) -> pid_t? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-              let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0,
-              Foundation.kill(pid, 0) == 0 else { return nil }
+            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0,
+            Foundation.kill(pid, 0) == 0
+        else { return nil }
         return pid
     }
 
     /// The parent of `pid` from /proc/PID/stat (its fourth field, after the command in parentheses).
     private static func parentID(of pid: pid_t) -> pid_t? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         return fields.count > 1 ? pid_t(fields[1]) : nil
     }

@@ -16,14 +16,17 @@ final class ProxyTests: HaulTestCase {
         guard LocalProxy.available(.tinyproxy), LocalProxy.available(.microsocks) else {
             throw XCTSkip("tinyproxy and microsocks are not installed (make deps)")
         }
-        receiver = try HostileOrigin { _ in .send(HostileOrigin.reply("204 No Content", headers: ["Connection: close"])) }
+        receiver = try HostileOrigin { _ in .send(HostileOrigin.reply("204 No Content", headers: ["Connection: close"]))
+        }
         try super.setUpWithError()
         http = try LocalProxy(.tinyproxy, directory: sandbox.file("tinyproxy"), user: "alice", password: secret)
         socks = try LocalProxy(.microsocks, directory: sandbox.file("microsocks"), user: "bob", password: secret)
         // The webhook proxy is a flag: the server starts again with it.
         haul.stop(signal: SIGTERM)
-        try startHaul(extra: ["--webhook-proxy", http.url("http", user: "alice", password: secret),
-                              "--no-proxy", "127.0.0.1"])
+        try startHaul(extra: [
+            "--webhook-proxy", http.url("http", user: "alice", password: secret),
+            "--no-proxy", "127.0.0.1",
+        ])
     }
 
     override func tearDownWithError() throws {
@@ -46,8 +49,12 @@ final class ProxyTests: HaulTestCase {
     private func via(_ request: [String: Any]) -> String? { (request["headers"] as? [String: String])?["via"] }
 
     func testAnHTTPProxyWithBasicAuthCarriesEverySegmentAndItsPasswordIsNeverShown() throws {
-        let hook = try api.request("POST", "/webhooks", json: ["url": receiver.baseURL + "/hook",
-                                                                "events": ["completed"]])
+        let hook = try api.request(
+            "POST", "/webhooks",
+            json: [
+                "url": receiver.baseURL + "/hook",
+                "events": ["completed"],
+            ])
         XCTAssertEqual(hook.status, 201, hook.text)
         let hash = try sandbox.makeRandomFile("www/h.bin", size: 3 << 20)
         let proxy = http.url("http", user: "alice", password: secret)
@@ -62,10 +69,13 @@ final class ProxyTests: HaulTestCase {
 
         // Absent everywhere a client or an operator looks.
         try waitFor("the webhook delivery through the webhook proxy") { receiver.requests.count >= 1 }
-        XCTAssertTrue(receiver.requests[0].headers["via"]?.contains("tinyproxy") == true,
-                      "\(receiver.requests[0].headers)")
-        var answers = [try api.get("/downloads/\(id)").text, try api.get("/downloads").text,
-                       try api.get("/settings").text, try api.get("/metrics").text]
+        XCTAssertTrue(
+            receiver.requests[0].headers["via"]?.contains("tinyproxy") == true,
+            "\(receiver.requests[0].headers)")
+        var answers = [
+            try api.get("/downloads/\(id)").text, try api.get("/downloads").text,
+            try api.get("/settings").text, try api.get("/metrics").text,
+        ]
         _ = try api.request("PUT", "/categories/via", json: ["proxy": proxy])
         answers.append(try api.get("/categories").text)
         answers.append(try String(contentsOfFile: sandbox.file("haul.log"), encoding: .utf8))
@@ -75,13 +85,17 @@ final class ProxyTests: HaulTestCase {
 
     func testAnHTTPSOriginGoesThroughACONNECTTunnel() throws {
         guard Nginx.available else { throw XCTSkip("nginx is not installed") }
-        let nginx = try Nginx(root: sandbox.file("www"), prefix: sandbox.file("nginx"),
-                              tls: try sandbox.selfSignedCertificate())
+        let nginx = try Nginx(
+            root: sandbox.file("www"), prefix: sandbox.file("nginx"),
+            tls: try sandbox.selfSignedCertificate())
         defer { withExtendedLifetime(nginx) {} }
         let hash = try sandbox.makeRandomFile("www/t.bin", size: 1 << 20)
         let tlsPort = nginx.baseURL.split(separator: ":").last!
-        let done = try waitForState(try add(["url": "https://localhost:\(tlsPort)/t.bin", "insecure": true,
-                                             "proxy": http.url("http", user: "alice", password: secret)]), "completed")
+        let done = try waitForState(
+            try add([
+                "url": "https://localhost:\(tlsPort)/t.bin", "insecure": true,
+                "proxy": http.url("http", user: "alice", password: secret),
+            ]), "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         XCTAssertTrue(http.log.contains("CONNECT localhost:\(tlsPort)"), http.log)
     }
@@ -89,14 +103,20 @@ final class ProxyTests: HaulTestCase {
     func testSocks5hSendsTheNameAndSocks5TheAddress() throws {
         let hash = try sandbox.makeRandomFile("www/s.bin", size: 1 << 20)
         let url = named("s.bin")
-        let remote = try waitForState(try add(["url": url, "filename": "s5h.bin", "connections": 2,
-                                               "proxy": socks.url("socks5h", user: "bob", password: secret)]),
-                                      "completed")
+        let remote = try waitForState(
+            try add([
+                "url": url, "filename": "s5h.bin", "connections": 2,
+                "proxy": socks.url("socks5h", user: "bob", password: secret),
+            ]),
+            "completed")
         XCTAssertEqual(try sha256(try downloadedPath(remote)), hash)
         XCTAssertTrue(socks.log.contains("connected to localhost:\(port)"), "the proxy got the name: \(socks.log)")
-        let local = try waitForState(try add(["url": url, "filename": "s5.bin",
-                                              "proxy": socks.url("socks5", user: "bob", password: secret)]),
-                                     "completed")
+        let local = try waitForState(
+            try add([
+                "url": url, "filename": "s5.bin",
+                "proxy": socks.url("socks5", user: "bob", password: secret),
+            ]),
+            "completed")
         XCTAssertEqual(try sha256(try downloadedPath(local)), hash)
         XCTAssertTrue(socks.log.contains("connected to 127.0.0.1:\(port)"), "Haul sent the address: \(socks.log)")
         XCTAssertEqual(try requests(for: "s.bin").filter { via($0) != nil }.count, 0, "SOCKS adds nothing")
@@ -104,16 +124,24 @@ final class ProxyTests: HaulTestCase {
 
     func testAWrongPasswordIsProxyAuthFailedAndAnUnreachableProxyIsRetried() throws {
         try sandbox.makeRandomFile("www/w.bin", size: 1000)
-        for proxy in [http.url("http", user: "alice", password: "wrong"),
-                      socks.url("socks5h", user: "bob", password: "wrong")] {
-            let failed = try waitForState(try add(["url": named("w.bin"), "proxy": proxy,
-                                                   "filename": "w\(proxy.count).bin"]), "failed")
+        for proxy in [
+            http.url("http", user: "alice", password: "wrong"),
+            socks.url("socks5h", user: "bob", password: "wrong"),
+        ] {
+            let failed = try waitForState(
+                try add([
+                    "url": named("w.bin"), "proxy": proxy,
+                    "filename": "w\(proxy.count).bin",
+                ]), "failed")
             let error = failed["error"] as? [String: Any]
             XCTAssertEqual(error?["code"] as? String, "proxy_auth_failed", "\(proxy): \(failed)")
             XCTAssertEqual(int(failed["attempts"]), 1, "a refused password is not tried again")
         }
-        let unreachable = try waitForState(try add(["url": named("w.bin"), "filename": "u.bin",
-                                                    "proxy": "socks5h://127.0.0.1:9"]), "failed")
+        let unreachable = try waitForState(
+            try add([
+                "url": named("w.bin"), "filename": "u.bin",
+                "proxy": "socks5h://127.0.0.1:9",
+            ]), "failed")
         XCTAssertEqual((unreachable["error"] as? [String: Any])?["code"] as? String, "proxy_unreachable")
         XCTAssertEqual(int(unreachable["attempts"]), 4, "retried up to --max-attempts")
         XCTAssertEqual(try requests(for: "w.bin").count, 0, "nothing reached the origin")
@@ -126,16 +154,23 @@ final class ProxyTests: HaulTestCase {
         XCTAssertEqual(changed.status, 200, changed.text)
         XCTAssertEqual(changed.json["proxy"] as? String, "http://alice:***@127.0.0.1:\(http.port)")
         XCTAssertEqual(try api.request("PUT", "/categories/direct", json: ["proxy": "none"]).status, 201)
-        XCTAssertEqual(try api.request("PUT", "/categories/socks", json: [
-            "proxy": socks.url("socks5", user: "bob", password: secret)]).status, 201)
+        XCTAssertEqual(
+            try api.request(
+                "PUT", "/categories/socks",
+                json: [
+                    "proxy": socks.url("socks5", user: "bob", password: secret)
+                ]
+            ).status, 201)
 
         let inherited = try waitForState(try add(["url": named("i.bin"), "filename": "a.bin"]), "completed")
         XCTAssertTrue(inherited["proxy"] is NSNull, "the download names none of its own: \(inherited)")
         _ = try waitForState(try add(["url": named("i.bin"), "filename": "b.bin", "proxy": "none"]), "completed")
-        _ = try waitForState(try add(["url": named("i.bin"), "filename": "c.bin", "category": "direct"]),
-                             "completed")
-        _ = try waitForState(try add(["url": named("i.bin"), "filename": "d.bin", "category": "socks"]),
-                             "completed")
+        _ = try waitForState(
+            try add(["url": named("i.bin"), "filename": "c.bin", "category": "direct"]),
+            "completed")
+        _ = try waitForState(
+            try add(["url": named("i.bin"), "filename": "d.bin", "category": "socks"]),
+            "completed")
         let seen = try requests(for: "i.bin").map { via($0) != nil }
         // Each download probes and fetches: the first through tinyproxy, the others not (socks adds no Via).
         XCTAssertEqual(seen.filter { $0 }.count, seen.count / 4, "\(seen)")
@@ -148,8 +183,9 @@ final class ProxyTests: HaulTestCase {
         XCTAssertEqual(after.filter { $0 }.count, seen.filter { $0 }.count, "127.0.0.1 went direct")
 
         // Back to the flag (none): direct.
-        XCTAssertEqual(try api.request("PATCH", "/settings", json: ["proxy": NSNull()]).json["proxy"] as? String,
-                       "none")
+        XCTAssertEqual(
+            try api.request("PATCH", "/settings", json: ["proxy": NSNull()]).json["proxy"] as? String,
+            "none")
         let refused = try api.request("PATCH", "/settings", json: ["proxy": "ftp://x"])
         XCTAssertEqual(refused.status, 422, refused.text)
     }
@@ -165,8 +201,9 @@ class SocksGuardTestCase: HaulTestCase {
     override func setUpWithError() throws {
         guard LocalProxy.available(.microsocks) else { throw XCTSkip("microsocks is not installed (make deps)") }
         try super.setUpWithError()
-        socks = try LocalProxy(.microsocks, directory: sandbox.file("microsocks"), host: "127.0.0.2", user: "bob",
-                               password: "pw")
+        socks = try LocalProxy(
+            .microsocks, directory: sandbox.file("microsocks"), host: "127.0.0.2", user: "bob",
+            password: "pw")
         haul.stop(signal: SIGTERM)
         try startHaul(extra: ["--proxy", socks.url("socks5h", user: "bob", password: "pw")] + proxyArguments)
     }
@@ -208,25 +245,34 @@ final class ProxyAddressGuardTests: SocksGuardTestCase {
         let innerPort = inner.baseURL.split(separator: ":").last!
         let privateTarget = "http://127.0.0.3:\(innerPort)/files/g.bin"
         let escaped = privateTarget.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-        for (url, name) in [(privateTarget, "p1.bin"), ("http://169.254.169.254/latest/meta-data/", "p2.bin"),
-                            ("http://[::1]:\(innerPort)/files/g.bin", "p3.bin"),
-                            (origin.baseURL + "/redirect-to?url=" + escaped, "p4.bin")] {
+        for (url, name) in [
+            (privateTarget, "p1.bin"), ("http://169.254.169.254/latest/meta-data/", "p2.bin"),
+            ("http://[::1]:\(innerPort)/files/g.bin", "p3.bin"),
+            (origin.baseURL + "/redirect-to?url=" + escaped, "p4.bin"),
+        ] {
             let failed = try waitForState(try add(["url": url, "filename": name]), "failed")
             let error = failed["error"] as? [String: Any]
             XCTAssertEqual(error?["code"] as? String, "blocked_address", "\(url): \(failed)")
             XCTAssertEqual(int(failed["attempts"]), 1)
         }
-        XCTAssertFalse(socks.log.contains("127.0.0.3") || socks.log.contains("169.254") || socks.log.contains("::1"),
-                       "a private target reached the proxy: \(socks.log)")
+        XCTAssertFalse(
+            socks.log.contains("127.0.0.3") || socks.log.contains("169.254") || socks.log.contains("::1"),
+            "a private target reached the proxy: \(socks.log)")
         XCTAssertEqual(try Client(base: inner.baseURL).get("/_requests").text, "[]")
 
         // A proxy a download names for itself is held to the guard (127.0.0.2 is not an exception), unless it is
         // the operator's.
-        let same = try waitForState(try add(["url": originURL("g.bin"), "filename": "o.bin",
-                                             "proxy": socks.url("socks5h", user: "bob", password: "pw")]), "completed")
+        let same = try waitForState(
+            try add([
+                "url": originURL("g.bin"), "filename": "o.bin",
+                "proxy": socks.url("socks5h", user: "bob", password: "pw"),
+            ]), "completed")
         XCTAssertEqual(try sha256(try downloadedPath(same)), hash)
-        let named = try waitForState(try add(["url": originURL("g.bin"), "filename": "n.bin",
-                                              "proxy": socks.url("socks5", user: "bob", password: "pw")]), "failed")
+        let named = try waitForState(
+            try add([
+                "url": originURL("g.bin"), "filename": "n.bin",
+                "proxy": socks.url("socks5", user: "bob", password: "pw"),
+            ]), "failed")
         let error = named["error"] as? [String: Any]
         XCTAssertEqual(error?["code"] as? String, "blocked_address", "\(named)")
         XCTAssertTrue((error?["message"] as? String ?? "").contains("proxy at 127.0.0.2"), "\(named)")
@@ -279,7 +325,8 @@ final class ProxyFromEnvironmentTests: HaulTestCase {
     func testTheEnvironmentsProxyAndNoProxyAreRead() throws {
         try sandbox.makeRandomFile("www/e.bin", size: 5000)
         let port = origin.baseURL.split(separator: ":").last!
-        _ = try waitForState(try add(["url": "http://localhost:\(port)/files/e.bin", "filename": "p.bin"]), "completed")
+        _ = try waitForState(
+            try add(["url": "http://localhost:\(port)/files/e.bin", "filename": "p.bin"]), "completed")
         _ = try waitForState(try add(["url": originURL("e.bin"), "filename": "d.bin"]), "completed")
         let vias = try originRequests().map { (($0["headers"] as? [String: String])?["via"] ?? "") }
         XCTAssertEqual(vias.count, 2, "\(vias)")
@@ -304,8 +351,9 @@ final class ScopedProxyTests: HaulTestCase {
     override func setUpWithError() throws {
         guard LocalProxy.available(.microsocks) else { throw XCTSkip("microsocks is not installed (make deps)") }
         try super.setUpWithError()
-        socks = try LocalProxy(.microsocks, directory: sandbox.file("microsocks"), host: "127.0.0.2", user: "bob",
-                               password: "pw")
+        socks = try LocalProxy(
+            .microsocks, directory: sandbox.file("microsocks"), host: "127.0.0.2", user: "bob",
+            password: "pw")
     }
 
     override func tearDownWithError() throws {
@@ -318,8 +366,10 @@ final class ScopedProxyTests: HaulTestCase {
     }
 
     private func fetch(_ name: String, as token: String, _ extra: [String: Any] = [:]) throws -> [String: Any] {
-        let reply = try call("POST", "/downloads", token, ["url": originURL("s.bin"), "filename": name]
-                                .merging(extra) { _, new in new })
+        let reply = try call(
+            "POST", "/downloads", token,
+            ["url": originURL("s.bin"), "filename": name]
+                .merging(extra) { _, new in new })
         XCTAssertEqual(reply.status, 201, reply.text)
         let id = try XCTUnwrap(reply.json["id"] as? String)
         var last: [String: Any] = [:]
@@ -330,7 +380,9 @@ final class ScopedProxyTests: HaulTestCase {
         return last
     }
 
-    private func code(_ download: [String: Any]) -> String? { (download["error"] as? [String: Any])?["code"] as? String }
+    private func code(_ download: [String: Any]) -> String? {
+        (download["error"] as? [String: Any])?["code"] as? String
+    }
 
     func testAProxyAScopedTokenNamesIsHeldToTheAddressPolicy() throws {
         let hash = try sandbox.makeRandomFile("www/s.bin", size: 200_000)
@@ -343,11 +395,16 @@ final class ScopedProxyTests: HaulTestCase {
         XCTAssertEqual(try call("PATCH", "/settings", manager, ["proxy": proxy]).status, 200)
         let bySettings = try fetch("settings.bin", as: manager)
         XCTAssertEqual(code(bySettings), "blocked_address", "\(bySettings)")
-        XCTAssertTrue(((bySettings["error"] as? [String: Any])?["message"] as? String ?? "").contains("proxy at 127.0.0.2"))
+        XCTAssertTrue(
+            ((bySettings["error"] as? [String: Any])?["message"] as? String ?? "").contains("proxy at 127.0.0.2"))
         // The same through aria2's all-proxy.
-        let rpc = try api.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": "1",
-                                                            "method": "aria2.changeGlobalOption",
-                                                            "params": ["token:" + manager, ["all-proxy": proxy]]])
+        let rpc = try api.request(
+            "POST", "/jsonrpc",
+            json: [
+                "jsonrpc": "2.0", "id": "1",
+                "method": "aria2.changeGlobalOption",
+                "params": ["token:" + manager, ["all-proxy": proxy]],
+            ])
         XCTAssertEqual(rpc.json["result"] as? String, "OK", rpc.text)
         XCTAssertEqual(code(try fetch("aria2.bin", as: manager)), "blocked_address")
         // A category's.

@@ -10,9 +10,11 @@ final class RequestHardeningTests: HaulTestCase {
 
     func testHeadersThatWouldSmuggleARequestAreRefusedAndNothingReachesTheOrigin() throws {
         try sandbox.makeRandomFile("www/h.bin", size: 1000)
-        for headers in [["X-A": "1\r\nHost: evil.example"], ["X-A": "1\r\n\r\nGET /smuggled HTTP/1.1"],
-                        ["X-A": "nul\u{0}byte"], ["Host": "evil.example"], ["RANGE": "bytes=0-"],
-                        ["Bad Name": "x"]] {
+        for headers in [
+            ["X-A": "1\r\nHost: evil.example"], ["X-A": "1\r\n\r\nGET /smuggled HTTP/1.1"],
+            ["X-A": "nul\u{0}byte"], ["Host": "evil.example"], ["RANGE": "bytes=0-"],
+            ["Bad Name": "x"],
+        ] {
             let reply = try api.request("POST", "/downloads", json: ["url": originURL("h.bin"), "headers": headers])
             XCTAssertEqual(reply.status, 422, "\(headers): \(reply.text)")
             XCTAssertEqual(reply.header("Content-Type"), "application/problem+json")
@@ -24,10 +26,13 @@ final class RequestHardeningTests: HaulTestCase {
 
     func testGivenHeadersReachTheOriginExactlyAndCannotReplaceHaulsOwn() throws {
         let hash = try sandbox.makeRandomFile("www/g.bin", size: 300_000)
-        let headers = ["Cookie": "session=abc; theme=dark", "X-Padded": "  kept inside  ", "X-Empty": "",
-                       "Authorization": "Bearer xyz"]
-        let done = try waitForState(try add(["url": originURL("g.bin"), "headers": headers, "connections": 2]),
-                                    "completed")
+        let headers = [
+            "Cookie": "session=abc; theme=dark", "X-Padded": "  kept inside  ", "X-Empty": "",
+            "Authorization": "Bearer xyz",
+        ]
+        let done = try waitForState(
+            try add(["url": originURL("g.bin"), "headers": headers, "connections": 2]),
+            "completed")
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         let requests = try originRequests()
         XCTAssertFalse(requests.isEmpty)
@@ -50,8 +55,9 @@ final class RequestHardeningTests: HaulTestCase {
         let members: String = names.map { (name: String) -> String in "\"" + name + "\":\"\"" }
             .joined(separator: ",")
         let body = "{\"url\":\"" + originURL("x.bin") + "\",\"headers\":{" + members + "}}"
-        let reply = try api.request("POST", "/downloads", body: Data(body.utf8),
-                                    headers: ["Content-Type": "application/json"])
+        let reply = try api.request(
+            "POST", "/downloads", body: Data(body.utf8),
+            headers: ["Content-Type": "application/json"])
         XCTAssertEqual(reply.status, 422, reply.text)
         XCTAssertEqual(fields(reply), ["headers"])
         XCTAssertEqual(try api.get("/healthz").status, 200)
@@ -64,8 +70,9 @@ final class RequestHardeningTests: HaulTestCase {
         let members = (0..<90_000).map { "\"u\($0)\":1" }.joined(separator: ",")
         let body = "{\"url\":\"" + originURL("x.bin") + "\"," + members + "}"
         let before = try cpuSeconds(haul.process.processIdentifier)
-        let reply = try api.request("POST", "/downloads", body: Data(body.utf8),
-                                    headers: ["Content-Type": "application/json"])
+        let reply = try api.request(
+            "POST", "/downloads", body: Data(body.utf8),
+            headers: ["Content-Type": "application/json"])
         let spent = try cpuSeconds(haul.process.processIdentifier) - before
         XCTAssertEqual(reply.status, 422)
         var line: Substring?
@@ -75,8 +82,10 @@ final class RequestHardeningTests: HaulTestCase {
             return line != nil
         }
         let duration = line.flatMap { $0.split(separator: " ").first { $0.hasPrefix("http.duration_ms=") } }
-        let logged = try XCTUnwrap(duration.flatMap { Double($0.dropFirst("http.duration_ms=".count)) },
-                                   String(line ?? "")) / 1000
+        let logged =
+            try XCTUnwrap(
+                duration.flatMap { Double($0.dropFirst("http.duration_ms=".count)) },
+                String(line ?? "")) / 1000
         // Two clock ticks of slack for /proc's 10 ms accounting.
         XCTAssertGreaterThanOrEqual(logged, spent - 0.02, "logged \(logged) s, the server spent \(spent) s of CPU")
     }
@@ -93,14 +102,17 @@ final class RequestHardeningTests: HaulTestCase {
         let url = haul.baseURL + "/stats"
         let port = haul.port
         XCTAssertEqual(try curl(url).status, 200)
-        for host in ["127.0.0.1:\(port)@evil.com", "a, b", "127.0.0.1:\(port), evil.com", "localhost:99999",
-                     "evil.com#127.0.0.1"] {
+        for host in [
+            "127.0.0.1:\(port)@evil.com", "a, b", "127.0.0.1:\(port), evil.com", "localhost:99999",
+            "evil.com#127.0.0.1",
+        ] {
             let reply = try curl(url, headers: ["Host": host])
             XCTAssertEqual(reply.status, 400, host)
             XCTAssertTrue(reply.body.contains("urn:haul:problem:malformed-request"), reply.body)
         }
-        let twice = RawConnection.exchange(port: port,
-                                           "GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let twice = RawConnection.exchange(
+            port: port,
+            "GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n")
         XCTAssertTrue(twice.hasPrefix("HTTP/1.1 400"), twice)
         let none = RawConnection.exchange(port: port, "GET /stats HTTP/1.1\r\nConnection: close\r\n\r\n")
         XCTAssertTrue(none.hasPrefix("HTTP/1.1 400"), none)
@@ -111,15 +123,22 @@ final class RequestHardeningTests: HaulTestCase {
     func testOnlyApplicationJSONBodiesAreRead() throws {
         let body = "{\"url\":\"http://127.0.0.1:9/x\",\"start_paused\":true}"
         for type in ["text/plain", "application/jsonx", "application/x-www-form-urlencoded"] {
-            let reply = try curl(haul.baseURL + "/downloads", method: "POST", headers: ["Content-Type": type],
-                                 body: body)
+            let reply = try curl(
+                haul.baseURL + "/downloads", method: "POST", headers: ["Content-Type": type],
+                body: body)
             XCTAssertEqual(reply.status, 415, type)
         }
         // curl's --data-binary alone sends application/x-www-form-urlencoded; an empty type means none at all.
-        XCTAssertEqual(try curl(haul.baseURL + "/downloads", method: "POST", headers: ["Content-Type": ""],
-                                body: body).status, 415)
-        XCTAssertEqual(try curl(haul.baseURL + "/downloads", method: "POST",
-                                headers: ["Content-Type": "application/json; charset=utf-8"], body: body).status, 201)
+        XCTAssertEqual(
+            try curl(
+                haul.baseURL + "/downloads", method: "POST", headers: ["Content-Type": ""],
+                body: body
+            ).status, 415)
+        XCTAssertEqual(
+            try curl(
+                haul.baseURL + "/downloads", method: "POST",
+                headers: ["Content-Type": "application/json; charset=utf-8"], body: body
+            ).status, 201)
         XCTAssertEqual(try api.get("/stats").json["downloads"] as? Int, 1)
     }
 }

@@ -27,33 +27,38 @@ final class LocalSSH {
         try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
         chmod(jail, 0o755)
         for key in ["host_key", "user_key"] {
-            try runCommand("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "haul-test",
-                                                   "-f", directory + "/" + key])
+            try runCommand(
+                "/usr/bin/ssh-keygen",
+                [
+                    "-q", "-t", "ed25519", "-N", "", "-C", "haul-test",
+                    "-f", directory + "/" + key,
+                ])
         }
         try FileManager.default.copyItem(atPath: directory + "/user_key.pub", toPath: directory + "/authorized_keys")
         let printed = try execute("/usr/bin/ssh-keygen", ["-lf", directory + "/host_key.pub"]).stdout
         hostKeyFingerprint = printed.split(separator: " ").dropFirst().first.map(String.init) ?? ""
         let hostKey = try String(contentsOfFile: directory + "/host_key.pub", encoding: .utf8)
-        try "[127.0.0.1]:\(port) \(hostKey)".write(toFile: directory + "/known_hosts", atomically: true, encoding: .utf8)
+        try "[127.0.0.1]:\(port) \(hostKey)".write(
+            toFile: directory + "/known_hosts", atomically: true, encoding: .utf8)
         // The log (LogLevel DEBUG3) is what the tests read the logins back from.
         try """
-            Port \(port)
-            ListenAddress 127.0.0.1
-            HostKey \(directory)/host_key
-            PidFile \(directory)/sshd.pid
-            AuthorizedKeysFile \(directory)/authorized_keys
-            PermitRootLogin yes
-            PasswordAuthentication yes
-            KbdInteractiveAuthentication no
-            UsePAM no
-            StrictModes no
-            LogLevel DEBUG3
-            Subsystem sftp internal-sftp
-            \(settings.joined(separator: "\n"))
-            Match User root
-                ChrootDirectory \(jail)
-                ForceCommand internal-sftp
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        Port \(port)
+        ListenAddress 127.0.0.1
+        HostKey \(directory)/host_key
+        PidFile \(directory)/sshd.pid
+        AuthorizedKeysFile \(directory)/authorized_keys
+        PermitRootLogin yes
+        PasswordAuthentication yes
+        KbdInteractiveAuthentication no
+        UsePAM no
+        StrictModes no
+        LogLevel DEBUG3
+        Subsystem sftp internal-sftp
+        \(settings.joined(separator: "\n"))
+        Match User root
+            ChrootDirectory \(jail)
+            ForceCommand internal-sftp
+        """.write(toFile: config, atomically: true, encoding: .utf8)
         try start()
     }
 
@@ -117,14 +122,19 @@ final class SFTPTests: HaulTestCase {
         return hash
     }
 
-    private func code(_ download: [String: Any]) -> String? { (download["error"] as? [String: Any])?["code"] as? String }
+    private func code(_ download: [String: Any]) -> String? {
+        (download["error"] as? [String: Any])?["code"] as? String
+    }
 
     func testAFileIsExactOverSFTPWithOneAndEightConnections() throws {
         let hash = try serve("big.bin", size: 64 << 20)
         for connections in [1, 8] {
             let name = "sftp-\(connections).bin"
-            let done = try waitForState(try add(["url": ssh.url("big.bin"), "connections": connections,
-                                                 "filename": name]), "completed", timeout: 120)
+            let done = try waitForState(
+                try add([
+                    "url": ssh.url("big.bin"), "connections": connections,
+                    "filename": name,
+                ]), "completed", timeout: 120)
             XCTAssertEqual(try sha256(sandbox.file("downloads/" + name)), hash)
             XCTAssertEqual(done["resumable"] as? Bool, true)
             XCTAssertEqual(((done["segments"] as? [Any])?.count ?? 0) > 1, connections > 1)
@@ -145,7 +155,8 @@ final class SFTPTests: HaulTestCase {
         // Every byte written once: each segment went on from where it stopped rather than from its start (sftp-server
         // logs nothing of reads, so the count is Haul's own: body bytes written to part files).
         let metrics = try api.get("/metrics").text
-        let written = metrics.split(separator: "\n").first { $0.hasPrefix("haul_downloaded_bytes_total ") }
+        let written =
+            metrics.split(separator: "\n").first { $0.hasPrefix("haul_downloaded_bytes_total ") }
             .flatMap { Double($0.split(separator: " ")[1]) } ?? -1
         XCTAssertEqual(written, Double(12 << 20), "what was had was not fetched again")
     }
@@ -158,8 +169,9 @@ final class SFTPTests: HaulTestCase {
         try waitForState(id, "paused")
         // Another version with a modification time of its own (set a minute on: the SFTP stat counts seconds).
         let hash = try serve("changing.bin", size: 5 << 20)
-        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)],
-                                              ofItemAtPath: ssh.files + "/changing.bin")
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(60)],
+            ofItemAtPath: ssh.files + "/changing.bin")
         XCTAssertEqual(try patch(id, ["state": "queued", "max_speed": 0]).status, 200)
         let done = try waitForState(id, "completed", timeout: 120)
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash, "never two versions spliced")
@@ -168,26 +180,35 @@ final class SFTPTests: HaulTestCase {
     func testHostKeysUnknownChangedAndPinned() throws {
         let hash = try serve("keys.bin", size: 100_000)
         // localhost is not in the known hosts (127.0.0.1 is): unknown, and the error names the key to check.
-        let unknown = try waitForState(try add(["url": ssh.url("keys.bin", host: "localhost"), "filename": "u.bin"]),
-                                       "failed")
+        let unknown = try waitForState(
+            try add(["url": ssh.url("keys.bin", host: "localhost"), "filename": "u.bin"]),
+            "failed")
         XCTAssertEqual(code(unknown), "host_key_unknown")
-        XCTAssertTrue(((unknown["error"] as? [String: Any])?["message"] as? String ?? "").contains(ssh.hostKeyFingerprint))
+        XCTAssertTrue(
+            ((unknown["error"] as? [String: Any])?["message"] as? String ?? "").contains(ssh.hostKeyFingerprint))
         // Pinned by the download: let in.
-        let pinned = try waitForState(try add(["url": ssh.url("keys.bin", host: "localhost"), "filename": "p.bin",
-                                               "host_key": ssh.hostKeyFingerprint]), "completed")
+        let pinned = try waitForState(
+            try add([
+                "url": ssh.url("keys.bin", host: "localhost"), "filename": "p.bin",
+                "host_key": ssh.hostKeyFingerprint,
+            ]), "completed")
         XCTAssertEqual(pinned["host_key"] as? String, ssh.hostKeyFingerprint)
         XCTAssertEqual(try sha256(sandbox.file("downloads/p.bin")), hash)
         // The pinned download's session is not left for one without the pin: still unknown.
-        let stillUnknown = try waitForState(try add(["url": ssh.url("keys.bin", host: "localhost"),
-                                                     "filename": "u2.bin"]), "failed")
+        let stillUnknown = try waitForState(
+            try add([
+                "url": ssh.url("keys.bin", host: "localhost"),
+                "filename": "u2.bin",
+            ]), "failed")
         XCTAssertEqual(code(stillUnknown), "host_key_unknown")
         // Pinned to another key: refused, though the known hosts hold the server's key and a download without a pin
         // has just left a session to it open (a session checked against the known hosts is no proof of a pin).
         let known = try waitForState(try add(["url": ssh.url("keys.bin"), "filename": "k.bin"]), "completed")
         XCTAssertEqual(try sha256(try downloadedPath(known)), hash)
         let other = "SHA256:" + String(repeating: "A", count: 43)
-        let wrongPin = try waitForState(try add(["url": ssh.url("keys.bin"), "filename": "w.bin", "host_key": other]),
-                                        "failed")
+        let wrongPin = try waitForState(
+            try add(["url": ssh.url("keys.bin"), "filename": "w.bin", "host_key": other]),
+            "failed")
         XCTAssertEqual(code(wrongPin), "host_key_mismatch")
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads/w.bin")))
         // The known hosts name another key for this server: changed.
@@ -195,20 +216,24 @@ final class SFTPTests: HaulTestCase {
         let otherKey = try String(contentsOfFile: sandbox.file("other_key.pub"), encoding: .utf8)
         // (By the name of localhost: sessions to 127.0.0.1 checked against the file before it changed may still be
         // open for reuse, and a pinned download's session is never kept for another.)
-        try "[localhost]:\(ssh.port) \(otherKey)".write(toFile: ssh.file("known_hosts"), atomically: true,
-                                                        encoding: .utf8)
-        let changed = try waitForState(try add(["url": ssh.url("keys.bin", host: "localhost"), "filename": "c.bin"]),
-                                       "failed")
+        try "[localhost]:\(ssh.port) \(otherKey)".write(
+            toFile: ssh.file("known_hosts"), atomically: true,
+            encoding: .utf8)
+        let changed = try waitForState(
+            try add(["url": ssh.url("keys.bin", host: "localhost"), "filename": "c.bin"]),
+            "failed")
         XCTAssertEqual(code(changed), "host_key_mismatch")
-        XCTAssertEqual(try api.request("POST", "/downloads", json: ["url": ssh.url("keys.bin"), "host_key": "md5:x"])
-            .status, 422)
+        XCTAssertEqual(
+            try api.request("POST", "/downloads", json: ["url": ssh.url("keys.bin"), "host_key": "md5:x"])
+                .status, 422)
     }
 
     func testAServerAdmittingTwoLoginsAtOnceStillGivesAllOfTheFile() throws {
         // sshd drops a connection from an address that already has two logins under way: six of eight sessions
         // are cut before their banner, and are met again later or not at all.
-        let strict = try LocalSSH(directory: sandbox.file("ssh-strict"),
-                                  settings: ["PerSourceMaxStartups 2", "MaxStartups 2:100:2"])
+        let strict = try LocalSSH(
+            directory: sandbox.file("ssh-strict"),
+            settings: ["PerSourceMaxStartups 2", "MaxStartups 2:100:2"])
         let hash = try sandbox.makeRandomFile("www/eight.bin", size: 16 << 20)
         try FileManager.default.copyItem(atPath: sandbox.file("www/eight.bin"), toPath: strict.files + "/eight.bin")
         // The same user key and a known host key: Haul was started with the first server's files.
@@ -216,16 +241,18 @@ final class SFTPTests: HaulTestCase {
         try FileManager.default.copyItem(atPath: ssh.file("authorized_keys"), toPath: strict.file("authorized_keys"))
         try "[127.0.0.1]:\(strict.port) \(try String(contentsOfFile: strict.file("host_key.pub"), encoding: .utf8))"
             .write(toFile: ssh.file("known_hosts"), atomically: true, encoding: .utf8)
-        let done = try waitForState(try add(["url": strict.url("eight.bin"), "connections": 8]), "completed",
-                                    timeout: 120)
+        let done = try waitForState(
+            try add(["url": strict.url("eight.bin"), "connections": 8]), "completed",
+            timeout: 120)
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         XCTAssertTrue(strict.log.contains("drop connection"), "sshd turned sessions away")
     }
 
     func testALoginRefusedAndAFileMissingHaveTheirCodes() throws {
         _ = try serve("here.bin", size: 1000)
-        let refused = try waitForState(try add(["url": ssh.url("here.bin", user: "nobody"), "password": "wrong-one"]),
-                                       "failed")
+        let refused = try waitForState(
+            try add(["url": ssh.url("here.bin", user: "nobody"), "password": "wrong-one"]),
+            "failed")
         XCTAssertEqual(code(refused), "login_failed")
         XCTAssertFalse("\(refused)".contains("wrong-one"))
         let missing = try waitForState(try add(["url": ssh.url("missing.bin")]), "failed")

@@ -86,9 +86,13 @@ final class SSEClient {
             var data: [Substring] = []
             for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
                 if line.hasPrefix(":") { comments += 1; continue }
-                if line.hasPrefix("id: ") { event.id = String(line.dropFirst(4)); isEvent = true }
-                else if line.hasPrefix("event: ") { event.event = String(line.dropFirst(7)); isEvent = true }
-                else if line.hasPrefix("data: ") { data.append(line.dropFirst(6)); isEvent = true }
+                if line.hasPrefix("id: ") {
+                    event.id = String(line.dropFirst(4)); isEvent = true
+                } else if line.hasPrefix("event: ") {
+                    event.event = String(line.dropFirst(7)); isEvent = true
+                } else if line.hasPrefix("data: ") {
+                    data.append(line.dropFirst(6)); isEvent = true
+                }
             }
             // Several data lines make one payload, joined by line breaks (the SSE rules).
             event.data = data.joined(separator: "\n")

@@ -9,8 +9,9 @@ final class ScopedTokenTests: HaulTestCase {
     override var serveArguments: [String] { super.serveArguments + ["--token", admin] }
 
     func testAReadTokenFromTheCLILooksButChangesNothingAndIsRevokedAtOnce() throws {
-        let created = try haulCommand(["token", "create", "wall dashboard", "--scope", "read"],
-                                      environment: ["HAUL_TOKEN": admin])
+        let created = try haulCommand(
+            ["token", "create", "wall dashboard", "--scope", "read"],
+            environment: ["HAUL_TOKEN": admin])
         XCTAssertEqual(created.status, 0, created.output)
         // Labelled, the secret said to be shown once.
         let lines = created.stdout.split(separator: "\n")
@@ -28,12 +29,20 @@ final class ScopedTokenTests: HaulTestCase {
         let refused = try haulCommand(["add", originURL("t.bin")], environment: ["HAUL_TOKEN": secret])
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("read scope"), refused.stderr)
-        XCTAssertEqual(try api.request("POST", "/downloads", json: ["url": originURL("t.bin")],
-                                       headers: ["Authorization": "Bearer " + secret]).status, 403)
+        XCTAssertEqual(
+            try api.request(
+                "POST", "/downloads", json: ["url": originURL("t.bin")],
+                headers: ["Authorization": "Bearer " + secret]
+            ).status, 403)
         // The aria2 front takes it as token: and holds it to the same scope.
         let rpc = { (method: String, params: [Any]) throws -> [String: Any] in
-            try self.api.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": 1, "method": method,
-                                                            "params": ["token:" + secret] + params]).json
+            try self.api.request(
+                "POST", "/jsonrpc",
+                json: [
+                    "jsonrpc": "2.0", "id": 1, "method": method,
+                    "params": ["token:" + secret] + params,
+                ]
+            ).json
         }
         XCTAssertNotNil(try rpc("aria2.tellActive", [])["result"])
         let add = try XCTUnwrap(try rpc("aria2.addUri", [[originURL("t.bin")]])["error"] as? [String: Any])
@@ -46,8 +55,9 @@ final class ScopedTokenTests: HaulTestCase {
 
     func testAnAddTokenAddsAndAManageTokenChangesSettings() throws {
         let make = { (scope: String) throws -> String in
-            let reply = try self.api.request("POST", "/tokens", json: ["name": scope, "scope": scope],
-                                             headers: ["Authorization": "Bearer " + self.admin])
+            let reply = try self.api.request(
+                "POST", "/tokens", json: ["name": scope, "scope": scope],
+                headers: ["Authorization": "Bearer " + self.admin])
             XCTAssertEqual(reply.status, 201, reply.text)
             return reply.json["secret"] as? String ?? ""
         }
@@ -58,7 +68,8 @@ final class ScopedTokenTests: HaulTestCase {
         XCTAssertEqual(added.status, 0, added.output)
         XCTAssertEqual(try sha256(sandbox.file("downloads/a.bin")), hash)
         let patch = { (token: String) in
-            try self.api.request("PATCH", "/settings", json: ["max_active": 2], headers: ["Authorization": "Bearer " + token])
+            try self.api.request(
+                "PATCH", "/settings", json: ["max_active": 2], headers: ["Authorization": "Bearer " + token])
         }
         XCTAssertEqual(try patch(adder).status, 403)
         XCTAssertEqual(try patch(manager).status, 200)

@@ -10,11 +10,15 @@ final class SecretsAtRestTests: HaulTestCase {
     }
 
     func testTheDataDirectoryAndDatabaseArePrivate() throws {
-        _ = try add(["url": "http://127.0.0.1:9/secret.bin", "headers": ["Authorization": "Bearer abc"],
-                     "start_paused": true])
+        _ = try add([
+            "url": "http://127.0.0.1:9/secret.bin", "headers": ["Authorization": "Bearer abc"],
+            "start_paused": true,
+        ])
         XCTAssertEqual(mode(sandbox.file("data")), 0o700)
         XCTAssertEqual(mode(sandbox.file("data/haul.sqlite")), 0o600)
-        try waitFor("the write-ahead log") { FileManager.default.fileExists(atPath: sandbox.file("data/haul.sqlite-wal")) }
+        try waitFor("the write-ahead log") {
+            FileManager.default.fileExists(atPath: sandbox.file("data/haul.sqlite-wal"))
+        }
         XCTAssertEqual(mode(sandbox.file("data/haul.sqlite-wal")), 0o600)
         if let shm = mode(sandbox.file("data/haul.sqlite-shm")) { XCTAssertEqual(shm, 0o600) }
         // Downloads are the user's files, readable as usual.

@@ -52,8 +52,9 @@ final class SegmentedTests: HaulTestCase {
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
         // nginx served the eight initial ranges, one starting at each eighth of the file (its log is in order of
         // completion, and stolen halves come on top).
-        let starts = Set(nginx.requests().filter { $0.status == 206 && $0.range != "bytes=0-0" }
-            .compactMap { Int64($0.range.dropFirst(6).split(separator: "-").first ?? "") })
+        let starts = Set(
+            nginx.requests().filter { $0.status == 206 && $0.range != "bytes=0-0" }
+                .compactMap { Int64($0.range.dropFirst(6).split(separator: "-").first ?? "") })
         let eighths = Set((0..<8).map { Int64($0) * Int64(size / 8) })
         XCTAssertTrue(eighths.isSubset(of: starts), "\(starts.sorted())")
     }
@@ -72,8 +73,9 @@ final class SegmentedTests: HaulTestCase {
         let done = try waitForState(id, "completed", timeout: 60)
         XCTAssertEqual(try sha256(try downloadedPath(done)), newHash)
         let gets = try originRequests().filter { $0["method"] as? String == "GET" }
-        let restart = try XCTUnwrap(gets.firstIndex { $0["range"] is String && $0["status"] as? Int == 200 },
-                                    "a resumed range got the new version whole: \(gets)")
+        let restart = try XCTUnwrap(
+            gets.firstIndex { $0["range"] is String && $0["status"] as? Int == 200 },
+            "a resumed range got the new version whole: \(gets)")
         let newVersion = gets[restart]["etag_sent"] as? String
         let after = gets[(restart + 1)...].filter { $0["if_range"] as? String == newVersion }
         XCTAssertGreaterThanOrEqual(after.count, 2, "the new version's ranges on other connections: \(gets)")
@@ -107,7 +109,9 @@ final class SegmentedTests: HaulTestCase {
         let paused = try download(id)
         XCTAssertEqual(paused["state"] as? String, "paused")
         XCTAssertEqual(try patch(id, ["state": "queued"]).status, 200)
-        try waitFor("the transfer to resume") { int(try download(id)["received_bytes"]) > int(paused["received_bytes"]) + 500_000 }
+        try waitFor("the transfer to resume") {
+            int(try download(id)["received_bytes"]) > int(paused["received_bytes"]) + 500_000
+        }
         haul.stop(signal: SIGKILL)
         try startHaul()
         let done = try waitForState(id, "completed")
@@ -200,8 +204,14 @@ final class SegmentedTests: HaulTestCase {
         XCTAssertEqual((failed["error"] as? [String: Any])?["code"] as? String, "checksum_mismatch")
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads/bad.bin")))
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads/bad.bin.part")))
-        XCTAssertEqual(try api.request("POST", "/downloads", json: ["url": originURL("sum.bin"),
-                                                                   "checksum": "sha256:abc"]).status, 422)
+        XCTAssertEqual(
+            try api.request(
+                "POST", "/downloads",
+                json: [
+                    "url": originURL("sum.bin"),
+                    "checksum": "sha256:abc",
+                ]
+            ).status, 422)
         XCTAssertEqual(data.count, 700_000)
     }
 }

@@ -41,9 +41,11 @@ final class SettingsTests: HaulTestCase {
 
     func testAScheduleWindowLimitsTheSpeedWhileItLasts() throws {
         let hash = try sandbox.makeRandomFile("www/limited.bin", size: 400_000)
-        let reply = try api.request("PATCH", "/settings", json: [
-            "speed_schedule": [["from": "00:00", "to": "24:00", "max_speed": 100_000]],
-        ])
+        let reply = try api.request(
+            "PATCH", "/settings",
+            json: [
+                "speed_schedule": [["from": "00:00", "to": "24:00", "max_speed": 100_000]]
+            ])
         XCTAssertEqual(reply.status, 200, reply.text)
         XCTAssertEqual(reply.json["current_max_speed"] as? Int, 100_000, "every minute of every day is in the window")
         XCTAssertEqual(reply.json["max_speed"] as? Int, 0, "outside the windows: no limit")
@@ -58,12 +60,17 @@ final class SettingsTests: HaulTestCase {
     }
 
     func testABadChangeIsRefusedWhole() throws {
-        let reply = try api.request("PATCH", "/settings", json: ["max_active": 0, "max_connections_per_host": 8,
-                                                                 "speed": 1])
+        let reply = try api.request(
+            "PATCH", "/settings",
+            json: [
+                "max_active": 0, "max_connections_per_host": 8,
+                "speed": 1,
+            ])
         XCTAssertEqual(reply.status, 422)
         // A dictionary's keys come in any order: the fields are compared as a set.
-        XCTAssertEqual(Set((reply.json["errors"] as? [[String: Any]])?.compactMap { $0["field"] as? String } ?? []),
-                       ["max_active", "speed"])
+        XCTAssertEqual(
+            Set((reply.json["errors"] as? [[String: Any]])?.compactMap { $0["field"] as? String } ?? []),
+            ["max_active", "speed"])
         XCTAssertEqual(try settings()["max_connections_per_host"] as? Int, 16, "nothing changed")
     }
 }

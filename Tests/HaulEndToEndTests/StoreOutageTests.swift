@@ -49,9 +49,11 @@ final class StoreOutageTests: HaulTestCase {
         XCTAssertEqual(refused.header("Retry-After"), "5")
         XCTAssertEqual(refused.header("Content-Type"), "application/problem+json")
         XCTAssertEqual(refused.json["type"] as? String, "urn:haul:problem:store-unavailable")
-        for reply in [try patch(try XCTUnwrap(before["id"] as? String), ["priority": 3]),
-                      try api.request("PUT", "/categories/films", json: [:]),
-                      try api.request("PATCH", "/settings", json: ["max_active": 2])] {
+        for reply in [
+            try patch(try XCTUnwrap(before["id"] as? String), ["priority": 3]),
+            try api.request("PUT", "/categories/films", json: [:]),
+            try api.request("PATCH", "/settings", json: ["max_active": 2]),
+        ] {
             XCTAssertEqual(reply.status, 503, reply.text)
         }
         try waitFor("/readyz to say the store is away") { try api.get("/readyz").status == 503 }

@@ -9,7 +9,9 @@ final class StreamAccessTests: HaulTestCase {
     private let token = "stream-access-token-0123456789"
 
     override var serveArguments: [String] {
-        super.serveArguments + ["--token", token, "--max-event-streams", "6", "--http-timeout", "3", "--sse-heartbeat", "1"]
+        super.serveArguments + [
+            "--token", token, "--max-event-streams", "6", "--http-timeout", "3", "--sse-heartbeat", "1",
+        ]
     }
 
     private var port: Int { URL(string: haul.baseURL)!.port! }
@@ -19,13 +21,21 @@ final class StreamAccessTests: HaulTestCase {
     }
 
     private func rpc(_ method: String, _ params: [Any], as secret: String? = nil) throws -> [String: Any] {
-        try api.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": "x", "method": method,
-                                                   "params": ["token:" + (secret ?? token)] + params]).json
+        try api.request(
+            "POST", "/jsonrpc",
+            json: [
+                "jsonrpc": "2.0", "id": "x", "method": method,
+                "params": ["token:" + (secret ?? token)] + params,
+            ]
+        ).json
     }
 
     /// A scoped token: its id and secret.
-    private func makeToken(_ name: String, scope: String = "manage", expiresIn: Double? = nil) throws
-        -> (id: String, secret: String) {
+    private func makeToken(
+        _ name: String, scope: String = "manage", expiresIn: Double? = nil
+    ) throws
+        -> (id: String, secret: String)
+    {
         var body: [String: Any] = ["name": name, "scope": scope]
         if let expiresIn {
             let formatter = ISO8601DateFormatter()
@@ -50,7 +60,8 @@ final class StreamAccessTests: HaulTestCase {
         while !heard.contains("aria2.onDownloadComplete") {
             guard let message = try socket.readJSON() else { throw HarnessError("closed while waiting: \(heard)") }
             if let method = message["method"] as? String,
-               (message["params"] as? [[String: Any]])?.first?["gid"] as? String == gid {
+                (message["params"] as? [[String: Any]])?.first?["gid"] as? String == gid
+            {
                 heard.append(method)
             }
         }
@@ -64,8 +75,9 @@ final class StreamAccessTests: HaulTestCase {
         let byQuery = try WebSocketClient(port: port, path: "/jsonrpc?token=" + token)
         let byHeader = try WebSocketClient(port: port, headers: ["Authorization: Bearer " + token])
         for socket in [silent, wrong, byCall, byQuery, byHeader] { XCTAssertTrue(socket.isOpen, socket.status) }
-        XCTAssertEqual(try WebSocketClient(port: port, path: "/jsonrpc?token=wrong-token").status,
-                       "HTTP/1.1 401 Unauthorized")
+        XCTAssertEqual(
+            try WebSocketClient(port: port, path: "/jsonrpc?token=wrong-token").status,
+            "HTTP/1.1 401 Unauthorized")
         try wrong.call("aria2.getGlobalStat", token: "not-the-token", id: "w")
         XCTAssertNotNil(try wrong.readUntilAnswer("w").answer["error"])
         try byCall.call("aria2.getGlobalStat", token: token, id: "c")
@@ -107,7 +119,8 @@ final class StreamAccessTests: HaulTestCase {
         XCTAssertTrue(events.read(timeout: 10, until: { _ in events.events.contains { $0.event == "state" } }))
         XCTAssertEqual(try call("DELETE", "/tokens/\(watcher.id)", as: token).status, 204)
         // The stream ends and the socket is closed at once; the token is refused from then on.
-        XCTAssertTrue(events.read(timeout: 10, until: { _ in events.closed }), "the revoked token's stream is still open")
+        XCTAssertTrue(
+            events.read(timeout: 10, until: { _ in events.closed }), "the revoked token's stream is still open")
         var frame = try socket.read()
         while frame.opcode == 0x1 { frame = try socket.read() }
         XCTAssertEqual(frame.opcode, 0x8)
@@ -121,7 +134,8 @@ final class StreamAccessTests: HaulTestCase {
         XCTAssertTrue(events.read(timeout: 10, until: { _ in events.status == 200 }))
         let socket = try WebSocketClient(port: port, headers: ["Authorization: Bearer " + brief.secret])
         XCTAssertTrue(socket.isOpen, socket.status)
-        XCTAssertTrue(events.read(timeout: 15, until: { _ in events.closed }), "an expired token's stream is still open")
+        XCTAssertTrue(
+            events.read(timeout: 15, until: { _ in events.closed }), "an expired token's stream is still open")
         XCTAssertEqual(try socket.read().opcode, 0x8)
     }
 

@@ -24,8 +24,10 @@ final class TenantTokenTests: HaulTestCase {
         try api.request(method, path, json: json, headers: ["Authorization": "Bearer " + token])
     }
 
-    private func add(_ body: [String: Any], as token: String, file: StaticString = #filePath,
-                     line: UInt = #line) throws -> [String: Any] {
+    private func add(
+        _ body: [String: Any], as token: String, file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws -> [String: Any] {
         let reply = try call("POST", "/downloads", token, body)
         XCTAssertEqual(reply.status, 201, reply.text, file: file, line: line)
         return reply.json
@@ -66,10 +68,12 @@ final class TenantTokenTests: HaulTestCase {
         // Alice sees her own only, and Bob's is not there for her whatever she asks.
         XCTAssertEqual(ids(try call("GET", "/downloads", alice.secret)), [aliceID])
         XCTAssertEqual(ids(try call("GET", "/downloads?state=completed&sort=-size", alice.secret)), [aliceID])
-        for (method, path, body) in [("GET", "/downloads/\(bobID)", nil), ("GET", "/downloads/\(bobID)/file", nil),
-                                     ("GET", "/downloads/\(bobID)/events", nil),
-                                     ("PATCH", "/downloads/\(bobID)", ["state": "paused"]),
-                                     ("DELETE", "/downloads/\(bobID)?delete_file=true", nil)] as [(String, String, Any?)] {
+        for (method, path, body) in [
+            ("GET", "/downloads/\(bobID)", nil), ("GET", "/downloads/\(bobID)/file", nil),
+            ("GET", "/downloads/\(bobID)/events", nil),
+            ("PATCH", "/downloads/\(bobID)", ["state": "paused"]),
+            ("DELETE", "/downloads/\(bobID)?delete_file=true", nil),
+        ] as [(String, String, Any?)] {
             XCTAssertEqual(try call(method, path, alice.secret, body).status, 404, "\(method) \(path)")
         }
         let acted = try call("POST", "/downloads/actions", alice.secret, ["action": "remove", "ids": [bobID]])
@@ -90,8 +94,14 @@ final class TenantTokenTests: HaulTestCase {
         XCTAssertEqual(me["used_bytes"] as? Int, 100_000)
 
         // Paths cannot leave the root; a category outside it is refused, one inside it is used.
-        XCTAssertEqual(try call("POST", "/downloads", alice.secret, ["url": originURL("a.bin"),
-                                                                      "directory": "../x"]).status, 422)
+        XCTAssertEqual(
+            try call(
+                "POST", "/downloads", alice.secret,
+                [
+                    "url": originURL("a.bin"),
+                    "directory": "../x",
+                ]
+            ).status, 422)
         XCTAssertEqual(try call("PUT", "/categories/films", admin, ["directory": "films"]).status, 201)
         XCTAssertEqual(try call("PUT", "/categories/alicefilms", admin, ["directory": "alice/films"]).status, 201)
         let outside = try call("POST", "/downloads", alice.secret, ["url": originURL("a.bin"), "category": "films"])
@@ -104,12 +114,18 @@ final class TenantTokenTests: HaulTestCase {
 
         // The aria2 front keeps the same walls.
         let rpc = { (token: String, method: String, params: [Any]) throws -> [String: Any] in
-            try self.api.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": 1, "method": method,
-                                                            "params": ["token:" + token] + params]).json
+            try self.api.request(
+                "POST", "/jsonrpc",
+                json: [
+                    "jsonrpc": "2.0", "id": 1, "method": method,
+                    "params": ["token:" + token] + params,
+                ]
+            ).json
         }
         let stopped = try XCTUnwrap(try rpc(alice.secret, "aria2.tellStopped", [0, 100])["result"] as? [[String: Any]])
         XCTAssertEqual(stopped.count, 2)
-        let listedByBob = try XCTUnwrap(try rpc(bob.secret, "aria2.tellStopped", [0, 100])["result"] as? [[String: Any]])
+        let listedByBob = try XCTUnwrap(
+            try rpc(bob.secret, "aria2.tellStopped", [0, 100])["result"] as? [[String: Any]])
         let gid = try XCTUnwrap(listedByBob.first?["gid"] as? String)
         XCTAssertNotNil(try rpc(alice.secret, "aria2.tellStatus", [gid])["error"], "alice must not read bob's GID")
         XCTAssertNotNil(try rpc(alice.secret, "aria2.removeDownloadResult", [gid])["error"])
@@ -117,14 +133,22 @@ final class TenantTokenTests: HaulTestCase {
         let global = try XCTUnwrap(try rpc(alice.secret, "aria2.getGlobalOption", [])["result"] as? [String: Any])
         let aliceDir = try XCTUnwrap(global["dir"] as? String)
         XCTAssertTrue(aliceDir.hasSuffix("/downloads/alice"), aliceDir)
-        let viaRPC = try XCTUnwrap(try rpc(alice.secret, "aria2.addUri",
-                                           [[originURL("a.bin")], ["dir": aliceDir + "/rpc", "pause": "true"]])["result"]
-                                   as? String)
-        let added = try XCTUnwrap(try rpc(alice.secret, "aria2.tellStatus", [viaRPC, ["dir"]])["result"] as? [String: Any])
+        let viaRPC = try XCTUnwrap(
+            try rpc(
+                alice.secret, "aria2.addUri",
+                [[originURL("a.bin")], ["dir": aliceDir + "/rpc", "pause": "true"]])["result"]
+                as? String)
+        let added = try XCTUnwrap(
+            try rpc(alice.secret, "aria2.tellStatus", [viaRPC, ["dir"]])["result"] as? [String: Any])
         XCTAssertEqual(added["dir"] as? String, aliceDir + "/rpc")
-        XCTAssertNotNil(try rpc(alice.secret, "aria2.addUri", [[originURL("a.bin")],
-                                                                ["dir": sandbox.file("downloads/bob")]])["error"],
-                        "a dir outside her root is refused")
+        XCTAssertNotNil(
+            try rpc(
+                alice.secret, "aria2.addUri",
+                [
+                    [originURL("a.bin")],
+                    ["dir": sandbox.file("downloads/bob")],
+                ])["error"],
+            "a dir outside her root is refused")
         XCTAssertEqual(try call("GET", "/downloads/\(bobID)", admin).status, 200)
 
         // Revocation counts at the next request.
@@ -133,8 +157,11 @@ final class TenantTokenTests: HaulTestCase {
     }
 
     func testTheCLIMakesATenantAndListsWhatItHolds() throws {
-        let created = try haulCommand(["token", "create", "frank", "--scope", "add", "--root", "frank", "--quota", "1M",
-                                       "--max-active", "2"], environment: ["HAUL_TOKEN": admin])
+        let created = try haulCommand(
+            [
+                "token", "create", "frank", "--scope", "add", "--root", "frank", "--quota", "1M",
+                "--max-active", "2",
+            ], environment: ["HAUL_TOKEN": admin])
         XCTAssertEqual(created.status, 0, created.output)
         let secretLine = created.stdout.split(separator: "\n").first { $0.hasPrefix("secret ") } ?? ""
         let secret = String(secretLine.split(separator: " ").last ?? "")
@@ -196,12 +223,19 @@ final class TenantTokenTests: HaulTestCase {
         let more = try add(["url": originURL("more.bin")], as: carol.secret)
         let over = try wait(more["id"] as? String ?? "", "failed", as: carol.secret)
         XCTAssertEqual((over["error"] as? [String: Any])?["code"] as? String, "quota_exceeded")
-        let unknown = try add(["url": originURL("more.bin", "nolength=1"), "filename": "unknown.bin"],
-                              as: carol.secret)
+        let unknown = try add(
+            ["url": originURL("more.bin", "nolength=1"), "filename": "unknown.bin"],
+            as: carol.secret)
         let grew = try wait(unknown["id"] as? String ?? "", "failed", as: carol.secret)
         XCTAssertEqual((grew["error"] as? [String: Any])?["code"] as? String, "quota_exceeded", "\(grew)")
-        XCTAssertEqual(try call("POST", "/downloads", carol.secret, ["url": originURL("more.bin"),
-                                                                      "size": 60_000]).status, 507)
+        XCTAssertEqual(
+            try call(
+                "POST", "/downloads", carol.secret,
+                [
+                    "url": originURL("more.bin"),
+                    "size": 60_000,
+                ]
+            ).status, 507)
         // The admin has no quota.
         let admins = try call("POST", "/downloads", admin, ["url": originURL("big.bin")])
         XCTAssertEqual(admins.status, 201)
@@ -218,8 +252,12 @@ final class TenantTokenTests: HaulTestCase {
         _ = try add(["url": url("u1.bin")], as: dave.secret)
         let batch = try call("POST", "/downloads", dave.secret, ["downloads": [["url": url("u2.bin")]]])
         XCTAssertEqual(batch.status, 200, batch.text)
-        let rpc = try api.request("POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": "1", "method": "aria2.addUri",
-                                                            "params": ["token:" + dave.secret, [url("u3.bin")]]])
+        let rpc = try api.request(
+            "POST", "/jsonrpc",
+            json: [
+                "jsonrpc": "2.0", "id": "1", "method": "aria2.addUri",
+                "params": ["token:" + dave.secret, [url("u3.bin")]],
+            ])
         XCTAssertNotNil(rpc.json["result"] as? String, rpc.text)
         // The token's root: it sees its own three only.
         let ids = (try call("GET", "/downloads", dave.secret).json["downloads"] as? [[String: Any]] ?? [])
@@ -246,8 +284,10 @@ final class TenantTokenTests: HaulTestCase {
         let hash = try sandbox.makeRandomFile("www/quick.bin", size: 50_000)
         var daves: [String] = []
         for index in 0..<3 {
-            daves.append(try add(["url": originURL("slow.bin", "rate=40000"), "filename": "slow\(index).bin"],
-                                 as: dave.secret)["id"] as? String ?? "")
+            daves.append(
+                try add(
+                    ["url": originURL("slow.bin", "rate=40000"), "filename": "slow\(index).bin"],
+                    as: dave.secret)["id"] as? String ?? "")
         }
         // Added after Dave's three, it does not wait for them.
         let quick = try call("POST", "/downloads", admin, ["url": originURL("quick.bin")])
@@ -276,15 +316,19 @@ final class TenantTokenTests: HaulTestCase {
         let erin = try makeToken(["name": "erin", "scope": "add", "root": "erin"])
         let reader = try makeToken(["name": "wall", "scope": "read"])
         _ = try sandbox.makeRandomFile("www/e.bin", size: 20_000)
-        let erinStream = try SSEClient(port: haul.port, path: "/events",
-                                       headers: ["Authorization": "Bearer " + erin.secret])
+        let erinStream = try SSEClient(
+            port: haul.port, path: "/events",
+            headers: ["Authorization": "Bearer " + erin.secret])
         // A ticket Erin asks for opens the stream as Erin, walls included.
-        let ticket = try XCTUnwrap(try call("POST", "/tickets", erin.secret, ["path": "/events"]).json["ticket"] as? String)
+        let ticket = try XCTUnwrap(
+            try call("POST", "/tickets", erin.secret, ["path": "/events"]).json["ticket"] as? String)
         let ticketStream = try SSEClient(port: haul.port, path: "/events?ticket=" + ticket)
-        let readerStream = try SSEClient(port: haul.port, path: "/events",
-                                         headers: ["Authorization": "Bearer " + reader.secret])
-        let adminStream = try SSEClient(port: haul.port, path: "/events",
-                                        headers: ["Authorization": "Bearer " + admin])
+        let readerStream = try SSEClient(
+            port: haul.port, path: "/events",
+            headers: ["Authorization": "Bearer " + reader.secret])
+        let adminStream = try SSEClient(
+            port: haul.port, path: "/events",
+            headers: ["Authorization": "Bearer " + admin])
         let others = try call("POST", "/downloads", admin, ["url": originURL("e.bin")]).json["id"] as? String ?? ""
         let own = try add(["url": originURL("e.bin")], as: erin.secret)["id"] as? String ?? ""
         try wait(own, "completed", as: erin.secret)

@@ -16,10 +16,14 @@ final class TerminalSession {
         // this call: it must not hold the descriptors Process watches to see its child end, so every one but the
         // standard three is closed before tmux starts.
         let closeInherited = #"for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; "#
-        let result = try execute("/bin/bash", ["-c", closeInherited + "exec \"$@\"", "tmux", "/usr/bin/tmux",
-                                               "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x",
-                                               String(columns), "-y", String(rows),
-                                               "\(command); echo exit=$?; sleep 600"])
+        let result = try execute(
+            "/bin/bash",
+            [
+                "-c", closeInherited + "exec \"$@\"", "tmux", "/usr/bin/tmux",
+                "-L", socket, "-f", "/dev/null", "new-session", "-d", "-x",
+                String(columns), "-y", String(rows),
+                "\(command); echo exit=$?; sleep 600",
+            ])
         guard result.status == 0 else { throw Failure(description: "tmux did not start: \(result.output)") }
     }
 
@@ -35,8 +39,10 @@ final class TerminalSession {
 
     /// The screen once `condition` holds of it (a test failure after `timeout`).
     @discardableResult
-    func wait(for what: String, timeout: TimeInterval = 60, file: StaticString = #filePath, line: UInt = #line,
-              _ condition: ([String]) -> Bool) throws -> [String] {
+    func wait(
+        for what: String, timeout: TimeInterval = 60, file: StaticString = #filePath, line: UInt = #line,
+        _ condition: ([String]) -> Bool
+    ) throws -> [String] {
         var last: [String] = []
         try waitFor(what, timeout: timeout, file: file, line: line) {
             last = try screen()

@@ -26,7 +26,8 @@ final class WatchFolderTests: HaulTestCase {
         // Longer than the folder's settling time, while the file is still open.
         Thread.sleep(forTimeInterval: 1.2)
         XCTAssertEqual(try downloads().count, 0, "nothing is added before the list is closed")
-        handle.write(Data("\(originURL("b.bin"))\tftp://127.0.0.1:1/b.bin\n  dir=films\n  out=renamed.bin\n  split=2\n".utf8))
+        handle.write(
+            Data("\(originURL("b.bin"))\tftp://127.0.0.1:1/b.bin\n  dir=films\n  out=renamed.bin\n  split=2\n".utf8))
         Thread.sleep(forTimeInterval: 0.8)
         XCTAssertEqual(try downloads().count, 0)
         try handle.close()
@@ -66,8 +67,10 @@ final class WatchFolderTests: HaulTestCase {
         XCTAssertEqual(rename(sandbox.file("staging.txt"), sandbox.file("watch/mixed.txt")), 0)
         let report = try waitForFile("mixed.failed")
         XCTAssertTrue(report.contains("1 added, 4 refused"), report)
-        for line in ["line 1: an option line before any URL", "line 3:", "line 4: option on-download-complete",
-                     "line 6:"] {
+        for line in [
+            "line 1: an option line before any URL", "line 3:", "line 4: option on-download-complete",
+            "line 6:",
+        ] {
             XCTAssertTrue(report.contains("# " + line), "\(line) in \(report)")
         }
         XCTAssertEqual(try downloads().count, 1)
@@ -76,11 +79,13 @@ final class WatchFolderTests: HaulTestCase {
     func testAListThereAtStartIsAdded() throws {
         haul.stop(signal: SIGTERM)
         _ = try sandbox.makeRandomFile("www/early.bin", size: 1000)
-        try "\(originURL("early.bin"))\n".write(toFile: sandbox.file("watch/early.txt"), atomically: true,
-                                                 encoding: .utf8)
+        try "\(originURL("early.bin"))\n".write(
+            toFile: sandbox.file("watch/early.txt"), atomically: true,
+            encoding: .utf8)
         // Not a list: left alone.
-        try "\(originURL("early.bin"))\n".write(toFile: sandbox.file("watch/notes.md"), atomically: true,
-                                                 encoding: .utf8)
+        try "\(originURL("early.bin"))\n".write(
+            toFile: sandbox.file("watch/notes.md"), atomically: true,
+            encoding: .utf8)
         try startHaul()
         XCTAssertTrue(try waitForFile("early.added").contains("1 added"))
         XCTAssertTrue(FileManager.default.fileExists(atPath: sandbox.file("watch/notes.md")))

@@ -11,7 +11,8 @@ final class WebSocketClient {
     /// Opens `path` on the server at `port` with these extra header lines (`Origin: ...`).
     init(port: Int, path: String = "/jsonrpc", origin: String? = nil, headers: [String] = []) throws {
         socket = try RawSocket(port: UInt16(port))
-        var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        var request =
+            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         if let origin { request += "Origin: \(origin)\r\n" }
         for line in headers { request += line + "\r\n" }
@@ -50,8 +51,12 @@ final class WebSocketClient {
     /// Sends a JSON-RPC call (`token` first among its parameters when given).
     func call(_ method: String, _ params: [Any] = [], token: String? = nil, id: String? = nil) throws {
         let all: [Any] = (token.map { ["token:" + $0] } ?? []) + params
-        try send(Array(try JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": id ?? method,
-                                                                   "method": method, "params": all])))
+        try send(
+            Array(
+                try JSONSerialization.data(withJSONObject: [
+                    "jsonrpc": "2.0", "id": id ?? method,
+                    "method": method, "params": all,
+                ])))
     }
 
     /// The next server frame: its opcode and payload.

@@ -27,8 +27,11 @@ final class WebhookIsolationTests: HaulTestCase {
     }
 
     func testAFailingReceiverIsNotHammeredWhateverTheRetryWait() throws {
-        let failing = try receiver(.send(HostileOrigin.reply("500 Internal Server Error",
-                                                             headers: ["Content-Length: 0", "Connection: close"])))
+        let failing = try receiver(
+            .send(
+                HostileOrigin.reply(
+                    "500 Internal Server Error",
+                    headers: ["Content-Length: 0", "Connection: close"])))
         try addWebhook(failing.baseURL + "/hook")
         for index in 0..<5 { _ = try add(["url": "http://127.0.0.1:9/r\(index).bin", "start_paused": true]) }
         try waitFor("the first attempt") { !failing.requests.isEmpty }

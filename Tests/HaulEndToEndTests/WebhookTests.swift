@@ -5,7 +5,9 @@ import XCTest
 /// Webhooks against a real receiver on loopback: each delivery a signed JSON POST, kept in the store's outbox
 /// from the change it tells of until a 2xx, retried, and sent after a SIGKILL and a restart.
 final class WebhookTests: HaulTestCase {
-    override var serveArguments: [String] { ["--retry-wait", "0.05", "--webhook-retry-wait", "1", "--max-attempts", "3"] }
+    override var serveArguments: [String] {
+        ["--retry-wait", "0.05", "--webhook-retry-wait", "1", "--max-attempts", "3"]
+    }
 
     private var receiver: HostileOrigin!
     /// How the receiver answers the next request (tests change it while haul runs).
@@ -27,8 +29,11 @@ final class WebhookTests: HaulTestCase {
         receiver = try HostileOrigin { _ in
             switch mode.current {
             case .accept: return .send(HostileOrigin.reply("204 No Content", headers: ["Connection: close"]))
-            case .fail: return .send(HostileOrigin.reply("500 Internal Server Error",
-                                                         headers: ["Content-Length: 0", "Connection: close"]))
+            case .fail:
+                return .send(
+                    HostileOrigin.reply(
+                        "500 Internal Server Error",
+                        headers: ["Content-Length: 0", "Connection: close"]))
             case .hang: return .silence
             }
         }
@@ -61,13 +66,16 @@ final class WebhookTests: HaulTestCase {
         receiver.requests.filter { $0.method == "POST" }.compactMap { request in
             XCTAssertEqual(request.headers["content-type"], "application/json", file: file, line: line)
             let signature = request.headers["haul-signature"] ?? ""
-            let parts = Dictionary(signature.split(separator: ",").compactMap { part -> (String, String)? in
-                let pair = part.split(separator: "=", maxSplits: 1)
-                return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
-            }, uniquingKeysWith: { $1 })
+            let parts = Dictionary(
+                signature.split(separator: ",").compactMap { part -> (String, String)? in
+                    let pair = part.split(separator: "=", maxSplits: 1)
+                    return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
+                }, uniquingKeysWith: { $1 })
             let timestamp = parts["t"] ?? ""
-            let expected = Digest.hex(Digest.hmacSHA256(key: Array(secret.utf8),
-                                                        message: Array("\(timestamp).".utf8) + request.body))
+            let expected = Digest.hex(
+                Digest.hmacSHA256(
+                    key: Array(secret.utf8),
+                    message: Array("\(timestamp).".utf8) + request.body))
             XCTAssertEqual(parts["v1"], expected, "signature of \(signature)", file: file, line: line)
             XCTAssertLessThan(abs((Double(timestamp) ?? 0) - Date().timeIntervalSince1970), 300, file: file, line: line)
             let json = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any]
@@ -85,8 +93,9 @@ final class WebhookTests: HaulTestCase {
         let listed = try api.get("/webhooks")
         XCTAssertEqual(listed.status, 200)
         XCTAssertFalse(listed.text.contains(hook.secret), listed.text)
-        XCTAssertEqual((listed.json["webhooks"] as? [[String: Any]])?.first?["events"] as? [String],
-                       ["created", "completed", "removed"])
+        XCTAssertEqual(
+            (listed.json["webhooks"] as? [[String: Any]])?.first?["events"] as? [String],
+            ["created", "completed", "removed"])
         XCTAssertNil(try api.get("/webhooks/\(hook.id)").json["secret"])
 
         let hash = try sandbox.makeRandomFile("www/told.bin", size: 300_000)
@@ -104,8 +113,9 @@ final class WebhookTests: HaulTestCase {
             XCTAssertEqual(download["id"] as? String, id)
             XCTAssertEqual(body["webhook_id"] as? String, hook.id)
         }
-        let completed = try XCTUnwrap(received.first { $0["event"] as? String == "completed" }?["download"]
-            as? [String: Any])
+        let completed = try XCTUnwrap(
+            received.first { $0["event"] as? String == "completed" }?["download"]
+                as? [String: Any])
         XCTAssertEqual(completed["state"] as? String, "completed")
         XCTAssertEqual(try sha256(sandbox.file("downloads/" + (completed["path"] as? String ?? ""))), hash)
 
@@ -128,8 +138,9 @@ final class WebhookTests: HaulTestCase {
         let hook = try addWebhook(["url": receiver.baseURL + "/hook", "events": ["created"]])
         let id = try add(["url": "http://127.0.0.1:9/later.bin", "start_paused": true])
         try waitFor("two failed attempts") { receiver.requests.count >= 2 }
-        let pending = try XCTUnwrap((try api.get("/webhooks/\(hook.id)/deliveries").json["deliveries"]
-            as? [[String: Any]])?.first)
+        let pending = try XCTUnwrap(
+            (try api.get("/webhooks/\(hook.id)/deliveries").json["deliveries"]
+                as? [[String: Any]])?.first)
         XCTAssertEqual(pending["state"] as? String, "pending")
         XCTAssertTrue(try api.get("/metrics").text.contains("haul_webhook_deliveries{state=\"pending\"} 1"))
         XCTAssertEqual(pending["last_status"] as? Int, 500)
@@ -185,9 +196,12 @@ final class WebhookTests: HaulTestCase {
             .send(HostileOrigin.reply("200 OK", headers: ["Content-Length: 0", "Connection: close"]))
         }
         try startHaul()
-        try waitFor("four deliveries") { Set(deliveries(secret: hook.secret).compactMap { $0["id"] as? String }).count == 4 }
-        let events = deliveries(secret: hook.secret).map { "\($0["event"] ?? "")" + ":" +
-            "\(($0["download"] as? [String: Any])?["id"] ?? "")" }
+        try waitFor("four deliveries") {
+            Set(deliveries(secret: hook.secret).compactMap { $0["id"] as? String }).count == 4
+        }
+        let events = deliveries(secret: hook.secret).map {
+            "\($0["event"] ?? "")" + ":" + "\(($0["download"] as? [String: Any])?["id"] ?? "")"
+        }
         XCTAssertEqual(Set(events), Set(ids.map { "created:" + $0 } + ["removed:" + ids[0]]))
     }
 
@@ -200,8 +214,9 @@ final class WebhookTests: HaulTestCase {
             let list = try api.get("/webhooks/\(hook.id)/deliveries").json["deliveries"] as? [[String: Any]] ?? []
             return (list.first?["attempts"] as? Int ?? 0) >= 1
         }
-        let delivery = try XCTUnwrap((try api.get("/webhooks/\(hook.id)/deliveries").json["deliveries"]
-            as? [[String: Any]])?.first)
+        let delivery = try XCTUnwrap(
+            (try api.get("/webhooks/\(hook.id)/deliveries").json["deliveries"]
+                as? [[String: Any]])?.first)
         XCTAssertEqual(delivery["state"] as? String, "pending")
         XCTAssertTrue(delivery["last_status"] is NSNull, "\(delivery)")
         XCTAssertTrue(receiver.requests.isEmpty, "nothing reached a loopback receiver")
@@ -222,15 +237,25 @@ final class WebhookTests: HaulTestCase {
     }
 
     func testBadWebhooksAreRefusedWithTheFieldsNamed() throws {
-        let bad = try api.request("POST", "/webhooks", json: ["url": "ftp://example.com/x", "events": ["finished"],
-                                                              "colour": "red"])
+        let bad = try api.request(
+            "POST", "/webhooks",
+            json: [
+                "url": "ftp://example.com/x", "events": ["finished"],
+                "colour": "red",
+            ])
         XCTAssertEqual(bad.status, 422, bad.text)
         XCTAssertEqual(bad.header("Content-Type"), "application/problem+json")
         let fields = Set((bad.json["errors"] as? [[String: Any]] ?? []).compactMap { $0["field"] as? String })
         XCTAssertEqual(fields, ["url", "events", "colour"])
         XCTAssertEqual(try api.request("POST", "/webhooks", json: ["events": []]).status, 422)
-        XCTAssertEqual(try api.request("POST", "/webhooks", json: ["url": receiver.baseURL,
-                                                                   "category": "../up"]).status, 422)
+        XCTAssertEqual(
+            try api.request(
+                "POST", "/webhooks",
+                json: [
+                    "url": receiver.baseURL,
+                    "category": "../up",
+                ]
+            ).status, 422)
         XCTAssertEqual(try api.get("/webhooks/nothere/deliveries").status, 404)
         XCTAssertEqual((try api.get("/webhooks").json["webhooks"] as? [[String: Any]])?.count, 0)
         // The default events: created, completed, failed, removed (not every state change).

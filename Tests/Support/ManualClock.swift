@@ -25,7 +25,8 @@ public final class ManualClock: Clock {
     public func advance(_ seconds: Double) {
         let end = now + seconds
         while let next = timers.filter({ !$0.timer.cancelled && $0.at <= end })
-            .min(by: { ($0.at, $0.order) < ($1.at, $1.order) }) {
+            .min(by: { ($0.at, $0.order) < ($1.at, $1.order) })
+        {
             timers.removeAll { $0.timer === next.timer }
             now = max(now, next.at)
             next.timer.fire()
@@ -44,8 +45,10 @@ public final class ManualClock: Clock {
     /// its time. False when none is due.
     @discardableResult
     public func fireNext() -> Bool {
-        guard let next = timers.filter({ !$0.timer.cancelled && $0.at <= now })
-            .min(by: { ($0.at, $0.order) < ($1.at, $1.order) }) else { return false }
+        guard
+            let next = timers.filter({ !$0.timer.cancelled && $0.at <= now })
+                .min(by: { ($0.at, $0.order) < ($1.at, $1.order) })
+        else { return false }
         timers.removeAll { $0.timer === next.timer }
         next.timer.fire()
         return true
@@ -113,8 +116,10 @@ public final class ScriptedFetcher: Fetcher {
         requests.append(request)
         let start = Int(request.range?.start ?? 0)
         let end = request.range?.end.map { Int($0) + 1 } ?? body.count
-        running[id] = Running(request: request, delegate: delegate, offset: start, end: request.method == .head
-            ? start : min(end, body.count))
+        running[id] = Running(
+            request: request, delegate: delegate, offset: start,
+            end: request.method == .head
+                ? start : min(end, body.count))
     }
 
     public func cancel(_ id: TransferID) { running.removeValue(forKey: id) }
@@ -130,12 +135,15 @@ public final class ScriptedFetcher: Fetcher {
             guard var transfer = running[id], let delegate = transfer.delegate, !transfer.paused else { continue }
             let total = body.count
             let ranged = transfer.request.range != nil
-            var headers: [(name: String, value: String)] = [("content-length", String(transfer.end - transfer.offset)),
-                                                            ("accept-ranges", "bytes"), ("etag", "\"s1\"")]
+            var headers: [(name: String, value: String)] = [
+                ("content-length", String(transfer.end - transfer.offset)),
+                ("accept-ranges", "bytes"), ("etag", "\"s1\""),
+            ]
             if ranged { headers.append(("content-range", "bytes \(transfer.offset)-\(transfer.end - 1)/\(total)")) }
             if transfer.request.method == .head { headers[0] = ("content-length", String(total)) }
-            let response = TransferResponse(status: ranged ? 206 : 200, headers: headers,
-                                            effectiveURL: transfer.request.url)
+            let response = TransferResponse(
+                status: ranged ? 206 : 200, headers: headers,
+                effectiveURL: transfer.request.url)
             if !transfer.responded {
                 transfer.responded = true
                 running[id] = transfer

@@ -24,8 +24,9 @@ public final class PostgresServer: @unchecked Sendable {
 
     private init() throws {
         guard let bin = Self.binDirectory() else {
-            throw PostgresServerError("PostgreSQL is not installed (/usr/lib/postgresql/*/bin/initdb); "
-                + "make test installs Debian's postgresql package")
+            throw PostgresServerError(
+                "PostgreSQL is not installed (/usr/lib/postgresql/*/bin/initdb); "
+                    + "make test installs Debian's postgresql package")
         }
         let directory = NSTemporaryDirectory() + "haul-pg-" + String(UUID().uuidString.prefix(8))
         let socketDirectory = directory + "/socket"
@@ -51,8 +52,12 @@ public final class PostgresServer: @unchecked Sendable {
         let data = directory + "/data"
         try run("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
         // fsync off: the tests kill Haul nodes, never this server, and a test database need not survive a power cut.
-        try run("pg_ctl", ["-D", data, "-l", directory + "/server.log", "-w", "-t", "60", "start", "-o",
-                           "-k \(socketDirectory) -c listen_addresses='' -c fsync=off -c max_connections=200"])
+        try run(
+            "pg_ctl",
+            [
+                "-D", data, "-l", directory + "/server.log", "-w", "-t", "60", "start", "-o",
+                "-k \(socketDirectory) -c listen_addresses='' -c fsync=off -c max_connections=200",
+            ])
         let pidFile = try String(contentsOfFile: data + "/postmaster.pid", encoding: .utf8)
         guard let pid = pid_t(pidFile.split(separator: "\n").first ?? "") else {
             throw PostgresServerError("no pid in \(data)/postmaster.pid")

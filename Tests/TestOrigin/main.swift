@@ -70,7 +70,8 @@ final class Origin {
         log.append([
             "method": request.method, "path": path, "target": request.target,
             "range": request.header("Range") ?? NSNull(), "if_range": request.header("If-Range") ?? NSNull(),
-            "headers": Dictionary(request.headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a }),
+            "headers": Dictionary(
+                request.headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a }),
             "status": 0, "body_bytes": 0, "started_at": Date().timeIntervalSince1970,
         ])
         func answer(_ status: Int, _ headers: [(name: String, value: String)] = [], _ body: String = "") {
@@ -79,7 +80,8 @@ final class Origin {
         }
         if path == "/loop" { return answer(302, [("Location", "/loop")]) }
         if path == "/redirect-to", let location = query["url"] {
-            return answer(302, [("Location", location)] + (query["setcookie"].map { [("Set-Cookie", $0 + "; Path=/")] } ?? []))
+            return answer(
+                302, [("Location", location)] + (query["setcookie"].map { [("Set-Cookie", $0 + "; Path=/")] } ?? []))
         }
         if path.hasPrefix("/redirect/") {
             let rest = path.dropFirst("/redirect/".count)
@@ -89,16 +91,22 @@ final class Origin {
             return answer(302, [("Location", target + queryPart)])
         }
         guard path.hasPrefix("/files/") else { return answer(404, [], "not found\n") }
-        if let kind = query["auth"], !authorized(kind, request, user: query["user"] ?? "user",
-                                                   password: query["pass"] ?? "pass") {
-            let challenge = kind == "digest"
+        if let kind = query["auth"],
+            !authorized(
+                kind, request, user: query["user"] ?? "user",
+                password: query["pass"] ?? "pass")
+        {
+            let challenge =
+                kind == "digest"
                 ? "Digest realm=\"haul\", qop=\"auth\", nonce=\"\(UUID().uuidString)\", algorithm=MD5"
                 : "Basic realm=\"haul\""
             return answer(401, [("WWW-Authenticate", challenge)], "who are you\n")
         }
         if let needed = query["needcookie"],
-           !(request.header("Cookie") ?? "").split(separator: ";").contains(where: {
-               $0.trimmingCharacters(in: .whitespaces) == needed }) {
+            !(request.header("Cookie") ?? "").split(separator: ";").contains(where: {
+                $0.trimmingCharacters(in: .whitespaces) == needed
+            })
+        {
             return answer(403, [], "no cookie\n")
         }
         if let status = query["status"].flatMap(Int.init), query["fail"] == nil {
@@ -146,11 +154,13 @@ final class Origin {
         }
         let ignoreThisRange = query["ignorerangeafter"].flatMap(Int.init).map { rangedHit >= $0 } ?? false
         if ranges, query["ignorerange"] == nil, !ignoreThisRange, let rangeHeader = request.header("Range"),
-           rangeHeader.hasPrefix("bytes=") {
+            rangeHeader.hasPrefix("bytes=")
+        {
             let ifRange = request.header("If-Range")
             let current = ifRange == nil || ifRange == etag || ifRange == lastModified
             if current {
-                let spec = rangeHeader.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+                let spec = rangeHeader.dropFirst(6).split(
+                    separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
                 if spec.count == 2 {
                     if spec[0].isEmpty, let suffix = Int64(spec[1]) {
                         start = max(0, size - suffix)
@@ -185,9 +195,10 @@ final class Origin {
         bodies[path] = body + 1
         let stallsLeft = query["stalls"].flatMap(Int.init).map { body < $0 } ?? true
         let stall = stallsLeft ? query["stall"].flatMap { Int64($0) } : nil
-        let stream = Stream(origin: self, exchange: exchange, fd: fd, offset: start, remaining: length,
-                            limit: (cut ?? stall).map { min($0, length) } ?? length, stalls: stall != nil,
-                            rate: pace, logIndex: entryIndex)
+        let stream = Stream(
+            origin: self, exchange: exchange, fd: fd, offset: start, remaining: length,
+            limit: (cut ?? stall).map { min($0, length) } ?? length, stalls: stall != nil,
+            rate: pace, logIndex: entryIndex)
         stream.begin(status: status, headers: headers)
     }
 
@@ -206,8 +217,9 @@ final class Origin {
         }
         func md5(_ text: String) -> String { Digest.hex(Digest.of(Array(text.utf8), .md5)) }
         guard fields["username"] == user, let realm = fields["realm"], let nonce = fields["nonce"],
-              let uri = fields["uri"], let nc = fields["nc"], let cnonce = fields["cnonce"],
-              let qop = fields["qop"] else { return false }
+            let uri = fields["uri"], let nc = fields["nc"], let cnonce = fields["cnonce"],
+            let qop = fields["qop"]
+        else { return false }
         let ha1 = md5("\(user):\(realm):\(password)"), ha2 = md5("\(request.method):\(uri)")
         return fields["response"] == md5("\(ha1):\(nonce):\(nc):\(cnonce):\(qop):\(ha2)")
     }
@@ -244,8 +256,10 @@ final class Stream {
     var buffer = [UInt8](repeating: 0, count: 256 * 1024)
     var finished = false
 
-    init(origin: Origin, exchange: HTTPExchange, fd: Int32, offset: Int64, remaining: Int64, limit: Int64,
-         stalls: Bool, rate: Int?, logIndex: Int) {
+    init(
+        origin: Origin, exchange: HTTPExchange, fd: Int32, offset: Int64, remaining: Int64, limit: Int64,
+        stalls: Bool, rate: Int?, logIndex: Int
+    ) {
         self.stalls = stalls
         self.origin = origin
         self.exchange = exchange
@@ -287,9 +301,13 @@ final class Stream {
         origin.log[logIndex]["body_bytes"] = (origin.log[logIndex]["body_bytes"] as? Int64 ?? 0) + Int64(got)
         let paced = rate != nil
         buffer.withUnsafeBytes { bytes in
-            exchange.send(UnsafeRawBufferPointer(rebasing: bytes[0..<got]), drained: paced ? nil : { [self] in
-                sendNext(buffer.count)
-            })
+            exchange.send(
+                UnsafeRawBufferPointer(rebasing: bytes[0..<got]),
+                drained: paced
+                    ? nil
+                    : { [self] in
+                        sendNext(buffer.count)
+                    })
         }
     }
 

@@ -32,10 +32,11 @@ public struct AccessPolicy: Sendable {
         for scheme in ["chrome-extension://", "moz-extension://", "safari-web-extension://"]
         where ASCII.hasPrefixIgnoringCase(origin, scheme) {
             let rest = origin.utf8.dropFirst(scheme.utf8.count)
-            return !rest.isEmpty && rest.allSatisfy { byte in
-                (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
-            }
+            return !rest.isEmpty
+                && rest.allSatisfy { byte in
+                    (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
+                        || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+                }
         }
         return false
     }
@@ -68,7 +69,8 @@ final class AccessGate {
     /// CORS headers; nil for any other request.
     func preflight(_ request: HTTPRequest) -> HTTPResponse? {
         guard request.method == "OPTIONS", let origin = request.header("Origin"),
-              request.header("Access-Control-Request-Method") != nil else { return nil }
+            request.header("Access-Control-Request-Method") != nil
+        else { return nil }
         return preflight(origin: origin)
     }
 
@@ -97,22 +99,30 @@ final class AccessGate {
             return Problem.badRequest(problem).response(instance: path)
         }
         if let allowed = policy.allowedHosts, let host = request.header("Host"),
-           !allowed.contains(HostHeader(host)?.name ?? "") {
-            return Problem(status: 403, slug: "host-not-allowed", title: "Host not allowed",
-                           detail: "this server does not answer to this Host").response(instance: path)
+            !allowed.contains(HostHeader(host)?.name ?? "")
+        {
+            return Problem(
+                status: 403, slug: "host-not-allowed", title: "Host not allowed",
+                detail: "this server does not answer to this Host"
+            ).response(instance: path)
         }
         if let preflight = preflight(request) { return preflight }
         let origin = request.header("Origin")
         // A page from an origin not configured must not change anything, token or not (a form post needs no
         // preflight, and on loopback without a token nothing else would stop it).
         // A path or method no route serves counts as a change unless it is a plain read.
-        let changesState = route?.handler(for: request.method)?.changesState
+        let changesState =
+            route?.handler(for: request.method)?.changesState
             ?? (request.method != "GET" && request.method != "HEAD")
         if let origin, !allowsOrigin(origin, request), changesState {
-            return Problem(status: 403, slug: "origin-not-allowed", title: "Origin not allowed",
-                           detail: origin == "null" ? "requests from Origin null (a file, or a sandboxed frame) are "
-                               + "answered only by a server with a token" : "requests from \(origin) are not "
-                               + "allowed; see --cors-origin").response(instance: path)
+            return Problem(
+                status: 403, slug: "origin-not-allowed", title: "Origin not allowed",
+                detail: origin == "null"
+                    ? "requests from Origin null (a file, or a sandboxed frame) are "
+                        + "answered only by a server with a token"
+                    : "requests from \(origin) are not "
+                        + "allowed; see --cors-origin"
+            ).response(instance: path)
         }
         guard let tokenDigest, route?.access != .open else { return nil }
         let inURL = route?.access == .streamToken
@@ -134,7 +144,8 @@ final class AccessGate {
                 return unauthorized(path, "the ticket is expired or not for this path; ask POST /tickets for a new one")
             }
         }
-        let presented = AccessGate.bearer(request.header("Authorization"))
+        let presented =
+            AccessGate.bearer(request.header("Authorization"))
             ?? (inURL ? request.query["access_token"] : nil)
         guard let presented else {
             return unauthorized(path, "this server needs 'Authorization: Bearer <token>'")
@@ -143,9 +154,11 @@ final class AccessGate {
         // neither: an answer that told a right guess from a wrong one would let guessing go on at full speed.
         let address = request.peer
         if let blocked = retryAfter(address, now: now) {
-            return Problem(status: 429, slug: "too-many-attempts", title: "Too many failed attempts",
-                           detail: "too many wrong tokens from \(address); wait before trying again",
-                           headers: [("Retry-After", String(blocked))]).response(instance: path)
+            return Problem(
+                status: 429, slug: "too-many-attempts", title: "Too many failed attempts",
+                detail: "too many wrong tokens from \(address); wait before trying again",
+                headers: [("Retry-After", String(blocked))]
+            ).response(instance: path)
         }
         if AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest) {
             lastProved = true
@@ -156,10 +169,13 @@ final class AccessGate {
             admitted = Caller(token)
             lastProved = true
             guard let operation = route?.handler(for: request.method)?.operation, let needed = operation.scope,
-                  needed > token.scope else { return nil }
-            return Problem(status: 403, slug: "insufficient-scope", title: "Insufficient scope",
-                           detail: "the token '\(token.name)' has the \(token.scope.name) scope; \(operation.rawValue) "
-                               + "needs \(needed.name)").response(instance: path)
+                needed > token.scope
+            else { return nil }
+            return Problem(
+                status: 403, slug: "insufficient-scope", title: "Insufficient scope",
+                detail: "the token '\(token.name)' has the \(token.scope.name) scope; \(operation.rawValue) "
+                    + "needs \(needed.name)"
+            ).response(instance: path)
         }
         recordFailure(address, now: now)
         return unauthorized(path, "the token is not right")
@@ -171,8 +187,6 @@ final class AccessGate {
         policy.corsOrigins.contains(origin) || AccessGate.isSameOrigin(origin, request)
             || AccessPolicy.isExtensionOrigin(origin) || (origin == "null" && hasToken)
     }
-
-
 
     /// Whether the server has a token at all.
     var hasToken: Bool { tokenDigest != nil }
@@ -195,14 +209,17 @@ final class AccessGate {
     /// `Origin: null` once the request proved the token (`proved`).
     func corsHeaders(for request: HTTPRequest, proved: Bool = false) -> [(name: String, value: String)] {
         guard let origin = request.header("Origin"),
-              policy.corsOrigins.contains(origin) || AccessPolicy.isExtensionOrigin(origin)
-                  || (origin == "null" && proved) else { return [] }
+            policy.corsOrigins.contains(origin) || AccessPolicy.isExtensionOrigin(origin)
+                || (origin == "null" && proved)
+        else { return [] }
         return corsHeaders(origin: origin)
     }
 
     func corsHeaders(origin: String) -> [(name: String, value: String)] {
-        [("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-         ("Access-Control-Expose-Headers", "ETag, Location, Retry-After")]
+        [
+            ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+            ("Access-Control-Expose-Headers", "ETag, Location, Retry-After"),
+        ]
     }
 
     /// Whether the last request `check` admitted proved a secret (a token, a scoped token, a ticket).
@@ -210,23 +227,32 @@ final class AccessGate {
 
     private func preflight(origin: String) -> HTTPResponse {
         // A preflight carries no credentials: `null` is answered, and its real request must then carry the token.
-        guard policy.corsOrigins.contains(origin) || AccessPolicy.isExtensionOrigin(origin)
-                || (origin == "null" && hasToken) else {
+        guard
+            policy.corsOrigins.contains(origin) || AccessPolicy.isExtensionOrigin(origin)
+                || (origin == "null" && hasToken)
+        else {
             // No Access-Control-Allow-Origin: the browser refuses the real request.
             return HTTPResponse(status: 204, headers: [("Vary", "Origin")])
         }
-        return HTTPResponse(status: 204, headers: [
-            ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-            ("Access-Control-Allow-Methods", "GET, HEAD, POST, PATCH, DELETE"),
-            ("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, If-None-Match, "
-                + "Last-Event-ID"),
-            ("Access-Control-Max-Age", "600"),
-        ])
+        return HTTPResponse(
+            status: 204,
+            headers: [
+                ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+                ("Access-Control-Allow-Methods", "GET, HEAD, POST, PATCH, DELETE"),
+                (
+                    "Access-Control-Allow-Headers",
+                    "Authorization, Content-Type, Idempotency-Key, If-None-Match, "
+                        + "Last-Event-ID"
+                ),
+                ("Access-Control-Max-Age", "600"),
+            ])
     }
 
     private func unauthorized(_ path: String, _ detail: String) -> HTTPResponse {
-        Problem(status: 401, slug: "unauthorized", title: "Unauthorized", detail: detail,
-                headers: [("WWW-Authenticate", "Bearer realm=\"haul\"")]).response(instance: path)
+        Problem(
+            status: 401, slug: "unauthorized", title: "Unauthorized", detail: detail,
+            headers: [("WWW-Authenticate", "Bearer realm=\"haul\"")]
+        ).response(instance: path)
     }
 
     /// Seconds until `address` may try again, or nil when it may now.
@@ -243,7 +269,8 @@ final class AccessGate {
             // Forget the addresses whose attempts have all leaked away; if none has, the oldest entry.
             failures = failures.filter { $0.value.count - (now - $0.value.at) / policy.failureRefill > 0 }
             if failures.count >= AccessGate.maxTrackedAddresses,
-               let oldest = failures.min(by: { $0.value.at < $1.value.at }) {
+                let oldest = failures.min(by: { $0.value.at < $1.value.at })
+            {
                 failures.removeValue(forKey: oldest.key)
             }
         }

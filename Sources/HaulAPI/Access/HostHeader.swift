@@ -19,16 +19,19 @@ public struct HostHeader: Equatable, Sendable {
             let inner = bytes[1..<close]
             let hex = { (b: UInt8) in (0x30...0x39).contains(b) || (0x61...0x66).contains(b | 0x20) }
             guard inner.allSatisfy({ hex($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }),
-                  inner.contains(UInt8(ascii: ":")) else { return nil }
+                inner.contains(UInt8(ascii: ":"))
+            else { return nil }
             hostEnd = close + 1
         } else {
             hostEnd = bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.count
             let host = bytes[0..<hostEnd]
             // reg-name, narrowed to what DNS names and IPv4 addresses use: no percent-escapes, no sub-delims.
-            guard !host.isEmpty, host.allSatisfy({
-                (0x30...0x39).contains($0) || (0x61...0x7A).contains($0 | 0x20)
-                    || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_")
-            }) else { return nil }
+            guard !host.isEmpty,
+                host.allSatisfy({
+                    (0x30...0x39).contains($0) || (0x61...0x7A).contains($0 | 0x20)
+                        || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_")
+                })
+            else { return nil }
         }
         name = String(decoding: bytes[0..<hostEnd].map(ASCII.lower), as: UTF8.self)
         if hostEnd == bytes.count {

@@ -43,7 +43,8 @@ struct Tickets {
     func admits(_ ticket: String, path: String, now: Double) -> Holder? {
         let parts = ticket.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 || parts.count == 4, let expires = Int64(parts[0]), parts[1].utf8.count <= 16,
-              parts.count == 3 || (1...32).contains(parts[2].utf8.count) else { return nil }
+            parts.count == 3 || (1...32).contains(parts[2].utf8.count)
+        else { return nil }
         guard Double(expires) >= now, Double(expires) <= now + Tickets.lifetime + 1 else { return nil }
         let head = parts.dropLast().joined(separator: ".")
         let expected = Array(signature(head, path).utf8)

@@ -6,9 +6,11 @@ enum Dashboard {
     /// The page only loads its own script and style and talks only to this server; no other site may frame it.
     /// (`Referrer-Policy` comes with every answer of the API's.)
     static let securityHeaders: [(name: String, value: String)] = [
-        ("Content-Security-Policy",
-         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
-            + "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+                + "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+        ),
         ("X-Content-Type-Options", "nosniff"),
     ]
 

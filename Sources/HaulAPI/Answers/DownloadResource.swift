@@ -26,17 +26,25 @@ enum DownloadResource {
             ("active_connections", JSONValue(snapshot.activeConnections)),
             ("resumable", .bool(d.resumable)),
             ("segments", .array(segments(d))),
-            ("mirrors", .array(d.mirrors.enumerated().map { index, m in
-                .object([
-                    ("url", .string(Redact.url(m.url))),
-                    ("state", .string(m.state.rawValue)),
-                    ("reason", JSONValue(m.reason)),
-                    ("received_bytes", JSONValue(m.receivedBytes)),
-                    ("speed", .number((index < snapshot.mirrorSpeeds.count ? snapshot.mirrorSpeeds[index] : 0)
-                        .rounded())),
-                    ("errors", JSONValue(Int64(m.errors))),
-                ])
-            })),
+            (
+                "mirrors",
+                .array(
+                    d.mirrors.enumerated().map { index, m in
+                        .object([
+                            ("url", .string(Redact.url(m.url))),
+                            ("state", .string(m.state.rawValue)),
+                            ("reason", JSONValue(m.reason)),
+                            ("received_bytes", JSONValue(m.receivedBytes)),
+                            (
+                                "speed",
+                                .number(
+                                    (index < snapshot.mirrorSpeeds.count ? snapshot.mirrorSpeeds[index] : 0)
+                                        .rounded())
+                            ),
+                            ("errors", JSONValue(Int64(m.errors))),
+                        ])
+                    })
+            ),
             ("error", error(d.error)),
             ("last_error", error(snapshot.lastError)),
             ("next_attempt_at", JSONValue(snapshot.nextAttemptAt.map(Timestamp.rfc3339))),
@@ -60,8 +68,10 @@ enum DownloadResource {
     /// The operator's hook: due, or how the last one ended; null when none ran or is due.
     private static func hook(_ d: Download) -> JSONValue {
         guard d.hookPending || d.hookAt != nil else { return .null }
-        return .object([("pending", .bool(d.hookPending)), ("status", JSONValue(d.hookStatus.map(Int64.init))),
-                        ("error", JSONValue(d.hookError)), ("at", JSONValue(d.hookAt.map(Timestamp.rfc3339)))])
+        return .object([
+            ("pending", .bool(d.hookPending)), ("status", JSONValue(d.hookStatus.map(Int64.init))),
+            ("error", JSONValue(d.hookError)), ("at", JSONValue(d.hookAt.map(Timestamp.rfc3339))),
+        ])
     }
 
     private static func requestedPath(_ d: Download) -> String? {
@@ -76,7 +86,11 @@ enum DownloadResource {
     private static func segments(_ d: Download) -> [JSONValue] {
         d.segments.filter { segment in segment.end.map { $0 >= segment.start } ?? true }
             .sorted { $0.start < $1.start }
-            .map { .object([("start", JSONValue($0.start)), ("end", JSONValue($0.end)),
-                            ("received", JSONValue($0.received))]) }
+            .map {
+                .object([
+                    ("start", JSONValue($0.start)), ("end", JSONValue($0.end)),
+                    ("received", JSONValue($0.received)),
+                ])
+            }
     }
 }

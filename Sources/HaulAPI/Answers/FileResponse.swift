@@ -37,10 +37,11 @@ enum FileResponse {
     /// `attachment; filename="..."; filename*=UTF-8''...` (RFC 6266, 8187): a plain-ASCII fallback without
     /// quotes or backslashes, and the exact name percent-encoded.
     static func disposition(_ name: String) -> String {
-        let fallback = String(name.unicodeScalars.map { scalar -> Character in
-            scalar.isASCII && scalar.value >= 0x20 && scalar != "\"" && scalar != "\\" && scalar.value != 0x7F
-                ? Character(scalar) : "_"
-        })
+        let fallback = String(
+            name.unicodeScalars.map { scalar -> Character in
+                scalar.isASCII && scalar.value >= 0x20 && scalar != "\"" && scalar != "\\" && scalar.value != 0x7F
+                    ? Character(scalar) : "_"
+            })
         return "attachment; filename=\"\(fallback)\"; filename*=UTF-8''" + PercentEncoding.encode(name)
     }
 
@@ -54,9 +55,11 @@ enum FileResponse {
             return "application/octet-stream"
         }
         let shown = ["image", "audio", "video"].contains(String(parts[0])) && !type.contains("svg")
-        let archives: Set<String> = ["application/pdf", "application/zip", "application/gzip", "application/x-tar",
-                                     "application/x-xz", "application/zstd", "application/x-7z-compressed",
-                                     "application/vnd.debian.binary-package", "application/x-iso9660-image"]
+        let archives: Set<String> = [
+            "application/pdf", "application/zip", "application/gzip", "application/x-tar",
+            "application/x-xz", "application/zstd", "application/x-7z-compressed",
+            "application/vnd.debian.binary-package", "application/x-iso9660-image",
+        ]
         return shown || archives.contains(type) ? type : "application/octet-stream"
     }
 
@@ -91,7 +94,8 @@ extension API {
         var range = FileResponse.range(c.request.header("Range"), size: file.size)
         // If-Range: the range only of the version the client has (its tag, or its date, compared exactly).
         if let condition = c.request.header("If-Range")?.trimmingSpaces(), range != .whole,
-           condition != tag, condition != modified {
+            condition != tag, condition != modified
+        {
             range = .whole
         }
         switch range {
@@ -105,8 +109,9 @@ extension API {
             response.file = (file, first, last - first + 1)
             return response
         case .unsatisfiable:
-            var problem = Problem(status: 416, slug: "range-not-satisfiable", title: "Range not satisfiable",
-                                  detail: "the file has \(file.size) bytes")
+            var problem = Problem(
+                status: 416, slug: "range-not-satisfiable", title: "Range not satisfiable",
+                detail: "the file has \(file.size) bytes")
             problem.headers = [("Content-Range", "bytes */\(file.size)"), ("Accept-Ranges", "bytes")]
             throw problem
         }

@@ -41,22 +41,29 @@ final class RequestMetrics {
 
     /// Appends the request families to an exposition.
     func render(into out: inout PrometheusText) {
-        out.family("haul_http_requests_total", type: "counter", help: "API requests answered, by route, method and status.")
-        for (key, count) in requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
-            out.sample("haul_http_requests_total",
-                       ["route": key.route, "method": key.method, "status": String(key.status)], Double(count))
+        out.family(
+            "haul_http_requests_total", type: "counter", help: "API requests answered, by route, method and status.")
+        for (key, count) in requests.sorted(by: {
+            ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status)
+        }) {
+            out.sample(
+                "haul_http_requests_total",
+                ["route": key.route, "method": key.method, "status": String(key.status)], Double(count))
         }
-        out.family("haul_http_request_duration_seconds", type: "histogram",
-                   help: "Time to answer an API request (until an event stream opens), by route.")
+        out.family(
+            "haul_http_request_duration_seconds", type: "histogram",
+            help: "Time to answer an API request (until an event stream opens), by route.")
         for (route, histogram) in latency.sorted(by: { $0.key < $1.key }) {
             var cumulative: UInt64 = 0
             for (bound, count) in zip(RequestMetrics.buckets, histogram.counts) {
                 cumulative += count
-                out.sample("haul_http_request_duration_seconds_bucket",
-                           ["route": route, "le": PrometheusText.number(bound)], Double(cumulative))
+                out.sample(
+                    "haul_http_request_duration_seconds_bucket",
+                    ["route": route, "le": PrometheusText.number(bound)], Double(cumulative))
             }
-            out.sample("haul_http_request_duration_seconds_bucket", ["route": route, "le": "+Inf"],
-                       Double(histogram.count))
+            out.sample(
+                "haul_http_request_duration_seconds_bucket", ["route": route, "le": "+Inf"],
+                Double(histogram.count))
             out.sample("haul_http_request_duration_seconds_sum", ["route": route], histogram.sum)
             out.sample("haul_http_request_duration_seconds_count", ["route": route], Double(histogram.count))
         }

@@ -13,8 +13,9 @@ struct RequestBody {
     init(_ request: HTTPRequest) throws(Problem) {
         guard request.body.count <= RequestBody.maxBytes else { throw Problem.tooLarge(limit: RequestBody.maxBytes) }
         guard let type = request.header("Content-Type") else {
-            throw Problem(status: 415, slug: "unsupported-media-type", title: "Unsupported media type",
-                          detail: "send the body with 'Content-Type: application/json'")
+            throw Problem(
+                status: 415, slug: "unsupported-media-type", title: "Unsupported media type",
+                detail: "send the body with 'Content-Type: application/json'")
         }
         guard RequestBody.isJSON(type) else { throw Problem.unsupportedMediaType(type) }
         let value: JSONValue
@@ -42,10 +43,14 @@ struct RequestBody {
     /// Whether a Content-Type names exactly `application/json`, in any case, with or without parameters
     /// (`; charset=utf-8`); `application/jsonx` or `text/plain` are not JSON.
     static func isJSON(_ contentType: String) -> Bool {
-        let mediaType = contentType.utf8.split(separator: UInt8(ascii: ";"), maxSplits: 1,
-                                               omittingEmptySubsequences: false).first ?? []
-        return ASCII.equalsIgnoringCase(HTTPField.trimmed(String(decoding: mediaType, as: UTF8.self)),
-                                        "application/json")
+        let mediaType =
+            contentType.utf8.split(
+                separator: UInt8(ascii: ";"), maxSplits: 1,
+                omittingEmptySubsequences: false
+            ).first ?? []
+        return ASCII.equalsIgnoringCase(
+            HTTPField.trimmed(String(decoding: mediaType, as: UTF8.self)),
+            "application/json")
     }
 
     private func value(_ field: String) -> JSONValue? { members.last(where: { $0.0 == field })?.1 }
@@ -156,7 +161,8 @@ struct RequestBody {
     func finish() throws(Problem) {
         guard !errors.isEmpty else { return }
         guard errors.count > RequestBody.maxListedErrors else { throw Problem.invalid(errors) }
-        throw Problem.invalid(Array(errors.prefix(RequestBody.maxListedErrors))
-            + [("body", "\(errors.count - RequestBody.maxListedErrors) more problems not listed")])
+        throw Problem.invalid(
+            Array(errors.prefix(RequestBody.maxListedErrors))
+                + [("body", "\(errors.count - RequestBody.maxListedErrors) more problems not listed")])
     }
 }

@@ -52,8 +52,11 @@ enum Aria2Envelope {
         return .array(calls.map { answerOne($0, answerCall) })
     }
 
-    private static func answerOne(_ request: JSONValue, _ answerCall: (Call) -> Result<JSONValue, RPCError>)
-        -> JSONValue {
+    private static func answerOne(
+        _ request: JSONValue, _ answerCall: (Call) -> Result<JSONValue, RPCError>
+    )
+        -> JSONValue
+    {
         let id = request["id"] ?? .null
         switch call(request) {
         case .failure(let refusal): return error(id, refusal)

@@ -129,10 +129,16 @@ extension Aria2RPC {
             try rpc.removeResult(call.gid(0))
         },
         "aria2.getVersion": Aria2Method(.version) { _, _ in
-            .object([("version", .string(aria2Version)),
-                     ("enabledFeatures", .array(["Async DNS", "GZip", "HTTPS", "Message Digest", "SFTP"]
-                        .map { .string($0) })),
-                     ("haul", .string(HaulVersion.current))])
+            .object([
+                ("version", .string(aria2Version)),
+                (
+                    "enabledFeatures",
+                    .array(
+                        ["Async DNS", "GZip", "HTTPS", "Message Digest", "SFTP"]
+                            .map { .string($0) })
+                ),
+                ("haul", .string(HaulVersion.current)),
+            ])
         },
         "aria2.getSessionInfo": Aria2Method(.stats) { rpc, _ in .object([("sessionId", .string(rpc.session.id))]) },
         "aria2.saveSession": Aria2Method(.stats) { _, _ in .string("OK") },

@@ -20,8 +20,10 @@ struct Aria2Notifier {
         }
     }
 
-    static let methods = ["aria2.onDownloadStart", "aria2.onDownloadPause", "aria2.onDownloadStop",
-                          "aria2.onDownloadComplete", "aria2.onDownloadError", "aria2.onBtDownloadComplete"]
+    static let methods = [
+        "aria2.onDownloadStart", "aria2.onDownloadPause", "aria2.onDownloadStop",
+        "aria2.onDownloadComplete", "aria2.onDownloadError", "aria2.onBtDownloadComplete",
+    ]
 
     /// The aria2 status last told of each download that changed state.
     private var lastStatus: [String: String] = [:]

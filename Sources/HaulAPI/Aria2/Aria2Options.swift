@@ -14,10 +14,12 @@ enum Aria2Options {
 
     /// Refused by name or prefix: each names a file the server would write or read, or a program it would run.
     static func isRefused(_ name: String) -> Bool {
-        let exact: Set<String> = ["log", "save-session", "save-cookies", "load-cookies", "input-file", "conf-path",
-                                  "server-stat-of", "server-stat-if", "dht-file-path", "dht-file-path6",
-                                  "netrc-path", "private-key", "certificate", "ca-certificate", "torrent-file",
-                                  "metalink-file", "index-out", "stop-with-process", "daemon"]
+        let exact: Set<String> = [
+            "log", "save-session", "save-cookies", "load-cookies", "input-file", "conf-path",
+            "server-stat-of", "server-stat-if", "dht-file-path", "dht-file-path6",
+            "netrc-path", "private-key", "certificate", "ca-certificate", "torrent-file",
+            "metalink-file", "index-out", "stop-with-process", "daemon",
+        ]
         return exact.contains(name) || name.hasPrefix("on-download-") || name.hasPrefix("on-bt-")
             || name.hasPrefix("rpc-")
     }
@@ -29,12 +31,15 @@ enum Aria2Options {
 
     /// The refusal of a change to an option Haul has no equivalent for.
     static func unsupported(_ name: String) -> Refusal {
-        Refusal(message: aria2Names.contains(name) ? "option \(name) is not supported by Haul"
-            : "option \(name) is not an aria2 option")
+        Refusal(
+            message: aria2Names.contains(name)
+                ? "option \(name) is not supported by Haul"
+                : "option \(name) is not an aria2 option")
     }
 
     /// aria2 1.36's option names (its prefs.cc), to tell an option Haul lacks from a name no aria2 has.
-    static let aria2Names: Set<String> = Set("""
+    static let aria2Names: Set<String> = Set(
+        """
         all-proxy all-proxy-passwd all-proxy-user allow-overwrite allow-piece-length-change always-resume async-dns
         async-dns-server auto-file-renaming auto-save-interval bt-detach-seed-only bt-enable-hook-after-hash-check
         bt-enable-lpd bt-exclude-tracker bt-external-ip bt-force-encryption bt-hash-check-seed bt-keep-alive-interval
@@ -72,8 +77,11 @@ enum Aria2Options {
 
     /// A new download's JSON members from aria2's options (sources are added by the caller). `root` is the download
     /// root: an absolute `dir` under it is taken relative to it, one outside refused.
-    static func downloadMembers(_ options: [(String, JSONValue)], root: String, sources: Int)
-        throws(Refusal) -> [(String, JSONValue)] {
+    static func downloadMembers(
+        _ options: [(String, JSONValue)], root: String, sources: Int
+    )
+        throws(Refusal) -> [(String, JSONValue)]
+    {
         var members: [(String, JSONValue)] = []
         var split: Int?
         var perServer: Int?
@@ -99,8 +107,11 @@ enum Aria2Options {
 
     /// The new download aria2's `addUri` asks for: its sources (the first, then mirrors), and its options through
     /// the option table's rows (each checks its value as it does for REST); every problem said at once.
-    static func newDownload(uris: [String], options: [(String, JSONValue)], root: String)
-        throws(Refusal) -> NewDownload {
+    static func newDownload(
+        uris: [String], options: [(String, JSONValue)], root: String
+    )
+        throws(Refusal) -> NewDownload
+    {
         var request = NewDownload(url: uris.first ?? "")
         var problems: [FieldProblem] = []
         for (index, uri) in uris.enumerated() {
@@ -119,8 +130,11 @@ enum Aria2Options {
     }
 
     /// One option's value in the JSON type of its row.
-    private static func convert(_ name: String, _ value: JSONValue, option: DownloadOption, root: String)
-        throws(Refusal) -> JSONValue {
+    private static func convert(
+        _ name: String, _ value: JSONValue, option: DownloadOption, root: String
+    )
+        throws(Refusal) -> JSONValue
+    {
         if option.kind == .headers {
             // `header` is an array of "Name: value" lines (one string is one line).
             var lines: [String] = []
@@ -134,8 +148,11 @@ enum Aria2Options {
                 guard let colon = line.firstIndex(of: ":") else {
                     throw Refusal(message: "header '\(line)' is not 'Name: value'")
                 }
-                fields.append((HTTPField.trimmed(String(line[..<colon])),
-                               .string(HTTPField.trimmed(String(line[line.index(after: colon)...])))))
+                fields.append(
+                    (
+                        HTTPField.trimmed(String(line[..<colon])),
+                        .string(HTTPField.trimmed(String(line[line.index(after: colon)...])))
+                    ))
             }
             return .object(fields)
         }
@@ -233,8 +250,10 @@ enum Aria2Options {
         }
         if !d.insecure { members.append(("check-certificate", .string("true"))) }
         let shown = Set(members.map(\.0))
-        for row in Aria2GlobalOptions.rows where !shown.contains(row.name) && row.name != "max-concurrent-downloads"
-            && row.name != "max-overall-download-limit" {
+        for row in Aria2GlobalOptions.rows
+        where !shown.contains(row.name) && row.name != "max-concurrent-downloads"
+            && row.name != "max-overall-download-limit"
+        {
             members.append((row.name, .string(row.value(global))))
         }
         return .object(members)
@@ -254,8 +273,11 @@ enum Aria2Options {
     private static func checksumText(_ checksum: String) -> String {
         guard let colon = checksum.firstIndex(of: ":") else { return checksum }
         let algorithm = String(checksum[..<colon])
-        let named = ["sha1": "sha-1", "sha224": "sha-224", "sha256": "sha-256", "sha384": "sha-384",
-                     "sha512": "sha-512"][algorithm] ?? algorithm
+        let named =
+            [
+                "sha1": "sha-1", "sha224": "sha-224", "sha256": "sha-256", "sha384": "sha-384",
+                "sha512": "sha-512",
+            ][algorithm] ?? algorithm
         return named + "=" + checksum[checksum.index(after: colon)...]
     }
 
@@ -268,14 +290,16 @@ enum Aria2Options {
             if isRefused(name) { throw Refusal(message: "option \(name) is not allowed through the RPC") }
             guard let row = DownloadOptions.all.first(where: { $0.aria2.contains(name) }) else {
                 if Aria2GlobalOptions.byName[name] != nil {
-                    throw Refusal(message: "option \(name) is the server's, not a download's: change it with "
-                        + "changeGlobalOption where it can change")
+                    throw Refusal(
+                        message: "option \(name) is the server's, not a download's: change it with "
+                            + "changeGlobalOption where it can change")
                 }
                 throw unsupported(name)
             }
             guard row.patchable else {
-                throw Refusal(message: "option \(name) cannot be changed once a download is added: remove it and add "
-                    + "it again")
+                throw Refusal(
+                    message: "option \(name) cannot be changed once a download is added: remove it and add "
+                        + "it again")
             }
             guard let text = text(value) else { throw Refusal(message: "option \(name) must be a string") }
             switch row.kind {

@@ -18,9 +18,11 @@ extension Aria2RPC {
     }
 
     func status(_ snapshot: DownloadSnapshot, keys: [String]?) -> JSONValue {
-        Aria2Status.select(Aria2Status.json(snapshot, gid: Aria2GIDs.gid(of: snapshot.download.id), root: root,
-                                            completedRoot: base.config.completedRoot),
-                           keys: keys)
+        Aria2Status.select(
+            Aria2Status.json(
+                snapshot, gid: Aria2GIDs.gid(of: snapshot.download.id), root: root,
+                completedRoot: base.config.completedRoot),
+            keys: keys)
     }
 
     func status(of gid: String, keys: [String]?) throws(RPCError) -> JSONValue {
@@ -52,7 +54,8 @@ extension Aria2RPC {
         // aria2's `gid`: the caller names the download's GID (16 hex digits, not all zero, not taken).
         if let gid = options.last(where: { $0.0 == "gid" })?.1 {
             guard let text = gid.stringValue, Aria2GIDs.isGID(text), text != "0000000000000000",
-                  let id = Aria2GIDs.id(forGID: text.lowercased()) else {
+                let id = Aria2GIDs.id(forGID: text.lowercased())
+            else {
                 throw RPCError("option gid must be 16 hex digits, not all zero")
             }
             guard idOf(text.lowercased()) == nil else { throw RPCError("GID \(text.lowercased()) is not unique.") }
@@ -77,9 +80,12 @@ extension Aria2RPC {
             throw RPCError("Active Download not found for GID#\(gid)")
         }
         var last = Aria2Status.json(snapshot, gid: gid, root: root, completedRoot: base.config.completedRoot)
-        last = last.filter { !["status", "downloadSpeed", "connections", "errorCode", "errorMessage"].contains($0.0) }
-            + [("status", .string("removed")), ("downloadSpeed", .string("0")), ("connections", .string("0")),
-               ("errorCode", .string("31")), ("errorMessage", .string(""))]
+        last =
+            last.filter { !["status", "downloadSpeed", "connections", "errorCode", "errorMessage"].contains($0.0) }
+            + [
+                ("status", .string("removed")), ("downloadSpeed", .string("0")), ("connections", .string("0")),
+                ("errorCode", .string("31")), ("errorMessage", .string("")),
+            ]
         do {
             try operations.remove(snapshot.download.id, deleteFile: false)
         } catch {
@@ -138,8 +144,11 @@ extension Aria2RPC {
 
     /// `tellActive`: every running download, oldest first.
     func active(keys: [String]?) throws(RPCError) -> JSONValue {
-        let items = operations.page(query(states: [.probing, .downloading, .verifying], order: .created, at: 0,
-                                          limit: DownloadQuery.limits.upperBound)).downloads
+        let items = operations.page(
+            query(
+                states: [.probing, .downloading, .verifying], order: .created, at: 0,
+                limit: DownloadQuery.limits.upperBound)
+        ).downloads
         return .array(items.map { status($0, keys: keys) })
     }
 
@@ -148,13 +157,20 @@ extension Aria2RPC {
         guard snapshot.download.state.isActive else { throw RPCError("No active download for GID#\(gid)") }
         let d = snapshot.download
         let uri = Redact.url(d.url)
-        var servers: [JSONValue] = [.object([("uri", .string(uri)), ("currentUri", .string(Redact.url(d.finalURL ?? d.url))),
-                                             ("downloadSpeed", .string(String(Int64(snapshot.speed.rounded()))))])]
+        var servers: [JSONValue] = [
+            .object([
+                ("uri", .string(uri)), ("currentUri", .string(Redact.url(d.finalURL ?? d.url))),
+                ("downloadSpeed", .string(String(Int64(snapshot.speed.rounded())))),
+            ])
+        ]
         for (index, mirror) in d.mirrors.enumerated() where mirror.state == .active {
             let speed = index + 1 < snapshot.mirrorSpeeds.count ? snapshot.mirrorSpeeds[index + 1] : 0
-            servers.append(.object([("uri", .string(Redact.url(mirror.url))),
-                                    ("currentUri", .string(Redact.url(mirror.url))),
-                                    ("downloadSpeed", .string(String(Int64(speed.rounded()))))]))
+            servers.append(
+                .object([
+                    ("uri", .string(Redact.url(mirror.url))),
+                    ("currentUri", .string(Redact.url(mirror.url))),
+                    ("downloadSpeed", .string(String(Int64(speed.rounded())))),
+                ]))
         }
         return .array([.object([("index", .string("1")), ("servers", .array(servers))])])
     }

@@ -3,8 +3,11 @@ import HaulCore
 
 /// The methods on many downloads: pages, the queue, global options and statistics, results, and multicall.
 extension Aria2RPC {
-    func query(states: Set<DownloadState>, order: DownloadOrder, at position: Int, limit: Int)
-        -> DownloadQuery {
+    func query(
+        states: Set<DownloadState>, order: DownloadOrder, at position: Int, limit: Int
+    )
+        -> DownloadQuery
+    {
         var query = DownloadQuery()
         query.filter = DownloadFilter(states: states)
         query.order = order
@@ -34,16 +37,22 @@ extension Aria2RPC {
         if let low = inStore.min(), let high = inStore.max() {
             var at = low
             while at <= high {
-                let page = operations.page(query(states: states, order: waiting ? .queue : .created, at: at,
-                                                 limit: high - at + 1))
+                let page = operations.page(
+                    query(
+                        states: states, order: waiting ? .queue : .created, at: at,
+                        limit: high - at + 1))
                 if page.downloads.isEmpty { break }
-                for (index, snapshot) in page.downloads.enumerated() { byPosition[at + index] = status(snapshot, keys: keys) }
+                for (index, snapshot) in page.downloads.enumerated() {
+                    byPosition[at + index] = status(snapshot, keys: keys)
+                }
                 at += page.downloads.count
             }
         }
-        return .array(positions.compactMap { position in
-            position < stored ? byPosition[position] : Aria2Status.select(extra[position - stored].status, keys: keys)
-        })
+        return .array(
+            positions.compactMap { position in
+                position < stored
+                    ? byPosition[position] : Aria2Status.select(extra[position - stored].status, keys: keys)
+            })
     }
 
     func changePosition(_ gid: String, _ position: Int, _ how: String) throws(RPCError) -> JSONValue {
@@ -63,7 +72,8 @@ extension Aria2RPC {
         default: throw RPCError("Illegal argument.")
         }
         do {
-            return .number(Double(try operations.move(snapshot.download.id, .position(max(0, min(target, waiting - 1))))))
+            return .number(
+                Double(try operations.move(snapshot.download.id, .position(max(0, min(target, waiting - 1))))))
         } catch {
             throw RPCError(Problem(error).detail)
         }
@@ -73,8 +83,10 @@ extension Aria2RPC {
     func waitingPosition(of id: String) -> Int? {
         var at = 0
         while true {
-            let page = operations.page(query(states: [.queued, .paused], order: .queue, at: at,
-                                             limit: DownloadQuery.limits.upperBound))
+            let page = operations.page(
+                query(
+                    states: [.queued, .paused], order: .queue, at: at,
+                    limit: DownloadQuery.limits.upperBound))
             if let index = page.downloads.firstIndex(where: { $0.download.id == id }) { return at + index }
             guard page.next != nil, !page.downloads.isEmpty else { return nil }
             at += page.downloads.count
@@ -114,7 +126,8 @@ extension Aria2RPC {
 
     func globalStat() -> JSONValue {
         let totals = operations.totals()
-        let stopped = totals.count(.completed) + totals.count(.failed) + session.removed(seenBy: operations.caller).count
+        let stopped =
+            totals.count(.completed) + totals.count(.failed) + session.removed(seenBy: operations.caller).count
         return .object([
             ("downloadSpeed", .string(String(Int64(totals.speed.rounded())))),
             ("uploadSpeed", .string("0")),
@@ -153,21 +166,22 @@ extension Aria2RPC {
         guard calls.count <= Aria2Envelope.maxBatch else {
             throw RPCError("a multicall holds at most \(Aria2Envelope.maxBatch) calls")
         }
-        return .array(calls.map { entry -> JSONValue in
-            guard let method = entry["methodName"]?.stringValue else {
-                return RPCError("Missing methodName.").json
-            }
-            var params: [JSONValue] = []
-            switch entry["params"] {
-            case .array(let items)?: params = items
-            case nil, .null?: break
-            default: return RPCError("Missing params.").json
-            }
-            do throws(RPCError) {
-                return .array([try p.request.spend(try call(method, params, caller: p.request, nested: true))])
-            } catch {
-                return error.json
-            }
-        })
+        return .array(
+            calls.map { entry -> JSONValue in
+                guard let method = entry["methodName"]?.stringValue else {
+                    return RPCError("Missing methodName.").json
+                }
+                var params: [JSONValue] = []
+                switch entry["params"] {
+                case .array(let items)?: params = items
+                case nil, .null?: break
+                default: return RPCError("Missing params.").json
+                }
+                do throws(RPCError) {
+                    return .array([try p.request.spend(try call(method, params, caller: p.request, nested: true))])
+                } catch {
+                    return error.json
+                }
+            })
     }
 }

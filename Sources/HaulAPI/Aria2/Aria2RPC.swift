@@ -82,8 +82,11 @@ final class Aria2RPC {
 
     /// Calls `method`: the caller admitted by the gate for the method's operation (its token, its scope, whether
     /// the transport may change anything), then the method's answer.
-    func call(_ method: String, _ given: [JSONValue], caller: Request, nested: Bool = false) throws(RPCError)
-        -> JSONValue {
+    func call(
+        _ method: String, _ given: [JSONValue], caller: Request, nested: Bool = false
+    ) throws(RPCError)
+        -> JSONValue
+    {
         try caller.startCall()
         guard let entry = Aria2RPC.methods[method] else { throw RPCError("No such method: \(method)") }
         let operation = entry.operation
@@ -92,15 +95,21 @@ final class Aria2RPC {
         if presented != nil { params.removeFirst() }
         let proved = presented != nil && gate.hasToken
         if method.hasPrefix("aria2.") {
-            guard let admitted = gate.admitsSecret(presented, address: caller.address,
-                                                   now: ProcessInfo.processInfo.systemUptime) else {
+            guard
+                let admitted = gate.admitsSecret(
+                    presented, address: caller.address,
+                    now: ProcessInfo.processInfo.systemUptime)
+            else {
                 throw .unauthorized
             }
             if proved { caller.proved() }
             if caller.needsToken, !proved {
-                throw RPCError(gate.hasToken ? "Unauthorized" : "Unauthorized: a call a web page may have made "
-                    + "(JSONP, a GET from another site, Origin null) needs the token, and this server has none "
-                    + "(start it with --token)")
+                throw RPCError(
+                    gate.hasToken
+                        ? "Unauthorized"
+                        : "Unauthorized: a call a web page may have made "
+                            + "(JSONP, a GET from another site, Origin null) needs the token, and this server has none "
+                            + "(start it with --token)")
             }
             if let needed = operation.scope, needed > admitted.scope {
                 throw RPCError("the token has the \(admitted.scope.name) scope; \(method) needs \(needed.name)")
@@ -108,13 +117,17 @@ final class Aria2RPC {
             operations = base.acting(as: admitted)
             if let answering { sockets[answering]?.caller = admitted }
             if operation.changesState, let log, log.minimum <= .info {
-                log.info("rpc call", admitted.logFields.merging(["rpc.method": method, "client.address": caller.address])
-                    { first, _ in first })
+                log.info(
+                    "rpc call",
+                    admitted.logFields.merging(["rpc.method": method, "client.address": caller.address]) { first, _ in
+                        first
+                    })
             }
         }
         if operation.changesState, !caller.mayChange, !proved {
-            throw RPCError("\(method) changes what the server holds: send it by POST or WebSocket (by GET only with "
-                + "the server's token)")
+            throw RPCError(
+                "\(method) changes what the server holds: send it by POST or WebSocket (by GET only with "
+                    + "the server's token)")
         }
         return try entry.answer(self, Aria2Call(method: method, values: params, request: caller, nested: nested))
     }

@@ -44,7 +44,8 @@ extension Aria2RPC {
             return result
         }
 
-        static let overBudget = RPCError("the request is over its budget (\(maxCalls) calls, "
-            + "\(maxAnswerBytes >> 20) MiB of answer, batches and multicalls together): ask for less at a time")
+        static let overBudget = RPCError(
+            "the request is over its budget (\(maxCalls) calls, "
+                + "\(maxAnswerBytes >> 20) MiB of answer, batches and multicalls together): ask for less at a time")
     }
 }

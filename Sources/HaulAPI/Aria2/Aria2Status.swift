@@ -19,8 +19,11 @@ enum Aria2Status {
     }
 
     /// Every key of a status, for `keys` filters and the stored result of a removed download.
-    static func json(_ snapshot: DownloadSnapshot, gid: String, root: String, completedRoot: String? = nil)
-        -> [(String, JSONValue)] {
+    static func json(
+        _ snapshot: DownloadSnapshot, gid: String, root: String, completedRoot: String? = nil
+    )
+        -> [(String, JSONValue)]
+    {
         let d = snapshot.download
         let total = d.totalBytes ?? 0
         let running = d.state.isActive
@@ -75,9 +78,10 @@ enum Aria2Status {
     /// The sources as aria2's `getUris` answers them: the URL `used`, mirrors `waiting`.
     static func uris(_ d: Download) -> JSONValue {
         let sources = [Redact.url(d.url)] + d.mirrors.map { Redact.url($0.url) }
-        return .array(sources.enumerated().map { index, uri in
-            .object([("uri", .string(uri)), ("status", .string(index == 0 ? "used" : "waiting"))])
-        })
+        return .array(
+            sources.enumerated().map { index, uri in
+                .object([("uri", .string(uri)), ("status", .string(index == 0 ? "used" : "waiting"))])
+            })
     }
 
     /// The absolute path of the file under the root, "" while its name is not known (aria2's answer then).
@@ -136,7 +140,7 @@ enum Aria2Status {
         case .timeout: return 2
         case .http(404), .ftp(550): return 3
         case .connectFailed, .connectionCut, .networkError, .tlsFailed, .blockedAddress, .proxyUnreachable,
-             .proxyRefused:
+            .proxyRefused:
             return 6
         case .rangeMismatch: return 8
         case .diskFull, .insufficientSpace, .fileTooLarge: return 9
@@ -197,8 +201,11 @@ final class Aria2GIDs {
     }
 
     static func isGID(_ text: String) -> Bool {
-        text.utf8.count == 16 && text.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102)
-            || ($0 >= 65 && $0 <= 70) }
+        text.utf8.count == 16
+            && text.utf8.allSatisfy {
+                ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102)
+                    || ($0 >= 65 && $0 <= 70)
+            }
     }
 
     /// The id of `gid` among `ids()`, rebuilding the index when it is not known and the downloads changed (or a

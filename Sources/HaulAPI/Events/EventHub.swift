@@ -84,8 +84,9 @@ public final class EventHub: EngineListener {
         case .removed(let id, _):
             sequence += 1
             let owner = owners.removeValue(forKey: id)
-            let event = StreamEvent(sequence: sequence, kind: .removed, downloadID: id,
-                                    category: categories.removeValue(forKey: id), owner: owner, payload: .removed(id))
+            let event = StreamEvent(
+                sequence: sequence, kind: .removed, downloadID: id,
+                category: categories.removeValue(forKey: id), owner: owner, payload: .removed(id))
             lastChange.removeValue(forKey: id)
             announcedBytes.removeValue(forKey: id)
             dirty.remove(id)
@@ -122,8 +123,9 @@ public final class EventHub: EngineListener {
         // Kept for the `removed` event, which comes when the download is gone.
         if let category { categories[id] = category }
         if let owner = snapshot.download.owner { owners[id] = owner }
-        let event = StreamEvent(sequence: sequence, kind: kind, downloadID: id, category: category,
-                                owner: snapshot.download.owner, payload: .download(snapshot))
+        let event = StreamEvent(
+            sequence: sequence, kind: kind, downloadID: id, category: category,
+            owner: snapshot.download.owner, payload: .download(snapshot))
         lastChange[id] = sequence
         changeLog.append((sequence, id))
         if changeLog.count > 2 * lastChange.count + 1024 {
@@ -154,11 +156,14 @@ public final class EventHub: EngineListener {
     /// Starts streaming to `sink`: first what a reconnecting client missed since `lastEventID` (or one snapshot
     /// when that is no longer in the buffer), or for a new follower of one download its current state; then every
     /// new event.
-    func subscribe(_ sink: EventSink, downloadID: String?, category: String? = nil, caller: Caller = .server,
-                   lastEventID: Int64?) {
+    func subscribe(
+        _ sink: EventSink, downloadID: String?, category: String? = nil, caller: Caller = .server,
+        lastEventID: Int64?
+    ) {
         let now = self.clock.now
-        let subscriber = EventSubscriber(sink: sink, downloadID: downloadID, category: category, caller: caller,
-                                         queueLimit: config.slowClientQueue, now: now)
+        let subscriber = EventSubscriber(
+            sink: sink, downloadID: downloadID, category: category, caller: caller,
+            queueLimit: config.slowClientQueue, now: now)
         let key = ObjectIdentifier(sink)
         sink.onClose = { [unowned self] in self.subscribers.removeValue(forKey: key) }
         sink.onDrained = { [unowned self, weak subscriber] in subscriber?.drained(now: self.clock.now) }
@@ -168,10 +173,12 @@ public final class EventHub: EngineListener {
             // A new follower of one download starts from where it stands (finished or not): a `state` event
             // numbered with the current sequence, so a reconnect from it misses nothing.
             if let downloadID, let snapshot = operations.snapshot(downloadID) {
-                subscriber.offer(StreamEvent(sequence: sequence, kind: .state, downloadID: downloadID,
-                                             category: snapshot.download.category, owner: snapshot.download.owner,
-                                             payload: .download(snapshot)),
-                                 now: now)
+                subscriber.offer(
+                    StreamEvent(
+                        sequence: sequence, kind: .state, downloadID: downloadID,
+                        category: snapshot.download.category, owner: snapshot.download.owner,
+                        payload: .download(snapshot)),
+                    now: now)
             }
             return
         }
@@ -182,8 +189,10 @@ public final class EventHub: EngineListener {
         } else {
             // Every download now (or the one followed), as one event carrying the current sequence number,
             // written as the client reads it.
-            subscriber.send(SnapshotStream(operations: operations.acting(as: caller), sequence: sequence,
-                                           downloadID: downloadID, category: category), now: now)
+            subscriber.send(
+                SnapshotStream(
+                    operations: operations.acting(as: caller), sequence: sequence,
+                    downloadID: downloadID, category: category), now: now)
         }
     }
 

@@ -22,8 +22,10 @@ final class EventSubscriber {
     /// The snapshot being written, if any.
     private var snapshot: SnapshotStream?
 
-    init(sink: EventSink, downloadID: String?, category: String? = nil, caller: Caller = .server, queueLimit: Int,
-         now: Double) {
+    init(
+        sink: EventSink, downloadID: String?, category: String? = nil, caller: Caller = .server, queueLimit: Int,
+        now: Double
+    ) {
         self.sink = sink
         self.caller = caller
         self.downloadID = downloadID

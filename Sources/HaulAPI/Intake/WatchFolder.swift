@@ -61,11 +61,18 @@ final class WatchFolder {
 
     private func read(_ name: String) {
         guard let folder = try? ConfinedDirectory(root: path, relative: "", create: false),
-              let info = folder.status(name), info.st_mode & S_IFMT == S_IFREG else { return }
-        guard Int(info.st_size) <= WatchFolder.maxBytes, let text = folder.readText(name, limit: WatchFolder.maxBytes + 1),
-              text.utf8.count == Int(info.st_size) else {
-            return finish(name, in: folder, text: "", report: ["the list is over \(WatchFolder.maxBytes) bytes or "
-                + "cannot be read whole"], added: 0)
+            let info = folder.status(name), info.st_mode & S_IFMT == S_IFREG
+        else { return }
+        guard Int(info.st_size) <= WatchFolder.maxBytes,
+            let text = folder.readText(name, limit: WatchFolder.maxBytes + 1),
+            text.utf8.count == Int(info.st_size)
+        else {
+            return finish(
+                name, in: folder, text: "",
+                report: [
+                    "the list is over \(WatchFolder.maxBytes) bytes or "
+                        + "cannot be read whole"
+                ], added: 0)
         }
         let entries = WatchFolder.parse(text, root: operations.config.downloadRoot)
         var report: [String] = []
@@ -83,8 +90,9 @@ final class WatchFolder {
             requests.removeLast(requests.count - WatchFolder.maxDownloads)
         }
         // Read again after a crash before the rename: the same file (identity and time) was added already.
-        let key = Idempotency(key: "watch:\(name):\(info.st_dev):\(info.st_ino):\(info.st_mtim.tv_sec)."
-                                + "\(info.st_mtim.tv_nsec)", requestHash: Digest.hex(Digest.sha256(Array(text.utf8))))
+        let key = Idempotency(
+            key: "watch:\(name):\(info.st_dev):\(info.st_ino):\(info.st_mtim.tv_sec)."
+                + "\(info.st_mtim.tv_nsec)", requestHash: Digest.hex(Digest.sha256(Array(text.utf8))))
         var added = 0
         do throws(EngineError) {
             if let stored = try operations.batchAnswer(key) {
@@ -104,8 +112,9 @@ final class WatchFolder {
             // The store refused: the list stays, and is read again at the next change or start.
             return log?.warning("cannot add a watched list", ["file.name": name, "error": Problem(error).detail]) ?? ()
         }
-        finish(name, in: folder, text: text, report: report.sorted { WatchFolder.lineOf($0) < WatchFolder.lineOf($1) },
-               added: added)
+        finish(
+            name, in: folder, text: text, report: report.sorted { WatchFolder.lineOf($0) < WatchFolder.lineOf($1) },
+            added: added)
     }
 
     private static func lineOf(_ text: String) -> Int {
@@ -118,7 +127,8 @@ final class WatchFolder {
         let suffix = report.isEmpty ? ".added" : ".failed"
         var summary = "\n# Haul \(Timestamp.rfc3339(Date())): \(added) added"
         if !report.isEmpty { summary += ", \(report.count) refused" }
-        let body = text + (text.hasSuffix("\n") || text.isEmpty ? "" : "\n") + summary + "\n"
+        let body =
+            text + (text.hasSuffix("\n") || text.isEmpty ? "" : "\n") + summary + "\n"
             + report.map { "# " + $0.replacing("\n", with: " ") + "\n" }.joined()
         var target = stem + suffix
         for n in 1..<1000 where folder.exists(target) { target = "\(stem) (\(n))\(suffix)" }
@@ -130,7 +140,11 @@ final class WatchFolder {
             log?.warning("cannot rename a watched list", ["file.name": name, "error": "\(error)"])
         }
         let fields = ["file.name": name, "downloads.added": String(added), "lines.refused": String(report.count)]
-        if report.isEmpty { log?.info("watched list added", fields) } else { log?.warning("watched list refused in part", fields) }
+        if report.isEmpty {
+            log?.info("watched list added", fields)
+        } else {
+            log?.warning("watched list refused in part", fields)
+        }
     }
 
     /// One download of a list: where it starts, and the request or why not.
@@ -162,8 +176,13 @@ final class WatchFolder {
             if line.first == " " || line.first == "\t" {
                 // An option of the download above: name=value.
                 guard current != nil else {
-                    entries.append(Entry(line: index + 1, outcome: .failure(Refusal(description: "an option line "
-                        + "before any URL"))))
+                    entries.append(
+                        Entry(
+                            line: index + 1,
+                            outcome: .failure(
+                                Refusal(
+                                    description: "an option line "
+                                        + "before any URL"))))
                     continue
                 }
                 guard let equals = trimmed.firstIndex(of: "=") else {
@@ -174,7 +193,8 @@ final class WatchFolder {
                 let value = String(trimmed[trimmed.index(after: equals)...]).trimmingSpaces()
                 // A header may be given on several lines, as aria2 takes it.
                 if name == "header", let at = current?.options.firstIndex(where: { $0.0 == "header" }),
-                   case .array(let lines)? = current?.options[at].1 {
+                    case .array(let lines)? = current?.options[at].1
+                {
                     current?.options[at].1 = .array(lines + [.string(value)])
                 } else {
                     current?.options.append((name, name == "header" ? .array([.string(value)]) : .string(value)))
@@ -191,8 +211,11 @@ final class WatchFolder {
     }
 
     /// A download from a line's URLs and its aria2 options, validated as POST /downloads validates one.
-    private static func request(_ urls: [String], _ options: [(String, JSONValue)], root: String)
-        -> Result<NewDownload, Refusal> {
+    private static func request(
+        _ urls: [String], _ options: [(String, JSONValue)], root: String
+    )
+        -> Result<NewDownload, Refusal>
+    {
         guard urls.count <= API.maxMirrors + 1 else {
             return .failure(Refusal(description: "at most \(API.maxMirrors + 1) URLs of one file"))
         }
@@ -206,10 +229,11 @@ final class WatchFolder {
         var body = RequestBody(members: members)
         let request = API.newDownload(&body)
         if !body.errors.isEmpty {
-            return .failure(Refusal(description: body.errors.map { "\($0.field): \($0.message)" }
-                .joined(separator: "; ")))
+            return .failure(
+                Refusal(
+                    description: body.errors.map { "\($0.field): \($0.message)" }
+                        .joined(separator: "; ")))
         }
         return .success(request)
     }
 }
-

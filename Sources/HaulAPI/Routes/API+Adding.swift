@@ -20,12 +20,15 @@ extension API {
             throw error == .tooMany ? tooManyDownloads : Problem(error)
         }
         let location = "/downloads/\(snapshot.download.id)"
-        return API.json(created ? 201 : 200, DownloadResource.json(snapshot, owner: c.caller.seesOwners), headers: [("Location", location)])
+        return API.json(
+            created ? 201 : 200, DownloadResource.json(snapshot, owner: c.caller.seesOwners),
+            headers: [("Location", location)])
     }
 
     private var tooManyDownloads: Problem {
-        Problem(status: 507, slug: "too-many-downloads", title: "Too many downloads",
-                detail: "this server holds at most \(limits.maxDownloads) downloads; remove finished ones")
+        Problem(
+            status: 507, slug: "too-many-downloads", title: "Too many downloads",
+            detail: "this server holds at most \(limits.maxDownloads) downloads; remove finished ones")
     }
 
     /// A batch: one answer listing each download's result (`status` 201, 200 for an existing one, or a problem's),
@@ -50,9 +53,11 @@ extension API {
             case .success:
                 switch next.next()! {
                 case .added(let snapshot):
-                    results.append((201, DownloadResource.json(snapshot, owner: c.caller.seesOwners), snapshot.download.id))
+                    results.append(
+                        (201, DownloadResource.json(snapshot, owner: c.caller.seesOwners), snapshot.download.id))
                 case .existing(let snapshot):
-                    results.append((200, DownloadResource.json(snapshot, owner: c.caller.seesOwners), snapshot.download.id))
+                    results.append(
+                        (200, DownloadResource.json(snapshot, owner: c.caller.seesOwners), snapshot.download.id))
                 case .refused(let error):
                     let problem = error == .tooMany ? tooManyDownloads : Problem(error)
                     results.append((problem.status, problem.json(instance: "/downloads"), nil))
@@ -61,17 +66,19 @@ extension API {
         }
         if atomic, let refusal = results.first(where: { $0.status >= 400 && $0.status != 424 }) {
             // Nothing was added: the answer is the refusal itself, with the others' fate in `results`.
-            var problem = Problem(status: refusal.status, slug: "batch-refused", title: "Batch refused",
-                                  detail: "one download of the batch was refused, so none was added: "
-                                      + (refusal.json["detail"]?.stringValue ?? ""))
+            var problem = Problem(
+                status: refusal.status, slug: "batch-refused", title: "Batch refused",
+                detail: "one download of the batch was refused, so none was added: "
+                    + (refusal.json["detail"]?.stringValue ?? ""))
             problem.extra = [("results", .array(results.map { API.batchResult($0.status, $0.json) }))]
             throw problem
         }
         if let idempotency {
-            let answer = JSONValue.array(results.map { result in
-                result.id.map { .object([("status", JSONValue(result.status)), ("id", .string($0))]) }
-                    ?? .object([("status", JSONValue(result.status)), ("problem", result.json)])
-            })
+            let answer = JSONValue.array(
+                results.map { result in
+                    result.id.map { .object([("status", JSONValue(result.status)), ("id", .string($0))]) }
+                        ?? .object([("status", JSONValue(result.status)), ("problem", result.json)])
+                })
             try attempt(c.operations.rememberBatchAnswer(idempotency, answer: answer.serialized()))
         }
         return API.batchResponse(results.map { ($0.status, $0.json) }, atomic: atomic)
@@ -86,8 +93,11 @@ extension API {
             let status = Int(entry["status"]?.integerValue ?? 500)
             if let id = entry["id"]?.stringValue {
                 guard let snapshot = try? c.operations.get(id) else {
-                    return (404, Problem.notFound("the download created for this batch, '\(id)', has been removed")
-                        .json(instance: "/downloads"))
+                    return (
+                        404,
+                        Problem.notFound("the download created for this batch, '\(id)', has been removed")
+                            .json(instance: "/downloads")
+                    )
                 }
                 return (status, DownloadResource.json(snapshot, owner: c.caller.seesOwners))
             }
@@ -103,12 +113,14 @@ extension API {
     private static func batchResponse(_ results: [(status: Int, json: JSONValue)], atomic: Bool) -> HTTPResponse {
         let created = results.filter { $0.status == 201 }.count
         let existing = results.filter { $0.status == 200 }.count
-        return API.json(atomic && created > 0 ? 201 : 200, .object([
-            ("results", .array(results.map { batchResult($0.status, $0.json) })),
-            ("created", JSONValue(created)),
-            ("existing", JSONValue(existing)),
-            ("failed", JSONValue(results.count - created - existing)),
-        ]))
+        return API.json(
+            atomic && created > 0 ? 201 : 200,
+            .object([
+                ("results", .array(results.map { batchResult($0.status, $0.json) })),
+                ("created", JSONValue(created)),
+                ("existing", JSONValue(existing)),
+                ("failed", JSONValue(results.count - created - existing)),
+            ]))
     }
 
     /// The states of a `?state=a,b` filter (nil without one), its unknown names added to `errors`.

@@ -7,21 +7,28 @@ import HaulLoop
 extension API {
     var categoryRoutes: [Route] {
         [
-            Route(pattern: "/categories", handlers: [
-                "GET": .read(.listCategories) { c in
-                    .response(API.json(200, .object([("categories", .array(c.operations.categories.map(API.categoryJSON)))])))
-                },
-            ]),
-            Route(pattern: "/categories/{name}", handlers: [
-                "GET": .read(.getCategory) { [unowned self] c throws(Problem) in
-                    .response(API.json(200, API.categoryJSON(try self.category(c))))
-                },
-                "PUT": .write(.putCategory) { [unowned self] c throws(Problem) in .response(try self.putCategory(c)) },
-                "DELETE": .write(.removeCategory) { [unowned self] c throws(Problem) in
-                    try self.attempt(c.operations.removeCategory(c.parameters["name"]!))
-                    return .response(HTTPResponse(status: 204))
-                },
-            ]),
+            Route(
+                pattern: "/categories",
+                handlers: [
+                    "GET": .read(.listCategories) { c in
+                        .response(
+                            API.json(
+                                200, .object([("categories", .array(c.operations.categories.map(API.categoryJSON)))])))
+                    }
+                ]),
+            Route(
+                pattern: "/categories/{name}",
+                handlers: [
+                    "GET": .read(.getCategory) { [unowned self] c throws(Problem) in
+                        .response(API.json(200, API.categoryJSON(try self.category(c))))
+                    },
+                    "PUT": .write(.putCategory) { [unowned self] c throws(Problem) in .response(try self.putCategory(c))
+                    },
+                    "DELETE": .write(.removeCategory) { [unowned self] c throws(Problem) in
+                        try self.attempt(c.operations.removeCategory(c.parameters["name"]!))
+                        return .response(HTTPResponse(status: 204))
+                    },
+                ]),
         ]
     }
 
@@ -33,7 +40,9 @@ extension API {
         let name = c.parameters["name"]!
         if let problem = Validate.categoryName(name) { throw Problem.invalid([("name", problem)]) }
         var body = try RequestBody(c.request)
-        body.rejectUnknown(except: ["directory", "connections", "max_speed", "priority", "proxy", "completed_directory"])
+        body.rejectUnknown(except: [
+            "directory", "connections", "max_speed", "priority", "proxy", "completed_directory",
+        ])
         var category = HaulCore.Category(name: name, directory: name)
         if let directory = body.string("directory") {
             if let problem = Validate.directory(directory) {
@@ -42,8 +51,9 @@ extension API {
                 category.directory = Validate.sanitizedDirectory(directory)
             }
         }
-        category.completedDirectory = body.folder("completed_directory",
-                                                  emptyMeans: "must name a folder (leave it out to keep files where they are)")
+        category.completedDirectory = body.folder(
+            "completed_directory",
+            emptyMeans: "must name a folder (leave it out to keep files where they are)")
         category.connections = body.nullableInteger("connections", in: 1...32).flatMap { $0 }.map(Int.init)
         category.maxSpeed = body.nullableInteger("max_speed", in: 0...Int64(1) << 50).flatMap { $0 }
             .flatMap { $0 == 0 ? nil : $0 }
@@ -51,8 +61,9 @@ extension API {
         category.proxy = body.nullableProxy("proxy") ?? nil
         try body.finish()
         let created = try attempt(c.operations.putCategory(category))
-        return API.json(created ? 201 : 200, API.categoryJSON(category),
-                        headers: created ? [("Location", "/categories/\(name)")] : [])
+        return API.json(
+            created ? 201 : 200, API.categoryJSON(category),
+            headers: created ? [("Location", "/categories/\(name)")] : [])
     }
 
     static func categoryJSON(_ c: HaulCore.Category) -> JSONValue {
@@ -76,8 +87,11 @@ extension API {
         let states = API.states(c.query["state"], &errors)
         var deleteFile = false
         if let flag = c.query["delete_file"] {
-            if flag == "true" || flag == "false" { deleteFile = flag == "true" }
-            else { errors.append(("delete_file", "must be true or false")) }
+            if flag == "true" || flag == "false" {
+                deleteFile = flag == "true"
+            } else {
+                errors.append(("delete_file", "must be true or false"))
+            }
         }
         if states == nil {
             errors.append(("state", "is required: the states of the downloads to remove (e.g. completed,failed)"))
@@ -87,8 +101,10 @@ extension API {
         let removed = Box<[String]>([])
         // Those removed meanwhile (through another node, or by another request between two slices) are passed over.
         let operations = c.operations
-        return inSlices(doomed, { ids throws(Problem) in
-            removed.value += try self.attempt(operations.remove(batch: ids, deleteFile: deleteFile))
-        }, finish: { API.json(200, .object([("removed", .array(removed.value.map { .string($0) }))])) })
+        return inSlices(
+            doomed,
+            { ids throws(Problem) in
+                removed.value += try self.attempt(operations.remove(batch: ids, deleteFile: deleteFile))
+            }, finish: { API.json(200, .object([("removed", .array(removed.value.map { .string($0) }))])) })
     }
 }

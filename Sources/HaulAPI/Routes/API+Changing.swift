@@ -62,8 +62,11 @@ extension API {
         var move: QueueMove?
         if let to = body.string("to", required: action == "move") {
             move = API.moves[to]
-            if action != "move" { body.reject("to", "goes with move only") }
-            else if move == nil { body.reject("to", "must be top, up, down or bottom") }
+            if action != "move" {
+                body.reject("to", "goes with move only")
+            } else if move == nil {
+                body.reject("to", "must be top, up, down or bottom")
+            }
         }
         var ids: [String] = []
         if let list = body.array("ids", count: 1...API.maxActionIDs) {
@@ -81,40 +84,57 @@ extension API {
         if body.has("ids"), category != nil { body.reject("category", "goes with state, not with ids") }
         try body.finish()
         if let states { ids = c.operations.ids(matching: DownloadFilter(states: states, category: category)) }
-        let bulk: BulkAction = switch action {
-        case "pause": .pause
-        case "resume": .resume
-        case "move": .move(move!)
-        default: .remove(deleteFile: deleteFile)
-        }
+        let bulk: BulkAction =
+            switch action {
+            case "pause": .pause
+            case "resume": .resume
+            case "move": .move(move!)
+            default: .remove(deleteFile: deleteFile)
+            }
         let results = Box<[JSONValue]>([])
         let failed = Box(0)
         let total = ids.count
         let operations = c.operations
-        return inSlices(ids, { slice throws(Problem) in
-            for result in operations.act(bulk, on: slice) {
-                let id = JSONValue.string(result.id)
-                switch result.outcome {
-                case .changed(let snapshot):
-                    results.value.append(.object([("id", id), ("status", JSONValue(200)),
-                                                  ("download", DownloadResource.json(snapshot, owner: c.caller.seesOwners))]))
-                case .moved(let snapshot, let position):
-                    results.value.append(.object([("id", id), ("status", JSONValue(200)),
-                                                  ("queue_position", JSONValue(position)),
-                                                  ("download", DownloadResource.json(snapshot, owner: c.caller.seesOwners))]))
-                case .removed:
-                    results.value.append(.object([("id", id), ("status", JSONValue(204))]))
-                case .refused(let error):
-                    failed.value += 1
-                    let problem = Problem(error)
-                    results.value.append(.object([("id", id), ("status", JSONValue(problem.status)),
-                                                  ("problem", problem.json(instance: "/downloads/" + result.id))]))
+        return inSlices(
+            ids,
+            { slice throws(Problem) in
+                for result in operations.act(bulk, on: slice) {
+                    let id = JSONValue.string(result.id)
+                    switch result.outcome {
+                    case .changed(let snapshot):
+                        results.value.append(
+                            .object([
+                                ("id", id), ("status", JSONValue(200)),
+                                ("download", DownloadResource.json(snapshot, owner: c.caller.seesOwners)),
+                            ]))
+                    case .moved(let snapshot, let position):
+                        results.value.append(
+                            .object([
+                                ("id", id), ("status", JSONValue(200)),
+                                ("queue_position", JSONValue(position)),
+                                ("download", DownloadResource.json(snapshot, owner: c.caller.seesOwners)),
+                            ]))
+                    case .removed:
+                        results.value.append(.object([("id", id), ("status", JSONValue(204))]))
+                    case .refused(let error):
+                        failed.value += 1
+                        let problem = Problem(error)
+                        results.value.append(
+                            .object([
+                                ("id", id), ("status", JSONValue(problem.status)),
+                                ("problem", problem.json(instance: "/downloads/" + result.id)),
+                            ]))
+                    }
                 }
-            }
-        }, finish: {
-            API.json(200, .object([("results", .array(results.value)), ("succeeded", JSONValue(total - failed.value)),
-                                   ("failed", JSONValue(failed.value))]))
-        })
+            },
+            finish: {
+                API.json(
+                    200,
+                    .object([
+                        ("results", .array(results.value)), ("succeeded", JSONValue(total - failed.value)),
+                        ("failed", JSONValue(failed.value)),
+                    ]))
+            })
     }
 
     func deleteDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {

@@ -50,15 +50,21 @@ extension API {
         if urls?.contains(nil) == true { body.reject("urls", "must be strings") }
         if let url, let problem = Validate.url(url) { body.reject(urls == nil ? "url" : "urls[0]", problem) }
         var request = NewDownload(url: url ?? "")
-        let mirrors = urls.map { Array($0.dropFirst()) } ?? body.array("mirrors", count: 0...API.maxMirrors)?
+        let mirrors =
+            urls.map { Array($0.dropFirst()) }
+            ?? body.array("mirrors", count: 0...API.maxMirrors)?
             .map { $0.stringValue }
         let field = urls == nil ? "mirrors" : "urls"
         for (index, mirror) in (mirrors ?? []).enumerated() {
             let at = "\(field)[\(urls == nil ? index : index + 1)]"
             guard let mirror else { body.reject(at, "must be a string"); continue }
-            if let problem = Validate.url(mirror) { body.reject(at, problem) }
+            if let problem = Validate.url(mirror) {
+                body.reject(at, problem)
+            }
             // A source named twice is one source.
-            else if mirror != url && !request.mirrors.contains(mirror) { request.mirrors.append(mirror) }
+            else if mirror != url && !request.mirrors.contains(mirror) {
+                request.mirrors.append(mirror)
+            }
         }
         for (field, message) in DownloadOptions.apply(body.allMembers, to: &request) { body.reject(field, message) }
         return request
@@ -72,7 +78,8 @@ extension API {
 
     static func checkIdempotencyKey(_ http: HTTPRequest, _ body: inout RequestBody) {
         if let key = http.header("Idempotency-Key"),
-           key.isEmpty || key.utf8.count > 255 || !HTTPField.isValue(key) {
+            key.isEmpty || key.utf8.count > 255 || !HTTPField.isValue(key)
+        {
             body.reject("Idempotency-Key", "must be 1 to 255 bytes without control characters")
         }
     }
@@ -83,8 +90,11 @@ extension API {
     /// A batch POST body, `{"downloads": [...], "atomic": false}`: each element checked on its own (its problem,
     /// or the download), or, with `atomic`, every element's problems in one 422 with fields like
     /// `downloads[3].url`.
-    static func newDownloads(from http: HTTPRequest, _ body: inout RequestBody) throws(Problem)
-        -> (items: [Result<NewDownload, Problem>], atomic: Bool) {
+    static func newDownloads(
+        from http: HTTPRequest, _ body: inout RequestBody
+    ) throws(Problem)
+        -> (items: [Result<NewDownload, Problem>], atomic: Bool)
+    {
         body.rejectUnknown(except: ["downloads", "atomic"])
         let atomic = body.bool("atomic") ?? false
         let elements = body.array("downloads", count: 1...maxBatch, required: true) ?? []
@@ -115,11 +125,17 @@ extension API {
             } catch var problem {
                 // As a refusal found later (507): every element's fate, 424 for the valid ones.
                 let notAdded = Problem(EngineError.notAdded)
-                problem.extra = [("results", .array(items.map { item in
-                    var refusal = notAdded
-                    if case .failure(let problem) = item { refusal = problem }
-                    return batchResult(refusal.status, refusal.json(instance: "/downloads"))
-                }))]
+                problem.extra = [
+                    (
+                        "results",
+                        .array(
+                            items.map { item in
+                                var refusal = notAdded
+                                if case .failure(let problem) = item { refusal = problem }
+                                return batchResult(refusal.status, refusal.json(instance: "/downloads"))
+                            })
+                    )
+                ]
                 throw problem
             }
         }

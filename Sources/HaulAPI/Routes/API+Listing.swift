@@ -10,8 +10,11 @@ extension API {
         var query = DownloadQuery()
         query.filter.states = states
         if let text = c.query["limit"] {
-            if let value = Int(text), DownloadQuery.limits.contains(value) { query.limit = value }
-            else { errors.append(("limit", "must be an integer from 1 to 1000")) }
+            if let value = Int(text), DownloadQuery.limits.contains(value) {
+                query.limit = value
+            } else {
+                errors.append(("limit", "must be an integer from 1 to 1000"))
+            }
         }
         if var text = c.query["sort"] {
             query.descending = text.hasPrefix("-")
@@ -19,8 +22,12 @@ extension API {
             if let value = DownloadOrder(rawValue: text) {
                 query.order = value
             } else {
-                errors.append(("sort", "must be " + DownloadOrder.allCases.map(\.rawValue).joined(separator: ", ")
-                               + ", with - before it for descending"))
+                errors.append(
+                    (
+                        "sort",
+                        "must be " + DownloadOrder.allCases.map(\.rawValue).joined(separator: ", ")
+                            + ", with - before it for descending"
+                    ))
             }
         }
         if let cursor = c.query["cursor"] {
@@ -36,12 +43,18 @@ extension API {
             }
         }
         if let text = c.query["q"] {
-            if (1...200).contains(text.count) { query.filter.search = text.lowercased() }
-            else { errors.append(("q", "must be 1 to 200 characters")) }
+            if (1...200).contains(text.count) {
+                query.filter.search = text.lowercased()
+            } else {
+                errors.append(("q", "must be 1 to 200 characters"))
+            }
         }
         if let prefix = c.query["id_prefix"] {
-            if (1...64).contains(prefix.count) { query.filter.idPrefix = prefix.lowercased() }
-            else { errors.append(("id_prefix", "must be 1 to 64 characters")) }
+            if (1...64).contains(prefix.count) {
+                query.filter.idPrefix = prefix.lowercased()
+            } else {
+                errors.append(("id_prefix", "must be 1 to 64 characters"))
+            }
         }
         query.filter.category = c.query["category"]
         if let category = query.filter.category, let problem = Validate.categoryName(category) {
@@ -49,19 +62,23 @@ extension API {
         }
         var changes: (changed: Set<String>, removed: [String])??
         if let text = c.query["changed_since"] {
-            if let since = Int64(text), since >= 0 { changes = .some(events.changes(since: since, for: c.caller)) }
-            else { errors.append(("changed_since", "must be a sequence number from an earlier answer")) }
+            if let since = Int64(text), since >= 0 {
+                changes = .some(events.changes(since: since, for: c.caller))
+            } else {
+                errors.append(("changed_since", "must be a sequence number from an earlier answer"))
+            }
         }
         if !errors.isEmpty { throw Problem.invalid(errors) }
         // Read before listing: a change made after this number shows up in the next delta, never lost.
         let sequence = events.sequence
         query.filter.ids = changes??.changed
         let page = c.operations.page(query)
-        let next: JSONValue = switch page.next {
-        case nil: .null
-        case .position(let position)?: .string("o\(position)")
-        case .sequence(let number)?: .string(String(number))
-        }
+        let next: JSONValue =
+            switch page.next {
+            case nil: .null
+            case .position(let position)?: .string("o\(position)")
+            case .sequence(let number)?: .string(String(number))
+            }
         var members: [(String, JSONValue)] = [
             ("downloads", .array(page.downloads.map { DownloadResource.json($0, owner: c.caller.seesOwners) })),
             ("next_cursor", next),
@@ -99,9 +116,10 @@ extension API {
     /// Refuses another event stream or WebSocket once `--max-event-streams` of them are open.
     func checkLongLivedRoom() throws(Problem) {
         guard longLivedCount >= limits.maxEventStreams else { return }
-        throw Problem(status: 503, slug: "too-many-streams", title: "Too many event streams",
-                      detail: "this server serves at most \(limits.maxEventStreams) event streams and WebSockets at once",
-                      headers: [("Retry-After", "5")])
+        throw Problem(
+            status: 503, slug: "too-many-streams", title: "Too many event streams",
+            detail: "this server serves at most \(limits.maxEventStreams) event streams and WebSockets at once",
+            headers: [("Retry-After", "5")])
     }
 
     /// `POST /tickets`: a ticket that opens one stream or file path for a minute, for a URL a browser opens without
@@ -111,17 +129,22 @@ extension API {
         body.rejectUnknown(except: ["path"])
         let path = body.string("path", required: true)
         if let path, router.match(path)?.route.access != .streamToken || path.contains("?") {
-            body.reject("path", "must be the path of a file or an event stream: /events, /downloads/ID/events or "
-                + "/downloads/ID/file")
+            body.reject(
+                "path",
+                "must be the path of a file or an event stream: /events, /downloads/ID/events or "
+                    + "/downloads/ID/file")
         }
         try body.finish()
-        let issued = gate.tickets.issue(path: path!, now: Date().timeIntervalSince1970,
-                                        for: c.caller.token.map { .token($0.id) } ?? .server)
-        return API.json(201, .object([
-            ("ticket", .string(issued.ticket)),
-            ("path", .string(path!)),
-            ("url", .string(path! + "?ticket=" + issued.ticket)),
-            ("expires_at", .string(Timestamp.rfc3339(Date(timeIntervalSince1970: issued.expires)))),
-        ]))
+        let issued = gate.tickets.issue(
+            path: path!, now: Date().timeIntervalSince1970,
+            for: c.caller.token.map { .token($0.id) } ?? .server)
+        return API.json(
+            201,
+            .object([
+                ("ticket", .string(issued.ticket)),
+                ("path", .string(path!)),
+                ("url", .string(path! + "?ticket=" + issued.ticket)),
+                ("expires_at", .string(Timestamp.rfc3339(Date(timeIntervalSince1970: issued.expires)))),
+            ]))
     }
 }

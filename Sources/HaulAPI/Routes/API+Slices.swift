@@ -10,8 +10,10 @@ extension API {
 
     /// Works through `items` `bulkSlice` at a time and answers with `finish()` when all are done (at once when they
     /// fit one slice). A slice that throws ends the work, and its problem is the answer.
-    func inSlices<T>(_ items: [T], _ slice: @escaping (ArraySlice<T>) throws(Problem) -> Void,
-                     finish: @escaping () -> HTTPResponse) -> APIResult {
+    func inSlices<T>(
+        _ items: [T], _ slice: @escaping (ArraySlice<T>) throws(Problem) -> Void,
+        finish: @escaping () -> HTTPResponse
+    ) -> APIResult {
         let run = SliceRun(items: items, slice: slice, finish: finish, operations: serverOperations)
         run.step()
         if let response = run.pending.response { return .response(response) }
@@ -28,8 +30,10 @@ private final class SliceRun<T> {
     let pending = PendingResponse()
     var next = 0
 
-    init(items: [T], slice: @escaping (ArraySlice<T>) throws(Problem) -> Void, finish: @escaping () -> HTTPResponse,
-         operations: Operations) {
+    init(
+        items: [T], slice: @escaping (ArraySlice<T>) throws(Problem) -> Void, finish: @escaping () -> HTTPResponse,
+        operations: Operations
+    ) {
         self.items = items
         self.slice = slice
         self.finish = finish

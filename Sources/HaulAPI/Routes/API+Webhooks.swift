@@ -6,38 +6,60 @@ import HaulLoop
 extension API {
     var webhookRoutes: [Route] {
         [
-            Route(pattern: "/webhooks", handlers: [
-                "GET": .read(.listWebhooks) { c in
-                    .response(API.json(200, .object([("webhooks", .array(c.operations.webhooks.map {
-                        API.webhookJSON($0, withSecret: false)
-                    }))])))
-                },
-                "POST": .write(.addWebhook) { [unowned self] c throws(Problem) in .response(try self.addWebhook(c)) },
-            ]),
-            Route(pattern: "/webhooks/{id}", handlers: [
-                "GET": .read(.getWebhook) { [unowned self] c throws(Problem) in
-                    .response(API.json(200, API.webhookJSON(try self.webhook(c), withSecret: false)))
-                },
-                "DELETE": .write(.removeWebhook) { [unowned self] c throws(Problem) in
-                    try self.attempt(c.operations.removeWebhook(c.parameters["id"]!))
-                    return .response(HTTPResponse(status: 204))
-                },
-            ]),
-            Route(pattern: "/webhooks/{id}/deliveries", handlers: [
-                "GET": .read(.listDeliveries, query: ["limit"]) { [unowned self] c throws(Problem) in
-                    let limit = try API.deliveryLimit(c)
-                    let hook = try self.webhook(c)
-                    return .response(API.deliveriesJSON(try self.attempt(
-                        c.operations.deliveries(of: hook.id, limit: limit))))
-                },
-            ]),
-            Route(pattern: "/downloads/{id}/deliveries", handlers: [
-                "GET": .read(.listDeliveries, query: ["limit"]) { [unowned self] c throws(Problem) in
-                    let limit = try API.deliveryLimit(c)
-                    return .response(API.deliveriesJSON(try self.attempt(
-                        c.operations.deliveries(about: c.parameters["id"]!, limit: limit))))
-                },
-            ]),
+            Route(
+                pattern: "/webhooks",
+                handlers: [
+                    "GET": .read(.listWebhooks) { c in
+                        .response(
+                            API.json(
+                                200,
+                                .object([
+                                    (
+                                        "webhooks",
+                                        .array(
+                                            c.operations.webhooks.map {
+                                                API.webhookJSON($0, withSecret: false)
+                                            })
+                                    )
+                                ])))
+                    },
+                    "POST": .write(.addWebhook) { [unowned self] c throws(Problem) in .response(try self.addWebhook(c))
+                    },
+                ]),
+            Route(
+                pattern: "/webhooks/{id}",
+                handlers: [
+                    "GET": .read(.getWebhook) { [unowned self] c throws(Problem) in
+                        .response(API.json(200, API.webhookJSON(try self.webhook(c), withSecret: false)))
+                    },
+                    "DELETE": .write(.removeWebhook) { [unowned self] c throws(Problem) in
+                        try self.attempt(c.operations.removeWebhook(c.parameters["id"]!))
+                        return .response(HTTPResponse(status: 204))
+                    },
+                ]),
+            Route(
+                pattern: "/webhooks/{id}/deliveries",
+                handlers: [
+                    "GET": .read(.listDeliveries, query: ["limit"]) { [unowned self] c throws(Problem) in
+                        let limit = try API.deliveryLimit(c)
+                        let hook = try self.webhook(c)
+                        return .response(
+                            API.deliveriesJSON(
+                                try self.attempt(
+                                    c.operations.deliveries(of: hook.id, limit: limit))))
+                    }
+                ]),
+            Route(
+                pattern: "/downloads/{id}/deliveries",
+                handlers: [
+                    "GET": .read(.listDeliveries, query: ["limit"]) { [unowned self] c throws(Problem) in
+                        let limit = try API.deliveryLimit(c)
+                        return .response(
+                            API.deliveriesJSON(
+                                try self.attempt(
+                                    c.operations.deliveries(about: c.parameters["id"]!, limit: limit))))
+                    }
+                ]),
         ]
     }
 
@@ -56,8 +78,11 @@ extension API {
         if let names = body.array("events", count: 1...WebhookEvent.allCases.count) {
             let parsed = names.map { $0.stringValue.flatMap(WebhookEvent.init(rawValue:)) }
             if parsed.contains(nil) {
-                body.reject("events", "must list events among " + WebhookEvent.allCases.map(\.rawValue)
-                    .joined(separator: ", "))
+                body.reject(
+                    "events",
+                    "must list events among "
+                        + WebhookEvent.allCases.map(\.rawValue)
+                        .joined(separator: ", "))
             } else if Set(parsed).count != parsed.count {
                 body.reject("events", "must name each event once")
             } else {
@@ -94,20 +119,31 @@ extension API {
     }
 
     private static func deliveriesJSON(_ list: [WebhookDelivery]) -> HTTPResponse {
-        API.json(200, .object([("deliveries", .array(list.map { d in
+        API.json(
+            200,
             .object([
-                ("id", .string(d.id)),
-                ("webhook_id", .string(d.webhookID)),
-                ("event", .string(d.event.rawValue)),
-                ("download_id", .string(d.downloadID)),
-                ("state", .string(d.state.rawValue)),
-                ("attempts", JSONValue(d.attempts)),
-                ("created_at", .string(Timestamp.rfc3339(d.createdAt))),
-                ("last_attempt_at", JSONValue(d.lastAttemptAt.map(Timestamp.rfc3339))),
-                ("last_status", JSONValue(d.lastStatus.map(Int64.init))),
-                ("last_error", JSONValue(d.lastError)),
-                ("next_attempt_at", d.state == .pending ? .string(Timestamp.rfc3339(d.nextAttemptAt)) : .null),
-            ])
-        }))]))
+                (
+                    "deliveries",
+                    .array(
+                        list.map { d in
+                            .object([
+                                ("id", .string(d.id)),
+                                ("webhook_id", .string(d.webhookID)),
+                                ("event", .string(d.event.rawValue)),
+                                ("download_id", .string(d.downloadID)),
+                                ("state", .string(d.state.rawValue)),
+                                ("attempts", JSONValue(d.attempts)),
+                                ("created_at", .string(Timestamp.rfc3339(d.createdAt))),
+                                ("last_attempt_at", JSONValue(d.lastAttemptAt.map(Timestamp.rfc3339))),
+                                ("last_status", JSONValue(d.lastStatus.map(Int64.init))),
+                                ("last_error", JSONValue(d.lastError)),
+                                (
+                                    "next_attempt_at",
+                                    d.state == .pending ? .string(Timestamp.rfc3339(d.nextAttemptAt)) : .null
+                                ),
+                            ])
+                        })
+                )
+            ]))
     }
 }

@@ -27,9 +27,11 @@ public final class API {
     /// Seconds between those checks: a token revoked on another node, or expired, is cut off within this.
     static let tokenCheckInterval = 2.0
 
-    public init(engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
-                access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(),
-                aria2: Aria2Config = Aria2Config(), log: Logger? = nil) {
+    public init(
+        engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
+        access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(),
+        aria2: Aria2Config = Aria2Config(), log: Logger? = nil
+    ) {
         self.loop = loop
         serverOperations = Operations(engine: engine, maxDownloads: limits.maxDownloads)
         self.limits = limits
@@ -41,108 +43,8 @@ public final class API {
         self.events = EventHub(operations: serverOperations, config: events)
         self.events.onEngineChange = { [unowned aria2 = self.aria2] change in aria2.engineChanged(change) }
         tokenCheck = serverOperations.clock.every(API.tokenCheckInterval) { [unowned self] in self.checkStreamTokens() }
-        router = Router(routes: [
-            Route(pattern: "/downloads", handlers: [
-                "GET": .read(.listDownloads, query: ["state", "limit", "cursor", "changed_since", "q", "sort",
-                                                    "category", "id_prefix"]) {
-                    [unowned self] c throws(Problem) in .response(try self.listDownloads(c))
-                },
-                "POST": .write(.addDownloads) { [unowned self] c throws(Problem) in .response(try self.addDownload(c)) },
-                "DELETE": .write(.removeDownloads, query: ["category", "state", "delete_file"]) { [unowned self] c throws(Problem) in
-                    try self.deleteDownloads(c)
-                },
-            ]),
-            Route(pattern: "/downloads/actions", handlers: [
-                "POST": .write(.actOnDownloads) { [unowned self] c throws(Problem) in try self.act(c) },
-            ]),
-            Route(pattern: "/downloads/{id}", handlers: [
-                "GET": .read(.getDownload) { [unowned self] c throws(Problem) in .response(try self.getDownload(c)) },
-                "PATCH": .write(.changeDownload) { [unowned self] c throws(Problem) in .response(try self.patchDownload(c)) },
-                "DELETE": .write(.removeDownload, query: ["delete_file"]) { [unowned self] c throws(Problem) in
-                    .response(try self.deleteDownload(c))
-                },
-            ]),
-            Route(pattern: "/downloads/{id}/file", access: .streamToken, handlers: [
-                "GET": .read(.readFile, query: ["download"]) { [unowned self] c throws(Problem) in .response(try self.file(c)) },
-            ]),
-            Route(pattern: "/downloads/{id}/events", access: .streamToken, handlers: [
-                "GET": .read(.followEvents, query: ["last_event_id"]) { [unowned self] c throws(Problem) in
-                    try self.eventStream(c, downloadID: c.parameters["id"])
-                },
-            ]),
-            Route(pattern: "/events", access: .streamToken, handlers: [
-                "GET": .read(.followEvents, query: ["last_event_id", "category"]) { [unowned self] c throws(Problem) in
-                    try self.eventStream(c, downloadID: nil)
-                },
-            ]),
-            Route(pattern: "/tickets", handlers: [
-                "POST": .write(.issueTicket) { [unowned self] c throws(Problem) in .response(try self.issueTicket(c)) },
-            ]),
-            Route(pattern: "/stats", handlers: [
-                "GET": .read(.stats) { [unowned self] c in .response(self.stats(c)) },
-            ]),
-            Route(pattern: "/version", handlers: [
-                "GET": .read(.version) { _ in
-                    .response(API.json(200, .object([("version", .string(HaulVersion.current)),
-                                                     ("aria2_version", .string(Aria2RPC.aria2Version))])))
-                },
-            ]),
-            Route(pattern: "/shutdown", handlers: [
-                "POST": .write(.shutdown) { [unowned self] _ throws(Problem) in .response(try self.shutdown()) },
-            ]),
-            Route(pattern: "/settings", handlers: [
-                "GET": .read(.getSettings) { [unowned self] c throws(Problem) in
-                    .response(try self.conditional(c.request, self.settings()))
-                },
-                "PATCH": .write(.changeSettings) { [unowned self] c throws(Problem) in .response(try self.patchSettings(c)) },
-            ]),
-            Route(pattern: "/", access: .open, handlers: [
-                "GET": .read(.dashboard, query: nil) { c in
-                    .response(Dashboard.asset(Assets.dashboardPage, type: "text/html", for: c.request))
-                },
-            ]),
-            Route(pattern: "/ui/app.js", access: .open, handlers: [
-                "GET": .read(.dashboard, query: nil) { c in
-                    .response(Dashboard.asset(Assets.dashboardScript, type: "text/javascript", for: c.request))
-                },
-            ]),
-            Route(pattern: "/ui/app.css", access: .open, handlers: [
-                "GET": .read(.dashboard, query: nil) { c in
-                    .response(Dashboard.asset(Assets.dashboardStyle, type: "text/css", for: c.request))
-                },
-            ]),
-            Route(pattern: "/metrics", handlers: [
-                "GET": .read(.metrics) { [unowned self] c in .response(self.prometheusMetrics(c)) },
-            ]),
-            Route(pattern: "/healthz", access: .open, handlers: [
-                "GET": .read(.health, query: nil) { [unowned self] _ in
-                    // With a shared store, which node answered (the others are behind the same name).
-                    var members: [(String, JSONValue)] = [("status", .string("ok"))]
-                    if let node = self.serverOperations.node { members.append(("node", .string(node))) }
-                    return .response(API.json(200, .object(members)))
-                },
-            ]),
-            // Readiness, beside liveness: 503 while the store cannot be reached, so a load balancer sends clients
-            // to a node that can store what they ask (the process itself is fine: /healthz stays 200).
-            Route(pattern: "/readyz", access: .open, handlers: [
-                "GET": .read(.health, query: nil) { [unowned self] _ in
-                    var members: [(String, JSONValue)] = []
-                    if let node = self.serverOperations.node { members.append(("node", .string(node))) }
-                    guard let problem = self.serverOperations.storeProblem() else {
-                        return .response(API.json(200, .object([("status", .string("ready"))] + members)))
-                    }
-                    return .response(API.json(503, .object([("status", .string("unavailable")),
-                                                            ("reason", .string("the store cannot be reached: \(problem)"))]
-                                                           + members), headers: [("Retry-After", "5")]))
-                },
-            ]),
-            Route(pattern: "/openapi.yaml", handlers: [
-                "GET": .read(.describeAPI) { _ in
-                    .response(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")],
-                                           body: Assets.openAPI))
-                },
-            ]),
-        ] + webhookRoutes + categoryRoutes + tokenRoutes + aria2Routes)
+        router = Router(
+            routes: downloadRoutes + serverRoutes + webhookRoutes + categoryRoutes + tokenRoutes + aria2Routes)
     }
 
     /// Answers `request`, counting it in the metrics and logging one line for it. A response that comes later
@@ -169,54 +71,70 @@ public final class API {
         let matched = router.match(path)
         let (result, caller) = answer(request, path: path, matched: matched)
         // aria2's front logs its calls itself: its route is open, the token is in each call.
-        let changes = matched.map { $0.route.access != .open && $0.route.handler(for: request.method)?.changesState == true }
+        let changes =
+            matched.map { $0.route.access != .open && $0.route.handler(for: request.method)?.changesState == true }
             ?? false
         if case .pending(let pending) = result {
             // For `handle`: the first call says the answer is coming.
             send(result)
             return pending.whenReady { [weak self] response in
                 send(.response(response))
-                self?.record(request, path: path, route: matched?.route.pattern, status: response.status,
-                             receivedAt: receivedAt, audited: changes ? caller : nil)
+                self?.record(
+                    request, path: path, route: matched?.route.pattern, status: response.status,
+                    receivedAt: receivedAt, audited: changes ? caller : nil)
             }
         }
         send(result)
         var status = result.response?.status ?? 200
         if case .webSocket = result { status = 101 }
-        record(request, path: path, route: matched?.route.pattern, status: status, receivedAt: receivedAt,
-               audited: changes ? caller : nil)
+        record(
+            request, path: path, route: matched?.route.pattern, status: status, receivedAt: receivedAt,
+            audited: changes ? caller : nil)
     }
 
     /// Counts an answered request in the metrics and logs its line; a state-changing one (`audited`) names the
     /// token it came with, by id and name (never its secret), at info level or above.
-    private func record(_ request: HTTPRequest, path: String, route: String?, status: Int, receivedAt: Double,
-                        audited: Caller?) {
+    private func record(
+        _ request: HTTPRequest, path: String, route: String?, status: Int, receivedAt: Double,
+        audited: Caller?
+    ) {
         let seconds = ProcessInfo.processInfo.systemUptime - receivedAt
         metrics.record(route: route ?? "unmatched", method: request.method, status: status, seconds: seconds)
         if let log, log.minimum <= .info {
             // The path only: a query may carry an access token.
-            var fields = ["http.method": request.method, "http.path": path, "http.status": String(status),
-                          "http.duration_ms": API.milliseconds(seconds), "client.address": request.peer]
+            var fields = [
+                "http.method": request.method, "http.path": path, "http.status": String(status),
+                "http.duration_ms": API.milliseconds(seconds), "client.address": request.peer,
+            ]
             if let audited { fields.merge(audited.logFields) { first, _ in first } }
             log.info("request", fields)
         }
     }
 
     /// The answer to `request`, and who it came from (nil when the gate refused it).
-    private func answer(_ request: HTTPRequest, path: String,
-                        matched: (route: Route, parameters: [String: String])?) -> (APIResult, Caller?) {
+    private func answer(
+        _ request: HTTPRequest, path: String,
+        matched: (route: Route, parameters: [String: String])?
+    ) -> (APIResult, Caller?) {
         var cors = gate.corsHeaders(for: request) + API.everyAnswer
         if request.target.utf8.count > limits.maxTargetBytes {
-            return (.response(Problem(status: 414, slug: "uri-too-long", title: "URI too long",
-                                      detail: "the request target must be at most \(limits.maxTargetBytes) bytes")
-                .response(instance: "/").adding(cors)), nil)
+            return (
+                .response(
+                    Problem(
+                        status: 414, slug: "uri-too-long", title: "URI too long",
+                        detail: "the request target must be at most \(limits.maxTargetBytes) bytes"
+                    )
+                    .response(instance: "/").adding(cors)), nil
+            )
         }
         let caller: Caller
         switch gate.check(request, path: path, route: matched?.route, now: ProcessInfo.processInfo.systemUptime) {
         case .refused(let refused):
             // A preflight's answer carries its CORS headers already; a second copy makes browsers refuse it.
-            return (.response(gate.preflight(request) != nil ? refused.adding(API.everyAnswer) : refused.adding(cors)),
-                    nil)
+            return (
+                .response(gate.preflight(request) != nil ? refused.adding(API.everyAnswer) : refused.adding(cors)),
+                nil
+            )
         case .admitted(let admitted):
             caller = admitted
         }
@@ -264,8 +182,9 @@ public final class API {
 
     /// Starts sending events to `sink`, a stream the transport opened for `request`.
     public func attach(_ sink: EventSink, for request: EventStreamRequest) {
-        events.subscribe(sink, downloadID: request.downloadID, category: request.category, caller: request.caller,
-                         lastEventID: request.lastEventID)
+        events.subscribe(
+            sink, downloadID: request.downloadID, category: request.category, caller: request.caller,
+            lastEventID: request.lastEventID)
     }
 
     /// Adds the lists of links dropped into `folder` (`--watch-dir`), those there now first.
@@ -275,10 +194,11 @@ public final class API {
 
     /// `POST /shutdown`: stops the server after the answer has gone out, when `--rpc-allow-shutdown` allows it
     /// (as `aria2.shutdown` does).
-    private func shutdown() throws(Problem) -> HTTPResponse {
+    func shutdown() throws(Problem) -> HTTPResponse {
         guard aria2.allowsShutdown, let onShutdown else {
-            throw Problem(status: 409, slug: "shutdown-refused", title: "Shutdown refused",
-                          detail: "this server does not stop by request: start it with --rpc-allow-shutdown to allow it")
+            throw Problem(
+                status: 409, slug: "shutdown-refused", title: "Shutdown refused",
+                detail: "this server does not stop by request: start it with --rpc-allow-shutdown to allow it")
         }
         onShutdown()
         return API.json(202, .object([("status", .string("stopping"))]))
@@ -296,7 +216,6 @@ public final class API {
     /// Every route and method with the operation it serves, for the operation table's test (and the access rules
     /// of scoped tokens).
     public var routeTable: [RouteEntry] { router.table }
-
 
     // MARK: helpers
 
@@ -327,8 +246,9 @@ public final class API {
     }
 
     static func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers,
-                     body: value.serializedBytes())
+        HTTPResponse(
+            status: status, headers: [("Content-Type", "application/json")] + headers,
+            body: value.serializedBytes())
     }
 }
 

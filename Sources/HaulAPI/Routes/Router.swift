@@ -28,13 +28,17 @@ struct Route {
         let query: Set<String>?
         let run: (RequestContext) throws(Problem) -> APIResult
 
-        static func read(_ operation: Operation, query: Set<String>? = [],
-                         _ run: @escaping (RequestContext) throws(Problem) -> APIResult) -> Handler {
+        static func read(
+            _ operation: Operation, query: Set<String>? = [],
+            _ run: @escaping (RequestContext) throws(Problem) -> APIResult
+        ) -> Handler {
             Handler(operation: operation, changesState: false, query: query, run: run)
         }
 
-        static func write(_ operation: Operation, query: Set<String> = [],
-                          _ run: @escaping (RequestContext) throws(Problem) -> APIResult) -> Handler {
+        static func write(
+            _ operation: Operation, query: Set<String> = [],
+            _ run: @escaping (RequestContext) throws(Problem) -> APIResult
+        ) -> Handler {
             Handler(operation: operation, changesState: true, query: query, run: run)
         }
     }
@@ -150,8 +154,10 @@ struct Router {
     }
 
     /// Answers `request` for `path` (its decoded path) with the route `match` found, or 404/405.
-    func handle(_ request: HTTPRequest, path: String, matched: (route: Route, parameters: [String: String])?,
-                operations: Operations) -> APIResult {
+    func handle(
+        _ request: HTTPRequest, path: String, matched: (route: Route, parameters: [String: String])?,
+        operations: Operations
+    ) -> APIResult {
         guard let (route, parameters) = matched else {
             return .response(Problem.notFound("no route for \(path)").response(instance: path))
         }
@@ -169,20 +175,24 @@ struct Router {
             if query.count != pairs.count {
                 var seen: Set<String> = []
                 let repeated = pairs.first { !seen.insert($0.name).inserted }!.name
-                return .response(Problem.badRequest("the query parameter '\(repeated)' is given twice")
-                    .response(instance: path))
+                return .response(
+                    Problem.badRequest("the query parameter '\(repeated)' is given twice")
+                        .response(instance: path))
             }
             // The token of a route that takes it as a parameter (a browser's EventSource or link cannot send one).
             if route.access == .streamToken { allowed.formUnion(["access_token", "ticket"]) }
             if let unknown = query.keys.sorted().first(where: { !allowed.contains($0) }) {
                 let known = allowed.isEmpty ? "none" : allowed.sorted().joined(separator: ", ")
-                return .response(Problem.badRequest("unknown query parameter '\(unknown)' (this route takes \(known))")
-                    .response(instance: path))
+                return .response(
+                    Problem.badRequest("unknown query parameter '\(unknown)' (this route takes \(known))")
+                        .response(instance: path))
             }
         }
         do {
-            return try handler.run(RequestContext(request: request, parameters: parameters, query: query,
-                                                  operations: operations))
+            return try handler.run(
+                RequestContext(
+                    request: request, parameters: parameters, query: query,
+                    operations: operations))
         } catch {
             return .response(error.response(instance: path))
         }
@@ -197,8 +207,9 @@ struct Router {
     var table: [RouteEntry] {
         routes.flatMap { route in
             route.handlers.sorted { $0.key < $1.key }.map { method, handler in
-                RouteEntry(path: route.pattern, method: method, operation: handler.operation,
-                           changesState: handler.changesState, open: route.access == .open)
+                RouteEntry(
+                    path: route.pattern, method: method, operation: handler.operation,
+                    changesState: handler.changesState, open: route.access == .open)
             }
         }
     }

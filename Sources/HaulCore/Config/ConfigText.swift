@@ -189,8 +189,12 @@ private struct TOMLLine {
             default:
                 // Numbers: TOML's underscores between digits go; sizes like 4m are strings ("4m") but also taken bare.
                 let plain = word.replacing("_", with: "")
-                guard plain.utf8.allSatisfy({ TOMLLine.isBareKeyByte($0) || $0 == UInt8(ascii: ".")
-                    || $0 == UInt8(ascii: "+") }) else {
+                guard
+                    plain.utf8.allSatisfy({
+                        TOMLLine.isBareKeyByte($0) || $0 == UInt8(ascii: ".")
+                            || $0 == UInt8(ascii: "+")
+                    })
+                else {
                     throw .init(description: "write text in quotes: \"\(word)\"")
                 }
                 return plain
@@ -234,9 +238,10 @@ private struct TOMLLine {
     /// `\uXXXX` or `\UXXXXXXXX`: the UTF-8 of a Unicode scalar value (no surrogates).
     private mutating func scalar(digits: Int) throws(ConfigText.Invalid) -> [UInt8] {
         guard index + digits <= bytes.count,
-              let code = UInt32(String(decoding: bytes[index..<index + digits], as: UTF8.self), radix: 16),
-              bytes[index..<index + digits].allSatisfy({ Character(Unicode.Scalar($0)).isHexDigit }),
-              let scalar = Unicode.Scalar(code) else {
+            let code = UInt32(String(decoding: bytes[index..<index + digits], as: UTF8.self), radix: 16),
+            bytes[index..<index + digits].allSatisfy({ Character(Unicode.Scalar($0)).isHexDigit }),
+            let scalar = Unicode.Scalar(code)
+        else {
             throw .init(description: "\\\(digits == 4 ? "u" : "U") takes \(digits) hex digits of a Unicode scalar")
         }
         index += digits

@@ -5,8 +5,10 @@ extension DownloadRegistry {
     /// The ids of up to `limit` downloads that pass `filter` from position `offset` of `order` (ties in creation
     /// order), and whether more follow. Sorts all that pass: a page of a sort other than creation order costs
     /// every match.
-    func page(by order: DownloadOrder, descending: Bool, offset: Int, limit: Int,
-              where filter: (Download) -> Bool) -> (ids: [String], more: Bool) {
+    func page(
+        by order: DownloadOrder, descending: Bool, offset: Int, limit: Int,
+        where filter: (Download) -> Bool
+    ) -> (ids: [String], more: Bool) {
         if order == .queue { return queuePage(descending: descending, offset: offset, limit: limit, where: filter) }
         var rows: [(id: String, sequence: Int64, number: Double, text: String)] = []
         for (id, box) in machines where filter(box.machine.download) {
@@ -16,8 +18,12 @@ extension DownloadRegistry {
             case .name: rows.append((id, d.sequence, 0, d.displayName.lowercased()))
             case .size: rows.append((id, d.sequence, d.totalBytes.map(Double.init) ?? -1, ""))
             case .progress:
-                let fraction = d.totalBytes.map { $0 == 0 ? (d.state == .completed ? 1 : 0)
-                    : Double(d.receivedBytes) / Double($0) } ?? -1
+                let fraction =
+                    d.totalBytes.map {
+                        $0 == 0
+                            ? (d.state == .completed ? 1 : 0)
+                            : Double(d.receivedBytes) / Double($0)
+                    } ?? -1
                 rows.append((id, d.sequence, fraction, ""))
             case .speed: rows.append((id, d.sequence, box.machine.speed, ""))
             case .queue: break
@@ -35,8 +41,11 @@ extension DownloadRegistry {
 
     /// `page` in the order downloads start in: running ones (oldest first), then the waiting ones in the queue's
     /// order (priority, place, age), then the finished ones (oldest first).
-    private func queuePage(descending: Bool, offset: Int, limit: Int, where filter: (Download) -> Bool)
-        -> (ids: [String], more: Bool) {
+    private func queuePage(
+        descending: Bool, offset: Int, limit: Int, where filter: (Download) -> Bool
+    )
+        -> (ids: [String], more: Bool)
+    {
         var rows: [(group: Int, priority: Int, order: Int64, sequence: Int64, id: String)] = []
         for (id, box) in machines where filter(box.machine.download) {
             let d = box.machine.download
@@ -55,8 +64,11 @@ extension DownloadRegistry {
     }
 
     /// As `page`, over the downloads of `ids` only (a `changed_since` answer): costs those, not every download.
-    func page(of ids: Set<String>, after: Int64, limit: Int, where filter: (Download) -> Bool = { _ in true })
-        -> (ids: [String], more: Bool) {
+    func page(
+        of ids: Set<String>, after: Int64, limit: Int, where filter: (Download) -> Bool = { _ in true }
+    )
+        -> (ids: [String], more: Bool)
+    {
         var chosen: [(sequence: Int64, id: String)] = []
         for id in ids {
             guard let box = machines[id], box.machine.download.sequence > after, filter(box.machine.download)
@@ -69,8 +81,11 @@ extension DownloadRegistry {
 
     /// Up to `limit` downloads created after sequence number `after` that pass `filter`, in creation order, and
     /// whether more follow. Costs the downloads it looks at, not all of them.
-    func page(after: Int64, limit: Int, where filter: (Download) -> Bool = { _ in true })
-        -> (ids: [String], more: Bool) {
+    func page(
+        after: Int64, limit: Int, where filter: (Download) -> Bool = { _ in true }
+    )
+        -> (ids: [String], more: Bool)
+    {
         var items: [String] = []
         let order = self.order
         var position = firstIndex(after: after)

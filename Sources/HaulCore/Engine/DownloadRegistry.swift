@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HaulLoop
 
 /// Every download this node knows, as a machine, with the indexes and running totals kept in step: creation order
 /// (for paging), counts by state and bytes received (for `/stats`), unfinished downloads by destination (for a
@@ -95,7 +96,8 @@ final class DownloadRegistry {
             hold(download, sign: 1)
         }
         if download.state != before.state || download.priority != before.priority
-            || download.queueRank != before.queueRank {
+            || download.queueRank != before.queueRank
+        {
             index(download, was: before)
         }
     }
@@ -168,7 +170,8 @@ final class DownloadRegistry {
             stateCounts[now.state, default: 0] += 1
             // Leaving the queue needs nothing here: the entry no longer stands when it comes up.
             if now.state == .queued,
-               was?.state != .queued || was?.priority != now.priority || was?.queueRank != now.queueRank {
+                was?.state != .queued || was?.priority != now.priority || was?.queueRank != now.queueRank
+            {
                 runQueue.push(RunQueue.Entry(now))
             }
             if !now.state.isFinished {
@@ -176,6 +179,25 @@ final class DownloadRegistry {
                 if destinations[key] == nil { destinations[key] = now.id }
             }
         }
+    }
+
+    /// Counters over all downloads, in one pass that copies none of them (`/stats` with 10,000 downloads must not
+    /// build 10,000 snapshots); speeds and connections are the `running` downloads'.
+    func totals(running: some Sequence<String>) -> EngineTotals {
+        var totals = EngineTotals()
+        totals.downloads = machines.count
+        totals.byState = stateCounts.filter { $0.value != 0 }
+        totals.receivedBytes = receivedTotal
+        assert(
+            totals.byState == Dictionary(grouping: machines.values) { $0.machine.download.state }.mapValues(\.count)
+                && receivedTotal == machines.values.reduce(0) { $0 + $1.machine.download.receivedBytes },
+            "the running totals drifted from the downloads")
+        for id in running {
+            guard let box = machines[id] else { continue }
+            totals.speed += box.machine.speed
+            totals.activeConnections += box.machine.activeConnections
+        }
+        return totals
     }
 
     /// The key of a destination: a batch naming one twice is told apart with it, as the registry tells stored ones.
@@ -192,4 +214,19 @@ final class MachineBox {
     var lastWriteAt: Double?
 
     init(_ machine: DownloadMachine) { self.machine = machine }
+
+    /// What a client reads of the download now, its times on `clock`'s wall time.
+    func snapshot(clock: Clock) -> DownloadSnapshot {
+        var download = machine.download
+        if let written = lastWriteAt {
+            let wall = clock.wallTime.addingTimeInterval(written - clock.now)
+            if wall > download.updatedAt { download.updatedAt = wall }
+        }
+        var snapshot = DownloadSnapshot(
+            download: download, speed: machine.speed, activeConnections: machine.activeConnections)
+        snapshot.lastError = machine.lastRetryError
+        if !download.mirrors.isEmpty { snapshot.mirrorSpeeds = machine.mirrorSpeeds }
+        snapshot.nextAttemptAt = machine.nextAttemptAt.map { clock.wallTime.addingTimeInterval($0 - clock.now) }
+        return snapshot
+    }
 }

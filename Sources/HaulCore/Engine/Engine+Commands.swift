@@ -23,8 +23,11 @@ extension Engine {
     /// Adds several downloads, stored with one commit, each answered on its own: added, the existing one, or why
     /// not. With `atomic`, a refusal of any adds none (the answers then tell which were refused), and a store that
     /// fails adds none either way (thrown). At most `capacity` new downloads are added; the rest are refused.
-    public func add(batch requests: [NewDownload], atomic: Bool, capacity: Int = .max)
-        throws(EngineError) -> [AddOutcome] {
+    public func add(
+        batch requests: [NewDownload], atomic: Bool, capacity: Int = .max
+    )
+        throws(EngineError) -> [AddOutcome]
+    {
         var context = AdmissionContext()
         context.categories = categories.byName
         context.completedRoot = config.completedRoot
@@ -94,8 +97,11 @@ extension Engine {
     }
 
     /// The same change of many downloads, each answered on its own, stored with one commit.
-    public func update(batch ids: [String], _ changes: DownloadChanges)
-        -> [(id: String, result: Result<DownloadSnapshot, EngineError>)] {
+    public func update(
+        batch ids: [String], _ changes: DownloadChanges
+    )
+        -> [(id: String, result: Result<DownloadSnapshot, EngineError>)]
+    {
         do {
             try requireStore()
         } catch {
@@ -169,8 +175,9 @@ extension Engine {
                 for download in last {
                     try store.delete(id: download.id)
                     // What waited for the group commit is told too: a receiver hears every change, then the removal.
-                    try store.insertChanges((webhooks.waiting[download.id] ?? [])
-                        + webhooks.changes(download, before: download.state, removed: true))
+                    try store.insertChanges(
+                        (webhooks.waiting[download.id] ?? [])
+                            + webhooks.changes(download, before: download.state, removed: true))
                 }
             }
         }

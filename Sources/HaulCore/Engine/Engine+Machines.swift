@@ -41,7 +41,9 @@ extension Engine {
                 return actions
             }
             let floor = download.totalBytes ?? download.expectedBytes ?? 0
-            let heldDelta = download.state == .failed ? delta
+            let heldDelta =
+                download.state == .failed
+                ? delta
                 : max(floor, download.receivedBytes) - max(floor, receivedBefore)
             registry.received(delta, heldDelta: heldDelta, owner: owner)
             return actions
@@ -64,8 +66,9 @@ extension Engine {
             if download.state == .probing, download.startedAt == nil { download.startedAt = now }
             if download.state == .completed { download.completedAt = download.completedAt ?? now }
         }
-        machines[id]!.machine.stamp(updatedAt: download.updatedAt, startedAt: download.startedAt,
-                            completedAt: download.completedAt)
+        machines[id]!.machine.stamp(
+            updatedAt: download.updatedAt, startedAt: download.startedAt,
+            completedAt: download.completedAt)
         if stateChanged { log.stateChanged(download, from: before.state) }
         for observer in observers { observer.downloadWillBeStored(download, changedFrom: before) }
         // What an observer noted goes in the same write (a hook due for the new state).

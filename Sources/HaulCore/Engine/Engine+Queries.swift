@@ -9,41 +9,13 @@ extension Engine {
     /// Why the store cannot be used now, or nil when it answers (`/readyz`), asked at most once a second.
     public func storeProblem() -> String? { persister.storeProblem() }
 
-    public func snapshot(_ id: String) -> DownloadSnapshot? {
-        guard let box = machines[id] else { return nil }
-        var download = box.machine.download
-        if let written = box.lastWriteAt {
-            let wall = clock.wallTime.addingTimeInterval(written - clock.now)
-            if wall > download.updatedAt { download.updatedAt = wall }
-        }
-        var snapshot = DownloadSnapshot(download: download, speed: box.machine.speed,
-                                        activeConnections: box.machine.activeConnections)
-        snapshot.lastError = box.machine.lastRetryError
-        if !download.mirrors.isEmpty { snapshot.mirrorSpeeds = box.machine.mirrorSpeeds }
-        snapshot.nextAttemptAt = box.machine.nextAttemptAt.map { clock.wallTime.addingTimeInterval($0 - clock.now) }
-        return snapshot
-    }
+    public func snapshot(_ id: String) -> DownloadSnapshot? { machines[id]?.snapshot(clock: clock) }
 
     /// How many downloads are stored.
     public var count: Int { machines.count }
 
-    /// Counters over all downloads, in one pass that copies none of them (`/stats` with 10,000 downloads must not
-    /// build 10,000 snapshots).
-    public func totals() -> EngineTotals {
-        var totals = EngineTotals()
-        totals.downloads = machines.count
-        totals.byState = registry.stateCounts.filter { $0.value != 0 }
-        totals.receivedBytes = registry.receivedTotal
-        assert(totals.byState == Dictionary(grouping: machines.values) { $0.machine.download.state }.mapValues(\.count)
-               && registry.receivedTotal == machines.values.reduce(0) { $0 + $1.machine.download.receivedBytes },
-               "the running totals drifted from the downloads")
-        for id in pool.ids {
-            guard let box = machines[id] else { continue }
-            totals.speed += box.machine.speed
-            totals.activeConnections += box.machine.activeConnections
-        }
-        return totals
-    }
+    /// Counters over all downloads, without a snapshot of any.
+    public func totals() -> EngineTotals { registry.totals(running: pool.ids) }
 
     /// Snapshots of a page of ids, and whether more follow.
     func snapshots(_ page: (ids: [String], more: Bool)) -> (items: [DownloadSnapshot], more: Bool) {

@@ -11,8 +11,9 @@ extension Engine {
             return ids.map { ($0, .failure(error)) }
         }
         for id in ids { refresh(id) }
-        var queue = QueueOrder(machines.values.lazy.map(\.machine.download).filter(\.isWaiting)
-            .map(QueueOrder.Entry.init))
+        var queue = QueueOrder(
+            machines.values.lazy.map(\.machine.download).filter(\.isWaiting)
+                .map(QueueOrder.Entry.init))
         var failures: [String: EngineError] = [:]
         let known = ids.filter { id in
             guard let download = machines[id]?.machine.download else {
@@ -20,18 +21,20 @@ extension Engine {
                 return false
             }
             guard download.isWaiting else {
-                failures[id] = .conflict("a \(download.state.rawValue) download has no place in the queue: only "
-                                         + "queued and paused ones wait")
+                failures[id] = .conflict(
+                    "a \(download.state.rawValue) download has no place in the queue: only "
+                        + "queued and paused ones wait")
                 return false
             }
             return true
         }
-        let work: [String] = switch move {
-        case .top, .position: known.reversed()
-        case .bottom: known
-        case .up: known.sorted { queue.position(of: $0)! < queue.position(of: $1)! }
-        case .down: known.sorted { queue.position(of: $0)! > queue.position(of: $1)! }
-        }
+        let work: [String] =
+            switch move {
+            case .top, .position: known.reversed()
+            case .bottom: known
+            case .up: known.sorted { queue.position(of: $0)! < queue.position(of: $1)! }
+            case .down: known.sorted { queue.position(of: $0)! > queue.position(of: $1)! }
+            }
         for id in work {
             guard let (_, changed) = queue.move(id, move) else { continue }
             for entry in changed {

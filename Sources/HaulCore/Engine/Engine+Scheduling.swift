@@ -52,11 +52,12 @@ extension Engine: PersisterHost, WebhookHost, FinishingHost, RunnerHost, Tenancy
 
     /// The download as the API shows it, with this moment's speed; its id alone without an API.
     func resource(of download: Download) -> JSONValue {
-        let shown = snapshot(download.id).map { snapshot in
-            var snapshot = snapshot
-            snapshot.download = download
-            return snapshot
-        } ?? DownloadSnapshot(download: download, speed: 0, activeConnections: 0)
+        let shown =
+            snapshot(download.id).map { snapshot in
+                var snapshot = snapshot
+                snapshot.download = download
+                return snapshot
+            } ?? DownloadSnapshot(download: download, speed: 0, activeConnections: 0)
         return listener?.resource(of: shown) ?? .object([("id", .string(download.id))])
     }
 

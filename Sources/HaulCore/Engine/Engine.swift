@@ -48,8 +48,10 @@ public final class Engine {
     public weak var listener: EngineListener?
 
     /// An engine fetching with libcurl on `loop` and timing with its timers, unless a test gives other seams.
-    public init(loop: EventLoop, store: DownloadStore, config: EngineConfig, log: Logger, fetcher: Fetcher? = nil,
-                clock: Clock? = nil) throws {
+    public init(
+        loop: EventLoop, store: DownloadStore, config: EngineConfig, log: Logger, fetcher: Fetcher? = nil,
+        clock: Clock? = nil
+    ) throws {
         self.loop = loop
         let clock = clock ?? LoopClock(loop: loop)
         self.clock = clock
@@ -119,9 +121,10 @@ public final class Engine {
     /// under an earlier version may still hold them, so they are given back at start.
     private func releaseUnwritten(_ download: Download) {
         guard let name = download.filename, !download.segments.isEmpty,
-              let directory = try? directory(download.directory, create: false),
-              directory.size(name + ".part") != nil,
-              let file = try? PartFile(directory: directory, name: name + ".part") else { return }
+            let directory = try? directory(download.directory, create: false),
+            directory.size(name + ".part") != nil,
+            let file = try? PartFile(directory: directory, name: name + ".part")
+        else { return }
         file.release(download.segments.compactMap { segment in segment.end.map { (segment.cursor, $0) } })
     }
 }

@@ -50,13 +50,14 @@ struct QueueOrder {
     mutating func move(_ id: String, _ move: QueueMove) -> (position: Int, changed: [Entry])? {
         guard let from = position(of: id) else { return nil }
         let last = entries.count - 1
-        let target = switch move {
-        case .top: 0
-        case .bottom: last
-        case .up: max(0, from - 1)
-        case .down: min(last, from + 1)
-        case .position(let n): min(max(0, n), last)
-        }
+        let target =
+            switch move {
+            case .top: 0
+            case .bottom: last
+            case .up: max(0, from - 1)
+            case .down: min(last, from + 1)
+            case .position(let n): min(max(0, n), last)
+            }
         guard target != from else { return (from, []) }
         var moved = entries.remove(at: from)
         let before = target > 0 ? entries[target - 1] : nil

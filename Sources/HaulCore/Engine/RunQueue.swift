@@ -21,8 +21,9 @@ struct RunQueue {
 
         /// The entry of `download` as it is now.
         init(_ download: Download) {
-            self.init(priority: download.priority, order: download.queueOrder, sequence: download.sequence,
-                      id: download.id)
+            self.init(
+                priority: download.priority, order: download.queueOrder, sequence: download.sequence,
+                id: download.id)
         }
 
         /// Whether `self` goes before `other`.

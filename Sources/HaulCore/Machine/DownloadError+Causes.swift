@@ -39,14 +39,18 @@ extension DownloadError {
         case .loginFailed?: return DownloadError(.loginFailed, "the server refused the login\(detail)")
         case .refused(let code)?:
             // 4xx replies are transient in FTP (450: the file is busy); 5xx are permanent (550: not there, denied).
-            return DownloadError(.ftp(code), "the server refused the file (\(code))\(detail)",
-                                 retryable: (400..<500).contains(code))
+            return DownloadError(
+                .ftp(code), "the server refused the file (\(code))\(detail)",
+                retryable: (400..<500).contains(code))
         case .rangesRefused?:
-            return DownloadError(.rangeMismatch, "the server cannot start a transfer at an offset\(detail)",
-                                 retryable: true)
+            return DownloadError(
+                .rangeMismatch, "the server cannot start a transfer at an offset\(detail)",
+                retryable: true)
         case .hostKeyUnknown(let fingerprint)?:
-            return DownloadError(.hostKeyUnknown, "the server's host key \(fingerprint) is not known: add it to "
-                + "--ssh-known-hosts, or give it as the download's host_key once it is checked")
+            return DownloadError(
+                .hostKeyUnknown,
+                "the server's host key \(fingerprint) is not known: add it to "
+                    + "--ssh-known-hosts, or give it as the download's host_key once it is checked")
         case .hostKeyMismatch(let fingerprint)?:
             return DownloadError(.hostKeyMismatch, "the server's host key \(fingerprint) is not the one known for it")
         case .tooManyConnections?:

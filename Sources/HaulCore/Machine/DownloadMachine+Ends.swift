@@ -37,8 +37,12 @@ extension DownloadMachine {
             updateSegments { $0[segmentIndex].end = segment.cursor - 1 }
             download.totalBytes = segment.cursor
         } else if !segment.isDone {
-            return connectionFailed(index, DownloadError(.sizeMismatch, "the server ended a range "
-                + "\(segment.remaining ?? 0) bytes early", retryable: true))
+            return connectionFailed(
+                index,
+                DownloadError(
+                    .sizeMismatch,
+                    "the server ended a range "
+                        + "\(segment.remaining ?? 0) bytes early", retryable: true))
         }
         if let rate = rate(of: connections[index]) {
             recentRates = recentRates.suffix(7) + [rate]
@@ -55,7 +59,8 @@ extension DownloadMachine {
         // all the same, so a download whose every source fails still ends).
         if usableSources.count > 1, download.resumable, error.retryable, download.attempts < settings.maxAttempts {
             download.attempts += 1
-            log(.warning, "connection failed, its segment goes on from a mirror: \(error.message)",
+            log(
+                .warning, "connection failed, its segment goes on from a mirror: \(error.message)",
                 ["error.code": error.code.rawValue])
             connections[index].source = chooseSource(excluding: 0)
             return launch(index)
@@ -63,7 +68,8 @@ extension DownloadMachine {
         guard error.retryable, download.attempts < settings.maxAttempts else { return fail(error) }
         download.attempts += 1
         let delay = backoff(attempt: download.attempts - 1, error: error)
-        log(.warning, "connection failed, retrying in \(Self.seconds(delay)) s: \(error.message)",
+        log(
+            .warning, "connection failed, retrying in \(Self.seconds(delay)) s: \(error.message)",
             ["error.code": error.code.rawValue, "segment.index": String(connections[index].segment)])
         let timer = newTimer()
         connections[index].state = .backoff(timer)

@@ -33,8 +33,10 @@ extension DownloadMachine {
         setSegments([])
         log(.warning, "checksum mismatch")
         end(.fail) {
-            $0.error = DownloadError(.checksumMismatch, "\(expected.algorithm.rawValue) of the file is \(actual), "
-                + "expected \(expected.hex)")
+            $0.error = DownloadError(
+                .checksumMismatch,
+                "\(expected.algorithm.rawValue) of the file is \(actual), "
+                    + "expected \(expected.hex)")
         }
     }
 
@@ -55,13 +57,17 @@ extension DownloadMachine {
             }
         }
         for index in download.mirrors.indices where download.mirrors[index].receivedBytes > 0 {
-            dropMirror(index, "the file failed its \(expected.algorithm.rawValue) check with bytes from it; they are "
-                + "fetched again from \(Redact.url(download.url))")
+            dropMirror(
+                index,
+                "the file failed its \(expected.algorithm.rawValue) check with bytes from it; they are "
+                    + "fetched again from \(Redact.url(download.url))")
         }
         mirrorWritten = []
         let again = merged.reduce(Int64(0)) { $0 + $1.last - $1.first + 1 }
-        log(.warning, "checksum mismatch with bytes from mirrors: \(again) bytes are fetched again from the first "
-            + "source", ["checksum.actual": actual])
+        log(
+            .warning,
+            "checksum mismatch with bytes from mirrors: \(again) bytes are fetched again from the first "
+                + "source", ["checksum.actual": actual])
         setSegments(SegmentPlanner.excluding(merged, total: total))
         // The verification synced every byte: the journal may vouch for all those kept.
         download.journal = download.segments
@@ -193,8 +199,10 @@ extension DownloadMachine {
             guard let since else { return phase = .probing(id, since: now) }
             guard now - since >= settings.stallTimeout else { return }
             emit(.cancel(id))
-            failProbe(DownloadError(.timeout, "no answer to the first request for \(Int(settings.stallTimeout)) s",
-                                    retryable: true))
+            failProbe(
+                DownloadError(
+                    .timeout, "no answer to the first request for \(Int(settings.stallTimeout)) s",
+                    retryable: true))
         case .probingHead(let id, let since):
             guard let since else { return phase = .probingHead(id, since: now) }
             guard now - since >= settings.stallTimeout else { return }
@@ -217,7 +225,8 @@ extension DownloadMachine {
     private mutating func watchStalls(now: Double) {
         for index in connections.indices.reversed() where index < connections.count {
             guard case .fetching(let id) = connections[index].state,
-                  download.segments.indices.contains(connections[index].segment) else { continue }
+                download.segments.indices.contains(connections[index].segment)
+            else { continue }
             let received = download.segments[connections[index].segment].received
             let last = connections[index].lastTickBytes
             connections[index].lastTickBytes = received
@@ -230,7 +239,8 @@ extension DownloadMachine {
             let since = connections[index].slowSince ?? now
             connections[index].slowSince = since
             guard now - since >= settings.stallTimeout else { continue }
-            let what = received == last
+            let what =
+                received == last
                 ? "nothing received for \(Int(settings.stallTimeout)) s"
                 : "slower than \(settings.lowestSpeed) bytes/s for \(Int(settings.stallTimeout)) s"
             emit(.cancel(id))
@@ -242,7 +252,8 @@ extension DownloadMachine {
     /// journal never claims a byte that is not on disk.
     mutating func checkpoint() {
         guard !checkpointInFlight, phase == .transferring,
-              download.receivedBytes > download.durableBytes else { return }
+            download.receivedBytes > download.durableBytes
+        else { return }
         checkpointInFlight = true
         bytesSinceCheckpoint = 0
         emit(.checkpoint(download.segments, generation: generation))

@@ -17,8 +17,10 @@ extension DownloadMachine {
             }
             return
         }
-        for index in download.mirrors.indices where download.mirrors[index].state == .pending
-            && !mirrorProbes.values.contains(index) {
+        for index in download.mirrors.indices
+        where download.mirrors[index].state == .pending
+            && !mirrorProbes.values.contains(index)
+        {
             let id = newTransfer()
             mirrorProbes[id] = index
             emit(.fetchFrom(id, .head, url: download.mirrors[index].url))
@@ -33,8 +35,10 @@ extension DownloadMachine {
             return dropMirror(index, "its HEAD answered HTTP \(response.status)")
         }
         if let total = download.totalBytes, length != total {
-            return dropMirror(index, "its size \(length.map(String.init) ?? "unknown") differs from the "
-                + "\(total) bytes of \(Redact.url(download.url))")
+            return dropMirror(
+                index,
+                "its size \(length.map(String.init) ?? "unknown") differs from the "
+                    + "\(total) bytes of \(Redact.url(download.url))")
         }
         guard response.header("accept-ranges").map({ $0.lowercased().contains("bytes") }) == true else {
             return dropMirror(index, "it serves no byte ranges")
@@ -42,7 +46,8 @@ extension DownloadMachine {
         // The checksum asked for, when the mirror announces its digest: another file of the same size is dropped
         // here, not found out when the whole file fails its check.
         if let checksum = download.checksum.flatMap(Checksum.init), let digest = checksum.announced(by: response),
-           digest != checksum.hex {
+            digest != checksum.hex
+        {
             return dropMirror(index, "its \(checksum.algorithm.rawValue) \(digest) is not the checksum asked for")
         }
         (download.mirrors[index].etag, download.mirrors[index].lastModified) = mirrorOrigin(index).validators(response)
@@ -63,13 +68,18 @@ extension DownloadMachine {
     /// Fetches the first bytes of the mirrors waiting, once the first source's are in the part file.
     mutating func startMirrorChecks() {
         guard let range = mirrorCheckRange, let first = download.segments.first,
-              first.received >= range.last + 1 else { return }
+            first.received >= range.last + 1
+        else { return }
         for index in mirrorsAwaitingCheck.sorted() where download.mirrors[index].state == .pending {
             let id = newTransfer()
             mirrorChecks[id] = (index, range)
-            emit(.fetchFrom(id, .compare(start: range.first, end: range.last,
-                                         ifRange: download.mirrors[index].validator),
-                            url: download.mirrors[index].url))
+            emit(
+                .fetchFrom(
+                    id,
+                    .compare(
+                        start: range.first, end: range.last,
+                        ifRange: download.mirrors[index].validator),
+                    url: download.mirrors[index].url))
         }
         mirrorsAwaitingCheck.removeAll()
     }
@@ -77,13 +87,16 @@ extension DownloadMachine {
     /// The answer to a mirror's check: its own version's exact range, or the mirror is dropped.
     mutating func mirrorCheckResponded(_ id: TransferID, _ response: TransferResponse) {
         guard let (index, range) = mirrorChecks[id] else { return emit(.abort(id)) }
-        let reply = mirrorOrigin(index).checkRange(response, start: range.first, end: range.last,
-                                                   total: download.totalBytes, etag: download.mirrors[index].etag,
-                                                   lastModified: download.mirrors[index].lastModified)
+        let reply = mirrorOrigin(index).checkRange(
+            response, start: range.first, end: range.last,
+            total: download.totalBytes, etag: download.mirrors[index].etag,
+            lastModified: download.mirrors[index].lastModified)
         guard case .accept = reply else {
             mirrorChecks.removeValue(forKey: id)
-            dropMirror(index, "it answered the check of its first bytes with HTTP \(response.status), Content-Range: "
-                + (response.header("content-range") ?? "none"))
+            dropMirror(
+                index,
+                "it answered the check of its first bytes with HTTP \(response.status), Content-Range: "
+                    + (response.header("content-range") ?? "none"))
             emit(.abort(id))
             return fill()
         }
@@ -96,12 +109,16 @@ extension DownloadMachine {
         defer { fill() }
         guard download.mirrors.indices.contains(index), download.mirrors[index].state == .pending else { return }
         if let differsAt {
-            return dropMirror(index, "its bytes differ from those of \(Redact.url(download.url)) at byte \(differsAt): "
-                + "another file of the same size")
+            return dropMirror(
+                index,
+                "its bytes differ from those of \(Redact.url(download.url)) at byte \(differsAt): "
+                    + "another file of the same size")
         }
         guard result.failure == nil, checked == range.last - range.first + 1 else {
-            return dropMirror(index, "the check of its first bytes ended after \(checked) bytes"
-                + (result.message.isEmpty ? "" : ": \(result.message)"))
+            return dropMirror(
+                index,
+                "the check of its first bytes ended after \(checked) bytes"
+                    + (result.message.isEmpty ? "" : ": \(result.message)"))
         }
         download.mirrors[index].state = .active
         log(.info, "mirror agrees", ["mirror": Redact.url(download.mirrors[index].url)])
@@ -178,21 +195,31 @@ extension DownloadMachine {
 
     /// A mirror's answer to a range: the exact range, of the version its probe saw, or the mirror is dropped (a
     /// mirror's changed file or ignored Range is its own problem, never a restart of the download).
-    mutating func mirrorRangeResponded(_ index: Int, _ requested: (start: Int64, end: Int64?),
-                                       _ response: TransferResponse) {
+    mutating func mirrorRangeResponded(
+        _ index: Int, _ requested: (start: Int64, end: Int64?),
+        _ response: TransferResponse
+    ) {
         let mirror = connections[index].source - 1
         let known = download.mirrors.indices.contains(mirror)
         let dialect = mirrorOrigin(mirror)
-        switch dialect.checkRange(response, start: requested.start, end: requested.end, total: download.totalBytes,
-                                  etag: known ? download.mirrors[mirror].etag : nil,
-                                  lastModified: known ? download.mirrors[mirror].lastModified : nil) {
+        switch dialect.checkRange(
+            response, start: requested.start, end: requested.end, total: download.totalBytes,
+            etag: known ? download.mirrors[mirror].etag : nil,
+            lastModified: known ? download.mirrors[mirror].lastModified : nil)
+        {
         case .accept:
             return
         case .httpError(let status) where status != 416:
             stop(index, .failed(dialect.error(status: status, response: response)))
         default:
-            stop(index, .failed(DownloadError(.rangeMismatch, "the mirror answered another range or version "
-                + "(HTTP \(response.status), Content-Range: \(response.header("content-range") ?? "none"))")))
+            stop(
+                index,
+                .failed(
+                    DownloadError(
+                        .rangeMismatch,
+                        "the mirror answered another range or version "
+                            + "(HTTP \(response.status), Content-Range: \(response.header("content-range") ?? "none"))")
+                ))
         }
     }
 
@@ -205,7 +232,8 @@ extension DownloadMachine {
         if download.mirrors[mirror].errors >= 2 || !error.retryable {
             dropMirror(mirror, error.message)
         } else {
-            log(.warning, "mirror failed, its segment goes on elsewhere: \(error.message)",
+            log(
+                .warning, "mirror failed, its segment goes on elsewhere: \(error.message)",
                 ["mirror": Redact.url(download.mirrors[mirror].url)])
         }
         connections[index].source = chooseSource(excluding: connections[index].source)

@@ -15,7 +15,8 @@ extension DownloadMachine {
         // A download with a journal to resume needs no probe: each segment's request carries If-Range, and a changed
         // file answers it with its new whole body.
         if let name = download.filename, download.resumable,
-           ResumePlan.covers(download.segments, download.totalBytes) {
+            ResumePlan.covers(download.segments, download.totalBytes)
+        {
             phase = .opening(contentDisposition: nil)
             return emit(.openPartFile(PartFileRequest(current: name, base: name)))
         }
@@ -49,8 +50,11 @@ extension DownloadMachine {
             failProbe(origin.error(status: status, response: response))
         case .wrongRange:
             emit(.abort(id))
-            failProbe(DownloadError(.rangeMismatch, "the server answered another range than bytes=0- "
-                + "(Content-Range: \(response.header("content-range") ?? "none"))", retryable: true))
+            failProbe(
+                DownloadError(
+                    .rangeMismatch,
+                    "the server answered another range than bytes=0- "
+                        + "(Content-Range: \(response.header("content-range") ?? "none"))", retryable: true))
         case .result(var result):
             if result.totalBytes == nil, !headTried {
                 // No size: a body running past the size HEAD tells would be written without end. HEAD (once), then
@@ -75,9 +79,10 @@ extension DownloadMachine {
 
     /// The first request ended before its headers (or they were refused): try again after a backoff.
     mutating func probeEnded(_ result: TransferResult) {
-        failProbe(result.failure == nil || result.failure == .aborted
-            ? DownloadError(.badResponse, "the server ended the first request without an answer", retryable: true)
-            : DownloadError.transfer(result))
+        failProbe(
+            result.failure == nil || result.failure == .aborted
+                ? DownloadError(.badResponse, "the server ended the first request without an answer", retryable: true)
+                : DownloadError.transfer(result))
     }
 
     /// The probe failed: probe again after a backoff while attempts remain, else the download fails.
@@ -85,7 +90,8 @@ extension DownloadMachine {
         guard error.retryable, download.attempts < settings.maxAttempts else { return fail(error) }
         download.attempts += 1
         let delay = backoff(attempt: download.attempts - 1, error: error)
-        log(.warning, "attempt failed, retrying in \(Self.seconds(delay)) s: \(error.message)",
+        log(
+            .warning, "attempt failed, retrying in \(Self.seconds(delay)) s: \(error.message)",
             ["error.code": error.code.rawValue])
         let timer = newTimer()
         phase = .probeBackoff(timer)
@@ -94,10 +100,14 @@ extension DownloadMachine {
 
     mutating func probed(_ probe: ProbeResult) {
         if let expected = download.expectedBytes, let total = probe.totalBytes, expected != total {
-            return fail(DownloadError(.sizeMismatch, "the server says the file has \(total) bytes; \(expected) "
-                + "were expected (size)"))
+            return fail(
+                DownloadError(
+                    .sizeMismatch,
+                    "the server says the file has \(total) bytes; \(expected) "
+                        + "were expected (size)"))
         }
-        let changed = download.receivedBytes > 0
+        let changed =
+            download.receivedBytes > 0
             && (download.totalBytes != probe.totalBytes || download.etag != probe.etag
                 || download.lastModified != probe.lastModified)
         if changed { log(.info, "remote file changed since the last attempt; starting over") }
@@ -112,9 +122,11 @@ extension DownloadMachine {
             setSegments([])
         }
         phase = .opening(contentDisposition: probe.contentDisposition)
-        let base = download.requestedFilename
-            ?? FileName.derive(contentDisposition: probe.contentDisposition,
-                               finalURL: download.finalURL ?? download.url)
+        let base =
+            download.requestedFilename
+            ?? FileName.derive(
+                contentDisposition: probe.contentDisposition,
+                finalURL: download.finalURL ?? download.url)
         emit(.openPartFile(PartFileRequest(current: download.filename, base: base)))
     }
 

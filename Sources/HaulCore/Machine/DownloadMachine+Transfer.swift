@@ -6,9 +6,10 @@ extension DownloadMachine {
     /// Decides the segments: the journaled ones when the file can be resumed, else one plan from zero; then makes
     /// sure the file fits and reserves its blocks.
     mutating func plan(partSize: Int64, allocated: Int64, free: Int64) {
-        let segments = ResumePlan.segments(journal: download.segments, partFileSize: partSize,
-                                           total: download.totalBytes, resumable: download.resumable,
-                                           connections: download.connections, minSplit: settings.minSplitSize)
+        let segments = ResumePlan.segments(
+            journal: download.segments, partFileSize: partSize,
+            total: download.totalBytes, resumable: download.resumable,
+            connections: download.connections, minSplit: settings.minSplitSize)
         if segments != download.segments {
             generation += 1
             setSegments(segments)
@@ -63,15 +64,19 @@ extension DownloadMachine {
         while !hostBusy, connections.count < connectionsAllowed {
             var segments = download.segments
             let busy = connections.map { ($0.segment, rate(of: $0)) }
-            guard let index = SegmentPlanner.nextWork(&segments, busy: busy, recent: recentRates,
-                                                      minSplit: settings.minSplitSize)
+            guard
+                let index = SegmentPlanner.nextWork(
+                    &segments, busy: busy, recent: recentRates,
+                    minSplit: settings.minSplitSize)
             else { break }
             if segments != download.segments { setSegments(segments) }
             if let stream = probeStream, download.segments[index].cursor == 0 {
                 // The first request's body is this segment's: it goes on streaming, no second request.
                 probeStream = nil
-                connections.append(Connection(segment: index, state: .fetching(stream.id),
-                                              requested: stream.ranged ? (0, nil) : nil, launchedAt: now))
+                connections.append(
+                    Connection(
+                        segment: index, state: .fetching(stream.id),
+                        requested: stream.ranged ? (0, nil) : nil, launchedAt: now))
                 continue
             }
             var connection = Connection(segment: index, state: .backoff(TimerID(0)))
@@ -108,7 +113,8 @@ extension DownloadMachine {
         let source = connections[index].source
         let kind: FetchKind
         if download.resumable, let total = download.totalBytes,
-           segment.cursor > 0 || segment.end != total - 1 || source > 0 {
+            segment.cursor > 0 || segment.end != total - 1 || source > 0
+        {
             // The last segment asks for "the rest"; the others for their exact range. Each source has its own
             // validator.
             let end = segment.end == total - 1 ? nil : segment.end
@@ -159,15 +165,22 @@ extension DownloadMachine {
             case 200..<300 where response.status != 206:
                 takeWholeBody(index, response)
             case 200..<400:
-                stop(index, .failed(DownloadError(.rangeMismatch, "unexpected status \(response.status) to a plain "
-                    + "GET", retryable: true)))
+                stop(
+                    index,
+                    .failed(
+                        DownloadError(
+                            .rangeMismatch,
+                            "unexpected status \(response.status) to a plain "
+                                + "GET", retryable: true)))
             default:
                 stop(index, .failed(origin.error(status: response.status, response: response)))
             }
             return
         }
-        switch origin.checkRange(response, start: requested.start, end: requested.end, total: download.totalBytes,
-                                 etag: download.etag, lastModified: download.lastModified) {
+        switch origin.checkRange(
+            response, start: requested.start, end: requested.end, total: download.totalBytes,
+            etag: download.etag, lastModified: download.lastModified)
+        {
         case .accept:
             break
         case .restartWithBody:
@@ -176,8 +189,13 @@ extension DownloadMachine {
         case .changed:
             restart(because: "the remote file changed")
         case .mismatch:
-            stop(index, .failed(DownloadError(.rangeMismatch, "the server answered a different byte range "
-                + "(Content-Range: \(response.header("content-range") ?? "none"))", retryable: true)))
+            stop(
+                index,
+                .failed(
+                    DownloadError(
+                        .rangeMismatch,
+                        "the server answered a different byte range "
+                            + "(Content-Range: \(response.header("content-range") ?? "none"))", retryable: true)))
         case .httpError(416):
             restart(because: "the server cannot serve the range any more (416)")
         case .httpError(let status):
@@ -197,13 +215,17 @@ extension DownloadMachine {
     /// new version is split again over the download's connections, each range asked for with its validator.
     mutating func takeWholeBody(_ index: Int, _ response: TransferResponse) {
         let requested = connections[index].requested
-        let length = response.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        let length =
+            response.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
             ?? (requested == nil ? download.totalBytes : nil)
         let (etag, lastModified) = origin.validators(response)
         let ignoresRange = requested != nil && etag == download.etag && lastModified == download.lastModified
         if requested != nil {
-            log(.info, ignoresRange ? "the server ignores Range: one connection from byte 0"
-                                    : "the remote file changed: starting over from byte 0")
+            log(
+                .info,
+                ignoresRange
+                    ? "the server ignores Range: one connection from byte 0"
+                    : "the remote file changed: starting over from byte 0")
         }
         // Every other connection goes: this body is the file.
         var kept = connections[index]
@@ -240,7 +262,8 @@ extension DownloadMachine {
     /// Body bytes arrived: how many belong to the segment and where they go.
     mutating func received(_ id: TransferID, count: Int) {
         guard let index = connection(with: id), case .fetching = connections[index].state,
-              download.segments.indices.contains(connections[index].segment) else { return emit(.abort(id)) }
+            download.segments.indices.contains(connections[index].segment)
+        else { return emit(.abort(id)) }
         let segment = download.segments[connections[index].segment]
         let take = Int(min(Int64(count), segment.remaining ?? Int64.max))
         if take > 0 {
@@ -259,8 +282,13 @@ extension DownloadMachine {
             stop(index, .reachedEnd)
         } else if take < count {
             // Not a split: the body goes on past the size the file is known to have.
-            stop(index, .failed(DownloadError(.sizeMismatch, "the server sent more than the "
-                + "\((segment.end ?? 0) + 1) bytes the file has")))
+            stop(
+                index,
+                .failed(
+                    DownloadError(
+                        .sizeMismatch,
+                        "the server sent more than the "
+                            + "\((segment.end ?? 0) + 1) bytes the file has")))
         }
     }
 
@@ -282,16 +310,19 @@ extension DownloadMachine {
     /// The file would pass what its token's quota leaves it.
     func quotaRefusal(_ allowance: Int64) -> DownloadError {
         let size = download.totalBytes.map { "is \(SpacePolicy.bytes($0))" } ?? "ran past what it may hold"
-        return DownloadError(.quotaExceeded, "the file \(size); the quota of the token that added it leaves "
-            + "\(SpacePolicy.bytes(max(0, allowance)))")
+        return DownloadError(
+            .quotaExceeded,
+            "the file \(size); the quota of the token that added it leaves "
+                + "\(SpacePolicy.bytes(max(0, allowance)))")
     }
 
     mutating func freeSpace(_ free: Int64) {
         guard phase == .transferring, !reserved else { return }
         let written = download.segments.map(\.cursor).max() ?? 0
-        let refusal = download.totalBytes.map {
-            settings.space.refusal(total: $0, needed: $0 - written, free: free)
-        } ?? settings.space.refusalWhileWriting(written: written, free: free)
+        let refusal =
+            download.totalBytes.map {
+                settings.space.refusal(total: $0, needed: $0 - written, free: free)
+            } ?? settings.space.refusalWhileWriting(written: written, free: free)
         if let refusal { fail(refusal) }
     }
 

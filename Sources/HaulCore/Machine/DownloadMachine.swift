@@ -20,8 +20,10 @@ public struct MachineSettings: Sendable {
             let copy = Storage()
             (copy.maxAttempts, copy.retryBaseDelay, copy.retryMaxDelay) = (maxAttempts, retryBaseDelay, retryMaxDelay)
             (copy.stallTimeout, copy.lowestSpeed, copy.tickInterval) = (stallTimeout, lowestSpeed, tickInterval)
-            (copy.minSplitSize, copy.checkpointBytes, copy.spaceCheckBytes) = (minSplitSize, checkpointBytes,
-                                                                               spaceCheckBytes)
+            (copy.minSplitSize, copy.checkpointBytes, copy.spaceCheckBytes) = (
+                minSplitSize, checkpointBytes,
+                spaceCheckBytes
+            )
             copy.space = space
             return copy
         }
@@ -35,27 +37,53 @@ public struct MachineSettings: Sendable {
     }
 
     /// Attempts per download before it fails (the first one included).
-    public var maxAttempts: Int { get { storage.maxAttempts } set { change { $0.maxAttempts = newValue } } }
+    public var maxAttempts: Int {
+        get { storage.maxAttempts }
+        set { change { $0.maxAttempts = newValue } }
+    }
     /// First retry delay in seconds; doubles with each attempt up to `retryMaxDelay`.
-    public var retryBaseDelay: Double { get { storage.retryBaseDelay } set { change { $0.retryBaseDelay = newValue } } }
-    public var retryMaxDelay: Double { get { storage.retryMaxDelay } set { change { $0.retryMaxDelay = newValue } } }
+    public var retryBaseDelay: Double {
+        get { storage.retryBaseDelay }
+        set { change { $0.retryBaseDelay = newValue } }
+    }
+    public var retryMaxDelay: Double {
+        get { storage.retryMaxDelay }
+        set { change { $0.retryMaxDelay = newValue } }
+    }
     /// A transfer that receives nothing (or less than `lowestSpeed`) this long is cut and retried.
-    public var stallTimeout: Double { get { storage.stallTimeout } set { change { $0.stallTimeout = newValue } } }
+    public var stallTimeout: Double {
+        get { storage.stallTimeout }
+        set { change { $0.stallTimeout = newValue } }
+    }
     /// Bytes per second below which a connection counts as stalled; 0 watches for silence only.
-    public var lowestSpeed: Int64 { get { storage.lowestSpeed } set { change { $0.lowestSpeed = newValue } } }
+    public var lowestSpeed: Int64 {
+        get { storage.lowestSpeed }
+        set { change { $0.lowestSpeed = newValue } }
+    }
     /// The tick's period, which stall rates are measured over.
-    public var tickInterval: Double { get { storage.tickInterval } set { change { $0.tickInterval = newValue } } }
+    public var tickInterval: Double {
+        get { storage.tickInterval }
+        set { change { $0.tickInterval = newValue } }
+    }
     /// No segment is split below this size (but see `SegmentPlanner.nextWork` for lagging connections).
-    public var minSplitSize: Int64 { get { storage.minSplitSize } set { change { $0.minSplitSize = newValue } } }
+    public var minSplitSize: Int64 {
+        get { storage.minSplitSize }
+        set { change { $0.minSplitSize = newValue } }
+    }
     /// A checkpoint at the latest after this many bytes (and at every tick).
     public var checkpointBytes: Int64 {
-        get { storage.checkpointBytes } set { change { $0.checkpointBytes = newValue } }
+        get { storage.checkpointBytes }
+        set { change { $0.checkpointBytes = newValue } }
     }
     /// The unreserved bytes after which free space is looked at again.
     public var spaceCheckBytes: Int64 {
-        get { storage.spaceCheckBytes } set { change { $0.spaceCheckBytes = newValue } }
+        get { storage.spaceCheckBytes }
+        set { change { $0.spaceCheckBytes = newValue } }
     }
-    public var space: SpacePolicy { get { storage.space } set { change { $0.space = newValue } } }
+    public var space: SpacePolicy {
+        get { storage.space }
+        set { change { $0.space = newValue } }
+    }
 
     public init() {}
 }

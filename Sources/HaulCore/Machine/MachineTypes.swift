@@ -67,8 +67,10 @@ public struct PartFileInfo: Equatable, Sendable {
     /// nil without a quota.
     public var allowance: Int64?
 
-    public init(name: String, size: Int64, allocated: Int64, free: Int64, adopted: Int64? = nil,
-                passedOver: String? = nil, allowance: Int64? = nil) {
+    public init(
+        name: String, size: Int64, allocated: Int64, free: Int64, adopted: Int64? = nil,
+        passedOver: String? = nil, allowance: Int64? = nil
+    ) {
         self.allowance = allowance
         self.name = name
         self.size = size

@@ -89,9 +89,11 @@ public struct Download: Sendable, Equatable {
     public var hookError: String?
     public var hookAt: Date?
 
-    public init(id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
-                directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,
-                createdAt: Date) {
+    public init(
+        id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
+        directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,
+        createdAt: Date
+    ) {
         self.id = id
         self.sequence = sequence
         self.url = url

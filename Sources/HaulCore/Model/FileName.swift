@@ -26,14 +26,17 @@ public enum FileName {
         // each scalar's Unicode properties (1.4% of the server's CPU over a list of small files).
         let bytes = last.utf8
         if let first = bytes.first, let end = bytes.last, bytes.count <= maxBytes, first != UInt8(ascii: "."),
-           end != UInt8(ascii: "."), bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !forbidden.contains($0) }) {
+            end != UInt8(ascii: "."), bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !forbidden.contains($0) })
+        {
             let stem = last.split(separator: ".", maxSplits: 1).first.map { $0.lowercased() } ?? ""
             return reserved.contains(stem) ? truncate("_" + last, to: maxBytes) : last
         }
-        var name = String(String.UnicodeScalarView(last.unicodeScalars.filter { scalar in
-            !(scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value))
-                && !"<>:\"|?*".unicodeScalars.contains(scalar) && !isInvisible(scalar)
-        }))
+        var name = String(
+            String.UnicodeScalarView(
+                last.unicodeScalars.filter { scalar in
+                    !(scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value))
+                        && !"<>:\"|?*".unicodeScalars.contains(scalar) && !isInvisible(scalar)
+                }))
         name = name.trimming(while: \.isWhitespace)
         while name.hasPrefix(".") { name.removeFirst() }
         while name.hasSuffix(".") || name.hasSuffix(" ") { name.removeLast() }
@@ -83,7 +86,8 @@ public enum FileName {
     /// segment percent-decoded, else its host, else "download".
     public static func derive(contentDisposition: String?, finalURL: String) -> String {
         if let header = contentDisposition, let proposed = ContentDisposition.filename(from: header),
-           let safe = sanitize(proposed) {
+            let safe = sanitize(proposed)
+        {
             return safe
         }
         let components = URLComponents(string: finalURL)

@@ -30,7 +30,8 @@ public struct FileStamp: Sendable, Equatable {
     init?(text: String) {
         let parts = text.split(separator: ":")
         guard parts.count == 3, let device = UInt64(parts[0]), let inode = UInt64(parts[1]),
-              let size = Int64(parts[2]) else { return nil }
+            let size = Int64(parts[2])
+        else { return nil }
         self.init(device: device, inode: inode, size: size)
     }
 }

@@ -26,11 +26,15 @@ public struct Mirror: Sendable, Equatable {
 
     /// Stored as JSON in the download's row.
     static func encode(_ mirrors: [Mirror]) -> String {
-        JSONValue.array(mirrors.map { m in
-            .object([("url", .string(m.url)), ("state", .string(m.state.rawValue)), ("reason", JSONValue(m.reason)),
-                     ("etag", JSONValue(m.etag)), ("last_modified", JSONValue(m.lastModified)),
-                     ("bytes", JSONValue(m.receivedBytes)), ("errors", JSONValue(Int64(m.errors)))])
-        }).serialized()
+        JSONValue.array(
+            mirrors.map { m in
+                .object([
+                    ("url", .string(m.url)), ("state", .string(m.state.rawValue)), ("reason", JSONValue(m.reason)),
+                    ("etag", JSONValue(m.etag)), ("last_modified", JSONValue(m.lastModified)),
+                    ("bytes", JSONValue(m.receivedBytes)), ("errors", JSONValue(Int64(m.errors))),
+                ])
+            }
+        ).serialized()
     }
 
     static func decode(_ text: String?) -> [Mirror] {

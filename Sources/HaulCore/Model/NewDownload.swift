@@ -35,7 +35,8 @@ public struct NewDownload: Sendable {
     /// given, so that the URL shown back carries none.
     public mutating func takeCredentialsFromURL() {
         guard url.utf8.contains(UInt8(ascii: "@")), var components = URLComponents(string: url),
-              components.user != nil || components.password != nil else { return }
+            components.user != nil || components.password != nil
+        else { return }
         if username == nil, password == nil {
             username = components.user
             password = components.password

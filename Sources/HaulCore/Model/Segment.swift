@@ -67,11 +67,14 @@ public enum SegmentPlanner {
     /// connection at 1 MiB/s against one at 8. The piece split off is at least `minSplit`, or, from a victim
     /// measured at under half the typical rate, at least 64 KiB when the split brings its end `worthwhile` seconds
     /// closer: a lagging connection's last megabytes are worth a request, an even split stays above the minimum.
-    public static func nextWork(_ segments: inout [Segment], busy: [(segment: Int, rate: Double?)],
-                                recent: [Double] = [], minSplit: Int64, worthwhile: Double = 0.25) -> Int? {
+    public static func nextWork(
+        _ segments: inout [Segment], busy: [(segment: Int, rate: Double?)],
+        recent: [Double] = [], minSplit: Int64, worthwhile: Double = 0.25
+    ) -> Int? {
         let taken = Set(busy.map(\.segment))
         if let idle = segments.indices.filter({ !taken.contains($0) && !segments[$0].isDone })
-            .min(by: { segments[$0].start < segments[$1].start }) {
+            .min(by: { segments[$0].start < segments[$1].start })
+        {
             return idle
         }
         let measured = (busy.compactMap(\.rate) + recent).filter { $0 > 0 }.sorted()

@@ -72,12 +72,12 @@ public enum Operation: String, CaseIterable, Sendable {
     public var changesState: Bool {
         switch self {
         case .addDownloads, .changeDownload, .removeDownload, .actOnDownloads, .removeDownloads, .issueTicket,
-             .changeSettings, .putCategory, .removeCategory, .addWebhook, .removeWebhook, .rpc, .addToken, .removeToken,
-             .shutdown:
+            .changeSettings, .putCategory, .removeCategory, .addWebhook, .removeWebhook, .rpc, .addToken, .removeToken,
+            .shutdown:
             return true
         case .listDownloads, .getDownload, .readFile, .followEvents, .stats, .metrics, .getSettings, .listCategories,
-             .getCategory, .listWebhooks, .getWebhook, .listDeliveries, .describeAPI, .health, .dashboard, .rpcRead,
-             .listTokens, .whoAmI, .version:
+            .getCategory, .listWebhooks, .getWebhook, .listDeliveries, .describeAPI, .health, .dashboard, .rpcRead,
+            .listTokens, .whoAmI, .version:
             return false
         }
     }
@@ -87,12 +87,12 @@ public enum Operation: String, CaseIterable, Sendable {
         switch self {
         case .health, .dashboard, .rpc, .rpcRead: return nil
         case .listDownloads, .getDownload, .readFile, .followEvents, .issueTicket, .stats, .metrics, .getSettings,
-             .listCategories, .getCategory, .describeAPI, .whoAmI, .version:
+            .listCategories, .getCategory, .describeAPI, .whoAmI, .version:
             return .read
         case .addDownloads, .changeDownload, .removeDownload, .actOnDownloads: return .add
         case .removeDownloads, .changeSettings, .putCategory, .removeCategory: return .manage
         case .listWebhooks, .addWebhook, .getWebhook, .removeWebhook, .listDeliveries, .listTokens, .addToken,
-             .removeToken, .shutdown:
+            .removeToken, .shutdown:
             return .admin
         }
     }

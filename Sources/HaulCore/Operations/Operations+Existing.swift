@@ -17,13 +17,15 @@ extension NewDownload {
     func refusal(asking d: Download) -> EngineError? {
         let fixed = fixedDifferences(from: d)
         if !fixed.isEmpty {
-            return .conflict("\(d.id) fetches this URL into the same place already (\(d.state.rawValue)); its "
-                + "\(fixed.joined(separator: ", ")) differ, which cannot change once a download is added: remove it "
-                + "first to add it with these")
+            return .conflict(
+                "\(d.id) fetches this URL into the same place already (\(d.state.rawValue)); its "
+                    + "\(fixed.joined(separator: ", ")) differ, which cannot change once a download is added: remove it "
+                    + "first to add it with these")
         }
         if changes(to: d) != nil, let owner, !Caller(owner).mayChange(d) {
-            return .notOwner("\(d.id) fetches this URL into the same place already and is another token's: its "
-                + "priority, connections and speed limit are not the token '\(owner.name)''s to change")
+            return .notOwner(
+                "\(d.id) fetches this URL into the same place already and is another token's: its "
+                    + "priority, connections and speed limit are not the token '\(owner.name)''s to change")
         }
         return nil
     }

@@ -6,8 +6,11 @@ import HaulLoop
 extension Operations {
     /// Adds `request` once per key (already the caller's own): a repeat with the same request gets the first
     /// answer's status and the download as it is now.
-    func add(_ request: NewDownload, once idempotency: Idempotency)
-        throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool) {
+    func add(
+        _ request: NewDownload, once idempotency: Idempotency
+    )
+        throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool)
+    {
         let store = engine.store
         if let first = try EngineError.storing({ try store.idempotencyAnswer(key: idempotency.key) }) {
             guard first.requestHash == idempotency.requestHash else {
@@ -20,9 +23,10 @@ extension Operations {
         }
         let answer = try engine.add(request)
         do {
-            try store.rememberIdempotencyAnswer(key: idempotency.key, downloadID: answer.snapshot.download.id,
-                                                requestHash: idempotency.requestHash,
-                                                status: answer.created ? 201 : 200)
+            try store.rememberIdempotencyAnswer(
+                key: idempotency.key, downloadID: answer.snapshot.download.id,
+                requestHash: idempotency.requestHash,
+                status: answer.created ? 201 : 200)
         } catch {
             engine.log.error("cannot record an Idempotency-Key", ["error": "\(error)"])
         }

@@ -14,8 +14,10 @@ public struct DownloadFilter: Sendable {
     /// Only the downloads this token added (a caller confined to its own).
     public var owner: String?
 
-    public init(states: Set<DownloadState>? = nil, search: String? = nil, category: String? = nil,
-                ids: Set<String>? = nil, idPrefix: String? = nil) {
+    public init(
+        states: Set<DownloadState>? = nil, search: String? = nil, category: String? = nil,
+        ids: Set<String>? = nil, idPrefix: String? = nil
+    ) {
         self.states = states
         self.search = search
         self.category = category
@@ -117,8 +119,11 @@ public struct Operations {
 
     /// Adds one download (`created` false: the unfinished one with the same URL and destination). With
     /// `idempotency`, a repeated request gets the first one's answer.
-    public func add(_ request: NewDownload, idempotency: Idempotency? = nil)
-        throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool) {
+    public func add(
+        _ request: NewDownload, idempotency: Idempotency? = nil
+    )
+        throws(EngineError) -> (snapshot: DownloadSnapshot, created: Bool)
+    {
         guard engine.count < maxDownloads else { throw .tooMany }
         var request = request
         request.owner = caller.token
@@ -183,9 +188,11 @@ public struct Operations {
         case nil: if byPosition { position = 0 }
         }
         if let position {
-            let (items, more) = engine.snapshots(engine.registry.page(by: query.order, descending: query.descending,
-                                                                      offset: position, limit: query.limit,
-                                                                      where: filter.matches))
+            let (items, more) = engine.snapshots(
+                engine.registry.page(
+                    by: query.order, descending: query.descending,
+                    offset: position, limit: query.limit,
+                    where: filter.matches))
             return DownloadPage(downloads: items, next: more ? .position(position + items.count) : nil)
         }
         var after: Int64 = 0
@@ -195,8 +202,10 @@ public struct Operations {
             // Only the changed ones: found by id, not by walking every download.
             var rest = filter
             rest.ids = nil
-            result = engine.snapshots(engine.registry.page(of: ids, after: after, limit: query.limit,
-                                                           where: rest.matches))
+            result = engine.snapshots(
+                engine.registry.page(
+                    of: ids, after: after, limit: query.limit,
+                    where: rest.matches))
         } else {
             result = engine.snapshots(engine.registry.page(after: after, limit: query.limit, where: filter.matches))
         }
@@ -205,7 +214,9 @@ public struct Operations {
     }
 
     /// The ids of the downloads `filter` matches, in creation order.
-    public func ids(matching filter: DownloadFilter) -> [String] { engine.registry.ids(where: confined(filter).matches) }
+    public func ids(matching filter: DownloadFilter) -> [String] {
+        engine.registry.ids(where: confined(filter).matches)
+    }
 
     /// The totals of what the caller sees.
     public func totals() -> EngineTotals {
@@ -227,8 +238,9 @@ public struct Operations {
         // The download as the machine holds it: a bulk action asks this of every id, no snapshot needed.
         guard let download = engine.download(id), caller.sees(download) else { throw .notFound(id) }
         guard caller.mayChange(download) else {
-            throw .notOwner("the download \(id) was not added by the token '\(token.name)', whose \(caller.scope.name) "
-                + "scope changes only its own")
+            throw .notOwner(
+                "the download \(id) was not added by the token '\(token.name)', whose \(caller.scope.name) "
+                    + "scope changes only its own")
         }
     }
 

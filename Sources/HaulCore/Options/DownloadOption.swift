@@ -45,8 +45,11 @@ public struct DownloadOption: Sendable {
     /// The `downloads` column it is stored in.
     public let column: String
     /// Checks a value a request gives for it and sets it on the new download; what is wrong goes to `problems`.
-    public let apply: @Sendable (_ option: Key, _ value: JSONValue, _ request: inout NewDownload,
-                                 _ problems: inout [FieldProblem]) -> Void
+    public let apply:
+        @Sendable (
+            _ option: Key, _ value: JSONValue, _ request: inout NewDownload,
+            _ problems: inout [FieldProblem]
+        ) -> Void
     /// What the new download takes from its request as given; nil where the engine works the value out (from the
     /// category and the settings) or the download is made with it.
     public var carry: (@Sendable (NewDownload, inout Download) -> Void)?

@@ -16,12 +16,14 @@ public enum Validate {
             return "must be an absolute \(kinds()) URL without spaces or control characters"
         }
         let ascii = !text.utf8.contains(where: { $0 >= 0x80 })
-        if !ascii, text.unicodeScalars.contains(where: { (0x80...0x9F).contains($0.value) || FileName.isInvisible($0) }) {
+        if !ascii, text.unicodeScalars.contains(where: { (0x80...0x9F).contains($0.value) || FileName.isInvisible($0) })
+        {
             return "must not contain invisible characters (format controls, line separators)"
         }
         // The scheme as written: letters, digits, '+', '-', '.', then ':'.
         guard let colon = text.firstIndex(of: ":"), colon > text.startIndex,
-              text[..<colon].utf8.allSatisfy({ ASCII.isLetterOrDigit($0) || "+-.".utf8.contains($0) }) else {
+            text[..<colon].utf8.allSatisfy({ ASCII.isLetterOrDigit($0) || "+-.".utf8.contains($0) })
+        else {
             return "must be an absolute \(kinds()) URL"
         }
         let scheme = text[..<colon].lowercased()
@@ -67,20 +69,24 @@ public enum Validate {
         if host.hasPrefix("[") || host.contains(":") {
             let inner = host.trimmingPrefix("[")
             guard host.hasPrefix("["), host.hasSuffix("]"), inner.dropLast().contains(":"),
-                  inner.dropLast().unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." })
+                inner.dropLast().unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." })
             else { return "the host must be a name or an IP address" }
             return nil
         }
         var labels = host.split(separator: ".", omittingEmptySubsequences: false)
         if labels.count > 1, labels.last == "" { labels.removeLast() }
-        guard host.utf8.count <= 253, labels.allSatisfy({ label in
-            !label.isEmpty && label.utf8.count <= 63 && label.unicodeScalars.allSatisfy { scalar in
-                scalar.isASCII ? (ASCII.isLetterOrDigit(UInt8(scalar.value)) || scalar == "-" || scalar == "_")
-                    : (scalar.properties.isAlphabetic || scalar.properties.numericType != nil
-                       || scalar.properties.generalCategory == .nonspacingMark
-                       || scalar.properties.generalCategory == .spacingMark)
-            }
-        }) else { return "the host must be a name or an IP address" }
+        guard host.utf8.count <= 253,
+            labels.allSatisfy({ label in
+                !label.isEmpty && label.utf8.count <= 63
+                    && label.unicodeScalars.allSatisfy { scalar in
+                        scalar.isASCII
+                            ? (ASCII.isLetterOrDigit(UInt8(scalar.value)) || scalar == "-" || scalar == "_")
+                            : (scalar.properties.isAlphabetic || scalar.properties.numericType != nil
+                                || scalar.properties.generalCategory == .nonspacingMark
+                                || scalar.properties.generalCategory == .spacingMark)
+                    }
+            })
+        else { return "the host must be a name or an IP address" }
         return nil
     }
 
@@ -88,7 +94,8 @@ public enum Validate {
     /// and '.', starting with a letter or digit.
     public static func categoryName(_ text: String) -> String? {
         guard let first = text.first, first.isASCII, first.isLetter || first.isNumber, text.utf8.count <= 64,
-              text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+            text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
+        else {
             return "must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit"
         }
         return nil
@@ -163,8 +170,12 @@ public enum Validate {
     /// Checks the `headers` object of a request: each name a token (RFC 9110) not reserved and not given twice, each
     /// value a field value (no CR, LF, NUL or other control), and the whole within the caps. Returns the headers
     /// (values without surrounding whitespace) and the problems, each with its field.
-    public static func headers(_ members: [(String, JSONValue)]) -> (headers: [HeaderField],
-                                                               errors: [(field: String, message: String)]) {
+    public static func headers(
+        _ members: [(String, JSONValue)]
+    ) -> (
+        headers: [HeaderField],
+        errors: [(field: String, message: String)]
+    ) {
         guard members.count <= maxHeaders else {
             return ([], [("headers", "at most \(maxHeaders) headers, not \(members.count)")])
         }

@@ -21,7 +21,7 @@ public enum ContentDisposition {
         // Skip the disposition type.
         while index < header.endIndex, header[index] != ";" { index = header.index(after: index) }
         while index < header.endIndex {
-            index = header.index(after: index) // past ';'
+            index = header.index(after: index)  // past ';'
             var name = ""
             while index < header.endIndex, header[index] != "=", header[index] != ";" {
                 name.append(header[index])
@@ -66,7 +66,8 @@ public enum ContentDisposition {
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%") {
                 guard let high = iterator.next(), let low = iterator.next(),
-                      let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
+                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+                else { return nil }
                 bytes.append(value)
             } else {
                 bytes.append(byte)

@@ -35,8 +35,11 @@ public struct FileTransferDialect: OriginDialect {
         return profile
     }
 
-    public func request(_ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy)
-        -> TransferRequest {
+    public func request(
+        _ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy
+    )
+        -> TransferRequest
+    {
         // Headers are HTTP's: an FTP or SFTP server gets none.
         var request = TransferRequest(url: url, policy: policy)
         request.profile = FileTransferDialect.profile(url, head: kind == .head)
@@ -56,8 +59,10 @@ public struct FileTransferDialect: OriginDialect {
         Probe.interpretFirstResponse(response)
     }
 
-    public func checkRange(_ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?,
-                           lastModified: String?) -> RangeReply {
+    public func checkRange(
+        _ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?,
+        lastModified: String?
+    ) -> RangeReply {
         // A range from byte 0 to the end is fetched as the whole file: its answer is the file's.
         if start == 0, end == nil, response.status == 200 {
             let length = response.header("content-length").flatMap { Int64($0) }

@@ -9,11 +9,15 @@ public struct HTTPDialect: OriginDialect {
 
     /// HTTP/2 where TLS offers it (a download's segments then share a connection), credentials as HTTP
     /// authentication, answers read as header lines, and redirects within HTTP.
-    static let profile = TransferProfile(answers: .headerLines, settings: [.http2(waitOn: ["https"]), .httpAuthentication],
-                                         failures: .http, redirects: ["http", "https"])
+    static let profile = TransferProfile(
+        answers: .headerLines, settings: [.http2(waitOn: ["https"]), .httpAuthentication],
+        failures: .http, redirects: ["http", "https"])
 
-    public func request(_ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy)
-        -> TransferRequest {
+    public func request(
+        _ kind: FetchKind, url: String, headers: [HeaderField], policy: OutboundPolicy
+    )
+        -> TransferRequest
+    {
         var request = TransferRequest(url: url, policy: policy)
         request.profile = HTTPDialect.profile
         request.headers = headers.map { ($0.name, $0.value) }
@@ -36,8 +40,10 @@ public struct HTTPDialect: OriginDialect {
     }
 
     /// `If-Range` carried the validator: a changed file answers 200 with its new body, which `check` tells.
-    public func checkRange(_ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?,
-                           lastModified: String?) -> RangeReply {
+    public func checkRange(
+        _ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?,
+        lastModified: String?
+    ) -> RangeReply {
         RangeReply.check(response, start: start, end: end, total: total, etag: etag)
     }
 

@@ -16,8 +16,10 @@ public protocol OriginDialect: Sendable {
 
     /// The answer to a ranged fetch, checked against the range asked for and the version of the file last seen
     /// (`total` bytes, strong validator `etag`, modification time `lastModified`), before a byte of it is written.
-    func checkRange(_ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?,
-                    lastModified: String?) -> RangeReply
+    func checkRange(
+        _ response: TransferResponse, start: Int64, end: Int64?, total: Int64?, etag: String?,
+        lastModified: String?
+    ) -> RangeReply
 
     /// The validators an answer carries: a strong tag, and a modification time, either of which may go back to
     /// the origin to ask for the same version.
@@ -53,13 +55,17 @@ public enum Origins {
 enum Outbound {
     /// The policy of a download's transfers (its probe, segments and mirrors'), to `url` (the download's or a
     /// mirror's).
-    static func policy(_ config: EngineConfig, for download: Download, category: Category?, url: String)
-        -> OutboundPolicy {
+    static func policy(
+        _ config: EngineConfig, for download: Download, category: Category?, url: String
+    )
+        -> OutboundPolicy
+    {
         // Only the schemes of the URL's own dialect: curl is never asked to speak another to this source.
-        var policy = OutboundPolicy(schemes: Origins.dialect(forStored: url).schemes,
-                                    addressPolicy: config.addressPolicy,
-                                    userAgent: download.userAgent ?? config.userAgent,
-                                    connectTimeout: config.connectTimeout)
+        var policy = OutboundPolicy(
+            schemes: Origins.dialect(forStored: url).schemes,
+            addressPolicy: config.addressPolicy,
+            userAgent: download.userAgent ?? config.userAgent,
+            connectTimeout: config.connectTimeout)
         policy.verifyTLS = !download.insecure
         policy.netrcFile = config.netrcFile
         policy.sshKey = config.sshKey
@@ -71,17 +77,23 @@ enum Outbound {
     /// The proxy of a download's transfers to `url`: the download's own choice, else its category's, else the
     /// settings', else the environment's (`--proxy-from-env`). One the operator named (every level but the
     /// download's own, unless it names the same) is trusted past the address policy; see `OutboundPolicy.Proxy`.
-    static func proxy(_ config: EngineConfig, for download: Download, category: Category?, url: String)
-        -> OutboundPolicy.Proxy? {
+    static func proxy(
+        _ config: EngineConfig, for download: Download, category: Category?, url: String
+    )
+        -> OutboundPolicy.Proxy?
+    {
         // The level that names one, and whether the operator named it: a scoped token's (PATCH /settings, a
         // category's, aria2's all-proxy) is held to the address policy as a download's own is, or a manage token
         // could name a proxy on loopback and reach what --deny-private-networks keeps out.
-        let (operators, operatorsTrusted) = category?.proxy.map { ($0, category!.proxyTrusted) }
+        let (operators, operatorsTrusted) =
+            category?.proxy.map { ($0, category!.proxyTrusted) }
             ?? (config.proxy, config.proxyTrusted)
         switch download.proxy ?? operators {
         case .direct?: return nil
         case .through(let server)?:
-            let trusted = download.proxy == nil ? operatorsTrusted
+            let trusted =
+                download.proxy == nil
+                ? operatorsTrusted
                 : (download.proxy == operators && operatorsTrusted)
                     || (download.proxy == config.proxy && config.proxyTrusted)
             return OutboundPolicy.Proxy(server: server, bypass: config.noProxy, trusted: trusted)
@@ -96,10 +108,11 @@ enum Outbound {
     /// The policy of a webhook attempt: HTTP only, a time limit, and no redirect (a receiver answers where it is:
     /// a redirect would turn the POST into a GET elsewhere).
     static func webhookPolicy(_ config: EngineConfig, timeout: Double) -> OutboundPolicy {
-        var policy = OutboundPolicy(schemes: HTTPDialect().schemes, addressPolicy: config.addressPolicy,
-                                    userAgent: "haul/\(HaulVersion.current) webhook",
-                                    connectTimeout: min(config.connectTimeout, timeout), timeout: timeout,
-                                    maxRedirects: 0)
+        var policy = OutboundPolicy(
+            schemes: HTTPDialect().schemes, addressPolicy: config.addressPolicy,
+            userAgent: "haul/\(HaulVersion.current) webhook",
+            connectTimeout: min(config.connectTimeout, timeout), timeout: timeout,
+            maxRedirects: 0)
         policy.proxy = config.webhookProxy.map { OutboundPolicy.Proxy(server: $0, trusted: true) }
         return policy
     }
@@ -107,10 +120,13 @@ enum Outbound {
     /// The request fetching `kind` of a download's source `url`, with what it carries to its origin: the
     /// credentials only to the download's own URL (a mirror is another host), the cookie jar to every source
     /// (cookies go by their own domains).
-    static func fetch(_ kind: FetchKind, url: String, of download: Download, cookieJar: CookieJar?,
-                      policy: OutboundPolicy) -> TransferRequest {
-        var request = Origins.dialect(forStored: url).request(kind, url: url, headers: download.headers,
-                                                              policy: policy)
+    static func fetch(
+        _ kind: FetchKind, url: String, of download: Download, cookieJar: CookieJar?,
+        policy: OutboundPolicy
+    ) -> TransferRequest {
+        var request = Origins.dialect(forStored: url).request(
+            kind, url: url, headers: download.headers,
+            policy: policy)
         if url == download.url, download.username != nil || download.password != nil {
             request.credentials = (download.username ?? "", download.password ?? "")
         }
@@ -122,8 +138,11 @@ enum Outbound {
     }
 
     /// A POST of `body` to `url` with `headers`.
-    static func post(_ url: String, body: [UInt8], headers: [(String, String)], policy: OutboundPolicy)
-        -> TransferRequest {
+    static func post(
+        _ url: String, body: [UInt8], headers: [(String, String)], policy: OutboundPolicy
+    )
+        -> TransferRequest
+    {
         var request = TransferRequest(url: url, policy: policy)
         request.profile = HTTPDialect.profile
         request.body = body

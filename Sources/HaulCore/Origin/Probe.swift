@@ -12,8 +12,10 @@ public struct ProbeResult: Equatable, Sendable {
     public var contentType: String?
     public var contentDisposition: String?
 
-    public init(finalURL: String, totalBytes: Int64?, acceptsRanges: Bool, etag: String? = nil,
-                lastModified: String? = nil, contentType: String? = nil, contentDisposition: String? = nil) {
+    public init(
+        finalURL: String, totalBytes: Int64?, acceptsRanges: Bool, etag: String? = nil,
+        lastModified: String? = nil, contentType: String? = nil, contentDisposition: String? = nil
+    ) {
         self.finalURL = finalURL
         self.totalBytes = totalBytes
         self.acceptsRanges = acceptsRanges
@@ -57,7 +59,8 @@ public enum Probe {
             // The whole file as a plain answer. A server may answer `bytes=0-` so and still serve ranges, as long as
             // it says it does.
             let length = response.header("content-length").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
-            let ranges = response.status == 200 && length != nil
+            let ranges =
+                response.status == 200 && length != nil
                 && response.header("accept-ranges")?.lowercased().contains("bytes") == true
             return .result(result(from: response, total: length, ranges: ranges))
         case 416:
@@ -72,11 +75,12 @@ public enum Probe {
     }
 
     private static func result(from response: TransferResponse, total: Int64?, ranges: Bool) -> ProbeResult {
-        ProbeResult(finalURL: response.effectiveURL, totalBytes: total, acceptsRanges: ranges,
-                    etag: strongETag(response.header("etag")),
-                    lastModified: lastModified(response.header("last-modified")),
-                    contentType: response.header("content-type"),
-                    contentDisposition: response.header("content-disposition"))
+        ProbeResult(
+            finalURL: response.effectiveURL, totalBytes: total, acceptsRanges: ranges,
+            etag: strongETag(response.header("etag")),
+            lastModified: lastModified(response.header("last-modified")),
+            contentType: response.header("content-type"),
+            contentDisposition: response.header("content-disposition"))
     }
 
     /// The ETag if it is strong (`"abc"`), nil for weak (`W/"abc"`) or malformed ones. It goes back to the origin
@@ -85,7 +89,7 @@ public enum Probe {
         guard let value = value.map(HTTPField.trimmed) else { return nil }
         let bytes = Array(value.utf8)
         guard bytes.count >= 2, bytes.first == 0x22, bytes.last == 0x22,
-              bytes.dropFirst().dropLast().allSatisfy({ $0 == 0x21 || (0x23...0x7E).contains($0) || $0 >= 0x80 })
+            bytes.dropFirst().dropLast().allSatisfy({ $0 == 0x21 || (0x23...0x7E).contains($0) || $0 >= 0x80 })
         else { return nil }
         return value
     }
@@ -96,4 +100,3 @@ public enum Probe {
         return value
     }
 }
-

@@ -16,12 +16,15 @@ public enum RangeReply: Equatable, Sendable {
 extension RangeReply {
     /// Checks `response` to a request for bytes `start...` (to `end` inclusive, or to the end of the file), for a
     /// file last seen with `total` bytes and ETag `etag`.
-    public static func check(_ response: TransferResponse, start: Int64, end: Int64?, total: Int64?,
-                             etag: String?) -> RangeReply {
+    public static func check(
+        _ response: TransferResponse, start: Int64, end: Int64?, total: Int64?,
+        etag: String?
+    ) -> RangeReply {
         switch response.status {
         case 206:
             guard let range = response.header("content-range").flatMap(ContentRange.init),
-                  let first = range.first, let last = range.last else { return .mismatch }
+                let first = range.first, let last = range.last
+            else { return .mismatch }
             if let total, let complete = range.complete, complete != total { return .changed }
             if let etag, let now = Probe.strongETag(response.header("etag")), now != etag { return .changed }
             guard first == start else { return .mismatch }

@@ -24,27 +24,31 @@ public enum HTTPDate {
         if words.count == 6, words[0].hasSuffix(","), words[5] == "GMT" {
             // IMF-fixdate: day-name "," SP day SP month SP year SP time SP "GMT"
             guard let d = number(words[1], digits: 2), let m = monthNumber(words[2]),
-                  let y = number(words[3], digits: 4) else { return nil }
+                let y = number(words[3], digits: 4)
+            else { return nil }
             (day, month, year, time) = (d, m, y, words[4])
         } else if words.count == 4, words[0].hasSuffix(","), words[3] == "GMT" {
             // rfc850-date: day-name-l "," SP day "-" month "-" 2DIGIT SP time SP "GMT"
             let parts = words[1].split(separator: "-", omittingEmptySubsequences: false)
             guard parts.count == 3, let d = number(parts[0], digits: 2), let m = monthNumber(parts[1]),
-                  let yy = number(parts[2], digits: 2) else { return nil }
+                let yy = number(parts[2], digits: 2)
+            else { return nil }
             // 70-99 as 19xx, the rest as 20xx: RFC 9110's "not more than 50 years ahead" until 2050.
             (day, month, year, time) = (d, m, yy < 70 ? 2000 + yy : 1900 + yy, words[2])
         } else if words.count == 5 {
             // asctime-date: day-name SP month SP ( 2DIGIT / ( SP 1DIGIT ) ) SP time SP year
             guard let m = monthNumber(words[1]), words[2].count <= 2, let d = number(words[2], digits: words[2].count),
-                  let y = number(words[4], digits: 4) else { return nil }
+                let y = number(words[4], digits: 4)
+            else { return nil }
             (day, month, year, time) = (d, m, y, words[3])
         } else {
             return nil
         }
         let clock = time.split(separator: ":", omittingEmptySubsequences: false)
         guard clock.count == 3, let hour = number(clock[0], digits: 2), let minute = number(clock[1], digits: 2),
-              let second = number(clock[2], digits: 2), hour < 24, minute < 60, second <= 60,
-              day >= 1, day <= daysIn(month: month, year: year) else { return nil }
+            let second = number(clock[2], digits: 2), hour < 24, minute < 60, second <= 60,
+            day >= 1, day <= daysIn(month: month, year: year)
+        else { return nil }
         let days = daysSinceEpoch(year: year, month: month, day: day)
         return Date(timeIntervalSince1970: Double(days * 86_400 + hour * 3_600 + minute * 60 + second))
     }
@@ -54,7 +58,7 @@ public enum HTTPDate {
         let seconds = Int(date.timeIntervalSince1970.rounded(.down))
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let (year, month, day) = civil(days)
-        let weekday = ((days % 7) + 10) % 7 // 1970-01-01 was a Thursday
+        let weekday = ((days % 7) + 10) % 7  // 1970-01-01 was a Thursday
         let rest = seconds - days * 86_400
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
         return "\(weekdays[weekday]), \(two(day)) \(monthNames[month - 1]) \(year) \(two(rest / 3600)):"
@@ -62,7 +66,9 @@ public enum HTTPDate {
     }
 
     private static let weekdays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
-    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let monthNames = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
 
     /// The date of day `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
     static func civil(_ days: Int) -> (year: Int, month: Int, day: Int) {
@@ -88,7 +94,8 @@ public enum HTTPDate {
     /// A number of exactly `digits` ASCII digits.
     private static func number(_ text: Substring, digits: Int) -> Int? {
         guard digits > 0, text.utf8.count == digits,
-              text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+            text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { return nil }
         return Int(text)
     }
 

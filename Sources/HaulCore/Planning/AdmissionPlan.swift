@@ -52,8 +52,9 @@ struct AdmissionPlan {
         var reservedBytes: Int64 = 0
         var ownerReserved: [String: Int64] = [:]
         for request in requests {
-            let step = Self.plan(request, context, claimed: claimed, reserved: reservedBytes,
-                                 ownerReserved: ownerReserved, fresh: fresh)
+            let step = Self.plan(
+                request, context, claimed: claimed, reserved: reservedBytes,
+                ownerReserved: ownerReserved, fresh: fresh)
             guard case .new(let download, let destination) = step else {
                 if case .answered(let outcome) = step { outcomes.append(outcome) }
                 continue
@@ -77,14 +78,19 @@ struct AdmissionPlan {
         case answered(Outcome)
     }
 
-    private static func plan(_ request: NewDownload, _ context: AdmissionContext, claimed: [String: Int],
-                             reserved: Int64, ownerReserved: [String: Int64], fresh: [Download]) -> Step {
+    private static func plan(
+        _ request: NewDownload, _ context: AdmissionContext, claimed: [String: Int],
+        reserved: Int64, ownerReserved: [String: Int64], fresh: [Download]
+    ) -> Step {
         var category: Category?
         if let name = request.category {
             // As qBittorrent's API: a category is made before it is used (409), never by a typo.
             guard let found = context.categories[name] else {
-                return .answered(.refused(.conflict("no category '\(name)'; make it first with PUT "
-                                                    + "/categories/\(name)")))
+                return .answered(
+                    .refused(
+                        .conflict(
+                            "no category '\(name)'; make it first with PUT "
+                                + "/categories/\(name)")))
             }
             category = found
         }
@@ -97,7 +103,8 @@ struct AdmissionPlan {
         // The same file asked for again: the download there is the answer, unless it is one the asking token may
         // not see (another token's under a shared root), which gets its own.
         if let download = context.existing(request.url, directory, request.filename),
-           request.owner?.root == nil || download.owner == request.owner?.id {
+            request.owner?.root == nil || download.owner == request.owner?.id
+        {
             return .answered(request.refusal(asking: download).map { .refused($0) } ?? .same(download.id))
         }
         if let index = claimed[destination] { return .answered(.sameAsNew(index)) }
@@ -114,47 +121,70 @@ struct AdmissionPlan {
             let held = context.usage(owner.id) + (ownerReserved[owner.id] ?? 0)
             let size = request.expectedBytes ?? 0
             if held >= quota || held + size > quota {
-                return .answered(.refused(.insufficientStorage(DownloadError(.quotaExceeded, "the token "
-                    + "'\(owner.name)' holds \(SpacePolicy.bytes(held)) of its \(SpacePolicy.bytes(quota)) quota"
-                    + (size > 0 ? "; this file needs \(SpacePolicy.bytes(size))" : "")))))
+                return .answered(
+                    .refused(
+                        .insufficientStorage(
+                            DownloadError(
+                                .quotaExceeded,
+                                "the token "
+                                    + "'\(owner.name)' holds \(SpacePolicy.bytes(held)) of its \(SpacePolicy.bytes(quota)) quota"
+                                    + (size > 0 ? "; this file needs \(SpacePolicy.bytes(size))" : "")))))
             }
         }
-        return .new(build(request, category, directory: directory, context: context,
-                          sequence: context.nextSequence + Int64(fresh.count)), destination: destination)
+        return .new(
+            build(
+                request, category, directory: directory, context: context,
+                sequence: context.nextSequence + Int64(fresh.count)), destination: destination)
     }
 
     /// The folder the download lands in: a category's folder holds its downloads (a download's own directory is
     /// then under it); a token's root holds all of the token's, and a category whose folder is elsewhere is not
     /// the token's to use.
-    private static func folder(_ request: NewDownload, _ category: Category?, completedRoot: String?)
-        -> Result<String, EngineError> {
+    private static func folder(
+        _ request: NewDownload, _ category: Category?, completedRoot: String?
+    )
+        -> Result<String, EngineError>
+    {
         var folder = category?.directory ?? ""
         if let root = request.owner?.root {
             if folder.isEmpty {
                 folder = root
             } else if folder != root && !folder.hasPrefix(root + "/") {
-                return .failure(.invalid(field: "category", message: "the category's folder '\(folder)' is outside "
-                    + "the token's root '\(root)'"))
+                return .failure(
+                    .invalid(
+                        field: "category",
+                        message: "the category's folder '\(folder)' is outside "
+                            + "the token's root '\(root)'"))
             }
-            if let completed = category?.completedDirectory, completedRoot != nil
-                || (completed != root && !completed.hasPrefix(root + "/")) {
-                return .failure(.invalid(field: "category", message: "the category's completed folder '\(completed)' "
-                    + "is outside the token's root '\(root)'"))
+            if let completed = category?.completedDirectory,
+                completedRoot != nil
+                    || (completed != root && !completed.hasPrefix(root + "/"))
+            {
+                return .failure(
+                    .invalid(
+                        field: "category",
+                        message: "the category's completed folder '\(completed)' "
+                            + "is outside the token's root '\(root)'"))
             }
         }
         let directory = [folder, request.directory].filter { !$0.isEmpty }.joined(separator: "/")
         let depth = directory.split(separator: "/").count
         if depth > FileName.maxDepth || directory.utf8.count > FileName.maxDirectoryBytes {
-            return .failure(.invalid(field: "directory", message: "with the category's folder it would be \(depth) "
-                + "folders and \(directory.utf8.count) bytes; at most \(FileName.maxDepth) and "
-                + "\(FileName.maxDirectoryBytes)"))
+            return .failure(
+                .invalid(
+                    field: "directory",
+                    message: "with the category's folder it would be \(depth) "
+                        + "folders and \(directory.utf8.count) bytes; at most \(FileName.maxDepth) and "
+                        + "\(FileName.maxDirectoryBytes)"))
         }
         return .success(directory)
     }
 
     /// The new download: the category's connections and priority are the defaults.
-    private static func build(_ request: NewDownload, _ category: Category?, directory: String,
-                              context: AdmissionContext, sequence: Int64) -> Download {
+    private static func build(
+        _ request: NewDownload, _ category: Category?, directory: String,
+        context: AdmissionContext, sequence: Int64
+    ) -> Download {
         var download = Download(
             id: request.id ?? context.newID(), sequence: sequence, url: request.url, headers: request.headers,
             requestedFilename: request.filename, directory: directory, state: request.startPaused ? .paused : .queued,

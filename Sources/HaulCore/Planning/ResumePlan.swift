@@ -4,8 +4,10 @@ public enum ResumePlan {
     /// The segments to fetch: the journaled ones, each trusted no further than the part file reaches, when the
     /// download can be resumed and the journal covers the file exactly; otherwise a fresh plan from byte 0
     /// (several segments when ranges and a validator allow, else one).
-    public static func segments(journal: [Segment], partFileSize: Int64, total: Int64?, resumable: Bool,
-                                connections: Int, minSplit: Int64) -> [Segment] {
+    public static func segments(
+        journal: [Segment], partFileSize: Int64, total: Int64?, resumable: Bool,
+        connections: Int, minSplit: Int64
+    ) -> [Segment] {
         if resumable, covers(journal, total) {
             return journal.map { segment in
                 var clamped = segment

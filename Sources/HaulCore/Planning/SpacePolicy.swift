@@ -17,25 +17,33 @@ public struct SpacePolicy: Sendable, Equatable {
     /// `free` less the reserve.
     public func refusal(total: Int64, needed: Int64, free: Int64) -> DownloadError? {
         if let maxFileSize, total > maxFileSize {
-            return DownloadError(.fileTooLarge, "the file is \(SpacePolicy.bytes(total)), more than the "
-                + "\(SpacePolicy.bytes(maxFileSize)) this server accepts (--max-file-size)")
+            return DownloadError(
+                .fileTooLarge,
+                "the file is \(SpacePolicy.bytes(total)), more than the "
+                    + "\(SpacePolicy.bytes(maxFileSize)) this server accepts (--max-file-size)")
         }
         guard needed > 0, needed > free - minFreeSpace else { return nil }
-        return DownloadError(.insufficientSpace, "the file needs \(SpacePolicy.bytes(needed)) more; "
-            + "\(SpacePolicy.bytes(max(0, free))) are free and \(SpacePolicy.bytes(minFreeSpace)) are kept free "
-            + "(--min-free-space)")
+        return DownloadError(
+            .insufficientSpace,
+            "the file needs \(SpacePolicy.bytes(needed)) more; "
+                + "\(SpacePolicy.bytes(max(0, free))) are free and \(SpacePolicy.bytes(minFreeSpace)) are kept free "
+                + "(--min-free-space)")
     }
 
     /// Why writing must stop while a file of unknown or unreserved size grows: it passed `maxFileSize`, or the free
     /// space fell under the reserve. nil while it may go on.
     public func refusalWhileWriting(written: Int64, free: Int64) -> DownloadError? {
         if let maxFileSize, written > maxFileSize {
-            return DownloadError(.fileTooLarge, "the body ran past \(SpacePolicy.bytes(maxFileSize)), the largest "
-                + "file this server accepts (--max-file-size)")
+            return DownloadError(
+                .fileTooLarge,
+                "the body ran past \(SpacePolicy.bytes(maxFileSize)), the largest "
+                    + "file this server accepts (--max-file-size)")
         }
         guard free < minFreeSpace else { return nil }
-        return DownloadError(.insufficientSpace, "only \(SpacePolicy.bytes(max(0, free))) are free, less than the "
-            + "\(SpacePolicy.bytes(minFreeSpace)) kept free (--min-free-space)")
+        return DownloadError(
+            .insufficientSpace,
+            "only \(SpacePolicy.bytes(max(0, free))) are free, less than the "
+                + "\(SpacePolicy.bytes(minFreeSpace)) kept free (--min-free-space)")
     }
 
     /// `1073741824` as "1.0 GiB (1073741824 bytes)": readable, and exact for whoever compares.

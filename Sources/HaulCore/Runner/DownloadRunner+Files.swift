@@ -17,7 +17,7 @@ extension DownloadRunner {
                 do {
                     let existing = try PartFile(directory: directory, name: name + ".part")
                     return try opened(existing, name: name, adopted: nil, passedOver: nil)
-                } catch where error.isForeign {
+                } catch  where error.isForeign {
                     passedOver = "\(error)"
                 }
             }
@@ -25,7 +25,8 @@ extension DownloadRunner {
                 let name = FileName.candidate(request.base, n)
                 if directory.exists(name) { continue }
                 if let size = directory.size(name + ".part"),
-                   !host.isClaimed(directory: download.directory, name: name, except: id) {
+                    !host.isClaimed(directory: download.directory, name: name, except: id)
+                {
                     // A part file nobody journals: adopted (the machine's resume plan decides what to keep).
                     guard let adopted = try? PartFile(directory: directory, name: name + ".part") else { continue }
                     return try opened(adopted, name: name, adopted: size, passedOver: passedOver)
@@ -34,7 +35,7 @@ extension DownloadRunner {
                     // O_EXCL: two downloads of the same name never share a part file.
                     let created = try PartFile(directory: directory, name: name + ".part", exclusive: true)
                     return try opened(created, name: name, adopted: nil, passedOver: passedOver)
-                } catch where error.code == EEXIST {
+                } catch  where error.code == EEXIST {
                     continue
                 }
             }
@@ -47,9 +48,12 @@ extension DownloadRunner {
     private func opened(_ opened: PartFile, name: String, adopted: Int64?, passedOver: String?) throws(FileError) {
         file = opened
         let usage = try opened.usage()
-        queue.append(.fileOpened(PartFileInfo(name: name, size: usage.size, allocated: usage.allocated,
-                                              free: try opened.directory.freeBytes(), adopted: adopted,
-                                              passedOver: passedOver, allowance: host.quotaAllowance(for: id))))
+        queue.append(
+            .fileOpened(
+                PartFileInfo(
+                    name: name, size: usage.size, allocated: usage.allocated,
+                    free: try opened.directory.freeBytes(), adopted: adopted,
+                    passedOver: passedOver, allowance: host.quotaAllowance(for: id))))
     }
 
     /// fdatasync off the loop; the machine then journals what the sync covered.
@@ -61,9 +65,11 @@ extension DownloadRunner {
         } catch {
             return queue.append(.syncFailed(error))
         }
-        host.loop.offload({ handle.syncAndClose() }, then: { error in
-            self.deliver(error.map { .syncFailed($0) } ?? .synced(segments, generation: generation, final: false))
-        })
+        host.loop.offload(
+            { handle.syncAndClose() },
+            then: { error in
+                self.deliver(error.map { .syncFailed($0) } ?? .synced(segments, generation: generation, final: false))
+            })
     }
 
     /// Closes the part file; syncs it first (blocking: it covers at most one checkpoint interval of data) when the
@@ -86,15 +92,17 @@ extension DownloadRunner {
         } catch {
             return queue.append(.fileFailed(error))
         }
-        host.loop.offload({ () -> Result<String?, FileError> in
-            guard let algorithm else { return handle.syncAndClose().map { .failure($0) } ?? .success(nil) }
-            return handle.syncHashAndClose(algorithm).map { $0 }
-        }, then: { result in
-            switch result {
-            case .success(let digest): self.deliver(.verified(digest))
-            case .failure(let error): self.deliver(.fileFailed(error))
-            }
-        })
+        host.loop.offload(
+            { () -> Result<String?, FileError> in
+                guard let algorithm else { return handle.syncAndClose().map { .failure($0) } ?? .success(nil) }
+                return handle.syncHashAndClose(algorithm).map { $0 }
+            },
+            then: { result in
+                switch result {
+                case .success(let digest): self.deliver(.verified(digest))
+                case .failure(let error): self.deliver(.fileFailed(error))
+                }
+            })
     }
 
     /// Gives the part file its final name: only the file written (not one put in its place, nor one someone else
@@ -104,14 +112,22 @@ extension DownloadRunner {
             return queue.append(.publishFailed(DownloadError(.writeFailed, "the part file is not open")))
         }
         if let why = file.replacedOrShared() {
-            return queue.append(.publishFailed(DownloadError(.writeFailed, "the part file \(file.path) \(why); "
-                + "nothing was given the final name")))
+            return queue.append(
+                .publishFailed(
+                    DownloadError(
+                        .writeFailed,
+                        "the part file \(file.path) \(why); "
+                            + "nothing was given the final name")))
         }
         do {
             let size = try file.usage().size
             guard size == download.totalBytes ?? size else {
-                return queue.append(.publishFailed(DownloadError(.sizeMismatch, "the part file holds \(size) bytes, "
-                    + "expected \(download.totalBytes ?? 0)")))
+                return queue.append(
+                    .publishFailed(
+                        DownloadError(
+                            .sizeMismatch,
+                            "the part file holds \(size) bytes, "
+                                + "expected \(download.totalBytes ?? 0)")))
             }
             let directory = file.directory
             for n in 0..<10_000 {
@@ -139,12 +155,14 @@ extension DownloadRunner {
     /// is Haul's own counts: one planted under that name is not this download's.
     func finishedBeforeACrash() -> String? {
         guard let download = host.download(id), let base = download.filename, let total = download.totalBytes,
-              download.durableBytes == total,
-              let directory = try? host.directory(download.directory, create: false) else { return nil }
+            download.durableBytes == total,
+            let directory = try? host.directory(download.directory, create: false)
+        else { return nil }
         let part = base + ".part"
         if let partFile = directory.status(part) {
             guard partFile.st_nlink == 2, partFile.st_uid == geteuid(), Int64(partFile.st_size) == total,
-                  let name = directory.otherName(of: part, among: { FileName.candidate(base, $0) }) else {
+                let name = directory.otherName(of: part, among: { FileName.candidate(base, $0) })
+            else {
                 return nil
             }
             try? directory.remove(part)

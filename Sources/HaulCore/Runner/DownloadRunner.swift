@@ -89,8 +89,9 @@ final class DownloadRunner: FetchDelegate {
     private func checkLease() {
         guard !suspended, !host.leaseHolds(id) else { return }
         suspended = true
-        host.log.warning("the lease may have run out (this node was stopped or cut off); nothing is written "
-                           + "until it is renewed", meta)
+        host.log.warning(
+            "the lease may have run out (this node was stopped or cut off); nothing is written "
+                + "until it is renewed", meta)
         host.renewLeaseSoon()
     }
 
@@ -182,8 +183,9 @@ final class DownloadRunner: FetchDelegate {
         guard host.bandwidth.acquireConnection(to: origin) else { return deliver(.noHostConnection(transfer)) }
         hostConnections[transfer] = origin
         let url = mirror ?? download.url
-        let policy = Outbound.policy(host.config, for: download, category: download.category.flatMap { host.category($0) },
-                                     url: url)
+        let policy = Outbound.policy(
+            host.config, for: download, category: download.category.flatMap { host.category($0) },
+            url: url)
         // Always a jar: a cookie a redirect sets reaches the request after it, and the segments after that.
         if cookieJar == nil { cookieJar = CookieJar(cookies: download.cookies ?? "", host: origin) }
         let request = Outbound.fetch(kind, url: url, of: download, cookieJar: cookieJar, policy: policy)
@@ -241,8 +243,12 @@ final class DownloadRunner: FetchDelegate {
     }
 
     private func write(_ transfer: TransferID, offset: Int64, count: Int) {
-        guard transfer == inCallback, let chunk, let file else { return queue.append(.writeFailed(transfer,
-            FileError(call: "pwrite", path: "", code: EBADF))) }
+        guard transfer == inCallback, let chunk, let file else {
+            return queue.append(
+                .writeFailed(
+                    transfer,
+                    FileError(call: "pwrite", path: "", code: EBADF)))
+        }
         do {
             try file.write(count == chunk.count ? chunk : chunk.prefix(count), at: offset)
             host.bandwidth.received(Int64(count))
@@ -323,8 +329,10 @@ final class DownloadRunner: FetchDelegate {
         cancelled.remove(transfer)
         guard transfers.remove(transfer) != nil else { return }
         if let compared = comparing.removeValue(forKey: transfer) {
-            return deliver(.compared(transfer, checked: compared.next - compared.start, differsAt: compared.differsAt,
-                                     result))
+            return deliver(
+                .compared(
+                    transfer, checked: compared.next - compared.start, differsAt: compared.differsAt,
+                    result))
         }
         deliver(.ended(transfer, result))
     }

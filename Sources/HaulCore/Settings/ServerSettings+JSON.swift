@@ -33,8 +33,9 @@ extension SpeedWindow {
         var days = Set(0..<7)
         if let given = value["days"] {
             if case .array(let names) = given, !names.isEmpty, names.count <= 7,
-               case let indices = names.compactMap({ $0.stringValue.flatMap(SpeedWindow.dayNames.firstIndex) }),
-               indices.count == names.count {
+                case let indices = names.compactMap({ $0.stringValue.flatMap(SpeedWindow.dayNames.firstIndex) }),
+                indices.count == names.count
+            {
                 days = Set(indices)
             } else {
                 errors.append(("days", "must be a list of mon, tue, wed, thu, fri, sat, sun"))
@@ -45,8 +46,12 @@ extension SpeedWindow {
             let text = value[field]?.stringValue
             let minutes = text.flatMap(SpeedWindow.minutes)
             guard let minutes, field == "to" || minutes < 1440 else {
-                errors.append((field, text.map { "'\($0)' is not a time of day: HH:MM from 00:00 to \(latest)" }
-                    ?? "is required, as HH:MM from 00:00 to \(latest)"))
+                errors.append(
+                    (
+                        field,
+                        text.map { "'\($0)' is not a time of day: HH:MM from 00:00 to \(latest)" }
+                            ?? "is required, as HH:MM from 00:00 to \(latest)"
+                    ))
                 return nil
             }
             return minutes
@@ -73,15 +78,22 @@ extension SettingsChange {
 
     /// A PATCH body's change (null sets a field back to its default), or what is wrong with it. `stored`: the
     /// store's own copy, which also says who named the proxy.
-    public static func parse(_ members: [(String, JSONValue)], stored: Bool = false)
-        -> (change: SettingsChange, errors: [(field: String, message: String)]) {
+    public static func parse(
+        _ members: [(String, JSONValue)], stored: Bool = false
+    )
+        -> (change: SettingsChange, errors: [(field: String, message: String)])
+    {
         var change = SettingsChange()
         var errors: [(field: String, message: String)] = []
         func integer(_ value: JSONValue, _ field: String, _ range: ClosedRange<Int64>) -> Int64?? {
             if value.isNull { return .some(nil) }
             guard let number = value.integerValue, range.contains(number) else {
-                errors.append((field, "must be an integer from \(range.lowerBound) to \(range.upperBound), or null "
-                               + "for the default"))
+                errors.append(
+                    (
+                        field,
+                        "must be an integer from \(range.lowerBound) to \(range.upperBound), or null "
+                            + "for the default"
+                    ))
                 return nil
             }
             return .some(number)
@@ -104,8 +116,12 @@ extension SettingsChange {
                     for (index, element) in elements.enumerated() {
                         let (window, problems) = SpeedWindow.parse(element)
                         if let window { windows.append(window) }
-                        errors += problems.map { ("speed_schedule[\(index)]" + ($0.field.isEmpty ? "" : "." + $0.field),
-                                                  $0.message) }
+                        errors += problems.map {
+                            (
+                                "speed_schedule[\(index)]" + ($0.field.isEmpty ? "" : "." + $0.field),
+                                $0.message
+                            )
+                        }
                     }
                     change.speedSchedule = .some(windows)
                 } else {

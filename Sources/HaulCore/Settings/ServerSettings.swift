@@ -21,8 +21,10 @@ public struct ServerSettings: Sendable, Equatable {
     /// through the API), so that it is let past the address policy; one a scoped token named is held to it.
     public var proxyTrusted = true
 
-    public init(maxActive: Int, maxSpeed: Int64?, defaultConnections: Int, maxConnectionsPerHost: Int,
-                speedSchedule: [SpeedWindow] = [], proxy: ProxyChoice? = nil) {
+    public init(
+        maxActive: Int, maxSpeed: Int64?, defaultConnections: Int, maxConnectionsPerHost: Int,
+        speedSchedule: [SpeedWindow] = [], proxy: ProxyChoice? = nil
+    ) {
         self.maxActive = maxActive
         self.maxSpeed = maxSpeed
         self.defaultConnections = defaultConnections
@@ -97,8 +99,9 @@ public struct SpeedWindow: Sendable, Equatable {
     public static func minutes(_ clock: String) -> Int? {
         let parts = clock.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
-              let hours = Int(parts[0]), let minutes = Int(parts[1]), hours >= 0, minutes >= 0, minutes < 60,
-              hours < 24 || (hours == 24 && minutes == 0) else { return nil }
+            let hours = Int(parts[0]), let minutes = Int(parts[1]), hours >= 0, minutes >= 0, minutes < 60,
+            hours < 24 || (hours == 24 && minutes == 0)
+        else { return nil }
         return hours * 60 + minutes
     }
 }

@@ -13,12 +13,17 @@ public enum ServerTimeZone {
         }
         var buffer = [CChar](repeating: 0, count: 512)
         let length = readlink("/etc/localtime", &buffer, buffer.count - 1)
-        if length > 0, let name = zoneName(inPath: String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) },
-                                                                  as: UTF8.self)) {
+        if length > 0,
+            let name = zoneName(
+                inPath: String(
+                    decoding: buffer[..<length].map { UInt8(bitPattern: $0) },
+                    as: UTF8.self))
+        {
             return name
         }
         if let text = try? String(contentsOfFile: "/etc/timezone", encoding: .utf8),
-           case let name = text.trimmingSpaces(), !name.isEmpty, !name.contains("\n") {
+            case let name = text.trimmingSpaces(), !name.isEmpty, !name.contains("\n")
+        {
             return name
         }
         return abbreviation(at: Date()) ?? "UTC"

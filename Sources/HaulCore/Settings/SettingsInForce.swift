@@ -37,9 +37,10 @@ public final class SettingsInForce {
         machine.minSplitSize = config.minSplitSize
         machine.space = config.space
         self.machine = machine
-        defaults = ServerSettings(maxActive: config.maxActive, maxSpeed: config.maxSpeed,
-                                  defaultConnections: config.defaultConnections,
-                                  maxConnectionsPerHost: config.maxConnectionsPerHost, proxy: config.proxy)
+        defaults = ServerSettings(
+            maxActive: config.maxActive, maxSpeed: config.maxSpeed,
+            defaultConnections: config.defaultConnections,
+            maxConnectionsPerHost: config.maxConnectionsPerHost, proxy: config.proxy)
     }
 
     /// The settings in force: the defaults with a client's changes.
@@ -56,7 +57,8 @@ public final class SettingsInForce {
 
     func load(throwing: Bool) throws {
         guard let stored = try host.store.settings(), let value = try? JSONValue.parse(Array(stored.utf8)),
-              case .object(let members) = value else { return }
+            case .object(let members) = value
+        else { return }
         let (change, errors) = SettingsChange.parse(members, stored: true)
         if !errors.isEmpty { host.log.warning("stored settings partly unreadable", ["error": "\(errors)"]) }
         clientChange = change.kept

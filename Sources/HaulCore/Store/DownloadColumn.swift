@@ -21,10 +21,11 @@ struct DownloadColumn: Sendable {
 
     private static let base: [DownloadColumn] = [
         DownloadColumn(name: "id", required: true, write: { .text($0.id) }) { d, v in
-            d = Download(id: v.string ?? "", sequence: d.sequence, url: d.url, headers: d.headers,
-                         requestedFilename: d.requestedFilename, directory: d.directory, state: d.state,
-                         connections: d.connections, priority: d.priority, maxSpeed: d.maxSpeed,
-                         createdAt: d.createdAt)
+            d = Download(
+                id: v.string ?? "", sequence: d.sequence, url: d.url, headers: d.headers,
+                requestedFilename: d.requestedFilename, directory: d.directory, state: d.state,
+                connections: d.connections, priority: d.priority, maxSpeed: d.maxSpeed,
+                createdAt: d.createdAt)
         },
         DownloadColumn(name: "seq", required: true, write: { .integer($0.sequence) }) { d, v in
             d.sequence = v.int ?? 0
@@ -96,9 +97,10 @@ struct DownloadColumn: Sendable {
     /// A download from a row selected with `all`'s names, in that order.
     static func decode(_ row: some RandomAccessCollection<SQLValue>) throws -> Download {
         guard row.count == all.count else { throw DatabaseError("malformed download row") }
-        var download = Download(id: "", sequence: 0, url: "", headers: [], requestedFilename: nil, directory: "",
-                                state: .failed, connections: 1, priority: 0, maxSpeed: nil,
-                                createdAt: Date(timeIntervalSince1970: 0))
+        var download = Download(
+            id: "", sequence: 0, url: "", headers: [], requestedFilename: nil, directory: "",
+            state: .failed, connections: 1, priority: 0, maxSpeed: nil,
+            createdAt: Date(timeIntervalSince1970: 0))
         for (column, value) in zip(all, row) {
             if column.required, value == .null {
                 throw DatabaseError("malformed download row: no \(column.name)")

@@ -33,13 +33,18 @@ public final class DownloadStore {
         var locked = false
         for attempt in 0..<20 {
             if attempt > 0 { usleep(50_000) }
-            locked = try db.query("SELECT pg_try_advisory_lock(?, hashtext(?))",
-                                  [.integer(Self.nodeLock), .text(node)]).first?.first?.int == 1
+            locked =
+                try db.query(
+                    "SELECT pg_try_advisory_lock(?, hashtext(?))",
+                    [.integer(Self.nodeLock), .text(node)]
+                ).first?.first?.int == 1
             if locked { break }
         }
         guard locked else {
-            throw StoreInUse(path: db.shownURL, fix: "a node named '\(node)' runs on it already; give each node "
-                + "its own --node")
+            throw StoreInUse(
+                path: db.shownURL,
+                fix: "a node named '\(node)' runs on it already; give each node "
+                    + "its own --node")
         }
         try self.init(database: db, location: db.shownURL)
     }
@@ -68,7 +73,9 @@ public final class DownloadStore {
         } catch {
             throw StoreInUse(path: path)
         }
-        try db.execute("PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=256;")
+        try db.execute(
+            "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=256;"
+        )
         try db.execute("PRAGMA foreign_keys=ON;")
         return db
     }
@@ -148,11 +155,12 @@ public final class DownloadStore {
 
     /// An upsert, not INSERT OR REPLACE: a replace deletes the row first, and the delete cascades to its segments,
     /// which a save that leaves the journal alone would then never write back.
-    private static let upsert = "INSERT INTO downloads (\(DownloadColumn.written.map(\.name).joined(separator: ", ")))"
+    private static let upsert =
+        "INSERT INTO downloads (\(DownloadColumn.written.map(\.name).joined(separator: ", ")))"
         + " VALUES (" + Array(repeating: "?", count: DownloadColumn.written.count).joined(separator: ", ")
         + ") ON CONFLICT(id) DO UPDATE SET "
         + DownloadColumn.written.filter { $0.name != "id" }.map { "\($0.name) = excluded.\($0.name)" }
-            .joined(separator: ", ")
+        .joined(separator: ", ")
     /// Only while the row carries the writer's fence.
     private static let fencedUpsert = upsert + " WHERE downloads.fence = ? RETURNING id"
     /// Moves the fence on and ends the claim: whoever held it can write no more.
@@ -168,26 +176,36 @@ public final class DownloadStore {
         writtenJournals[id] = journal
         try db.run("DELETE FROM segments WHERE download_id = ?", [.text(id)])
         for (index, segment) in journal.enumerated() {
-            try db.run("INSERT INTO segments (download_id, idx, start, \"end\", received) VALUES (?, ?, ?, ?, ?)",
-                       [.text(id), .integer(Int64(index)), .integer(segment.start), integer(segment.end),
-                        .integer(segment.received)])
+            try db.run(
+                "INSERT INTO segments (download_id, idx, start, \"end\", received) VALUES (?, ?, ?, ?, ?)",
+                [
+                    .text(id), .integer(Int64(index)), .integer(segment.start), integer(segment.end),
+                    .integer(segment.received),
+                ])
         }
     }
 
     /// Records a checkpoint only: the journal, the cheap write made while a transfer runs. Returns false when
     /// `claim` no longer holds: then nothing was written.
     @discardableResult
-    public func saveJournal(id: String, _ journal: [Segment], updatedAt: Date, claim: WriteClaim = .sole) throws
-        -> Bool {
+    public func saveJournal(
+        id: String, _ journal: [Segment], updatedAt: Date, claim: WriteClaim = .sole
+    ) throws
+        -> Bool
+    {
         var landed = true
         try forgettingOnFailure {
             try db.transactionIfNeeded {
-                let values: [SQLValue] = [.integer(journal.reduce(0) { $0 + $1.received }),
-                                          .real(updatedAt.timeIntervalSince1970), .text(id)]
+                let values: [SQLValue] = [
+                    .integer(journal.reduce(0) { $0 + $1.received }),
+                    .real(updatedAt.timeIntervalSince1970), .text(id),
+                ]
                 if case .fenced(let fence) = claim {
-                    landed = !(try db.query("UPDATE downloads SET received_bytes = ?, updated_at = ? "
-                                            + "WHERE id = ? AND fence = ? RETURNING id",
-                                            values + [.integer(fence)])).isEmpty
+                    landed =
+                        !(try db.query(
+                            "UPDATE downloads SET received_bytes = ?, updated_at = ? "
+                                + "WHERE id = ? AND fence = ? RETURNING id",
+                            values + [.integer(fence)])).isEmpty
                 } else {
                     try db.run("UPDATE downloads SET received_bytes = ?, updated_at = ? WHERE id = ?", values)
                 }
@@ -199,31 +217,44 @@ public final class DownloadStore {
 
     /// The first answer given to an `Idempotency-Key`.
     public func idempotencyAnswer(key: String) throws -> (downloadID: String, requestHash: String, status: Int)? {
-        guard let row = try db.query("SELECT download_id, request_hash, status FROM idempotency_keys WHERE key = ?",
-                                     [.text(key)]).first,
-              let id = row["download_id"].string, let hash = row["request_hash"].string,
-              let status = row["status"].int else { return nil }
+        guard
+            let row = try db.query(
+                "SELECT download_id, request_hash, status FROM idempotency_keys WHERE key = ?",
+                [.text(key)]
+            ).first,
+            let id = row["download_id"].string, let hash = row["request_hash"].string,
+            let status = row["status"].int
+        else { return nil }
         return (id, hash, Int(status))
     }
 
     public func rememberIdempotencyAnswer(key: String, downloadID: String, requestHash: String, status: Int) throws {
-        try db.run("INSERT INTO idempotency_keys (key, download_id, request_hash, status, created_at) "
-                   + "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", [.text(key), .text(downloadID), .text(requestHash),
-                                               .integer(Int64(status)), .real(Date().timeIntervalSince1970)])
+        try db.run(
+            "INSERT INTO idempotency_keys (key, download_id, request_hash, status, created_at) "
+                + "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [
+                .text(key), .text(downloadID), .text(requestHash),
+                .integer(Int64(status)), .real(Date().timeIntervalSince1970),
+            ])
     }
 
     /// The answer a batch with this `Idempotency-Key` got: its request's hash and the answer (nil for a key
     /// used by a single download).
     public func batchAnswer(key: String) throws -> (requestHash: String, answer: String?)? {
-        guard let row = try db.query("SELECT request_hash, answer FROM idempotency_keys WHERE key = ?",
-                                     [.text(key)]).first, let hash = row["request_hash"].string else { return nil }
+        guard
+            let row = try db.query(
+                "SELECT request_hash, answer FROM idempotency_keys WHERE key = ?",
+                [.text(key)]
+            ).first, let hash = row["request_hash"].string
+        else { return nil }
         return (hash, row["answer"].string)
     }
 
     public func rememberBatchAnswer(key: String, requestHash: String, answer: String) throws {
-        try db.run("INSERT INTO idempotency_keys (key, download_id, request_hash, status, created_at, answer) "
-                   + "VALUES (?, '', ?, 200, ?, ?) ON CONFLICT DO NOTHING",
-                   [.text(key), .text(requestHash), .real(Date().timeIntervalSince1970), .text(answer)])
+        try db.run(
+            "INSERT INTO idempotency_keys (key, download_id, request_hash, status, created_at, answer) "
+                + "VALUES (?, '', ?, 200, ?, ?) ON CONFLICT DO NOTHING",
+            [.text(key), .text(requestHash), .real(Date().timeIntervalSince1970), .text(answer)])
     }
 
     /// The settings a client changed (JSON), or nil.
@@ -232,8 +263,9 @@ public final class DownloadStore {
     }
 
     public func saveSettings(_ json: String) throws {
-        try db.run("INSERT INTO settings (name, value) VALUES ('server', ?) "
-                   + "ON CONFLICT (name) DO UPDATE SET value = excluded.value", [.text(json)])
+        try db.run(
+            "INSERT INTO settings (name, value) VALUES ('server', ?) "
+                + "ON CONFLICT (name) DO UPDATE SET value = excluded.value", [.text(json)])
     }
 
     public func delete(id: String) throws {
@@ -275,7 +307,8 @@ public final class DownloadStore {
     private func forEach(id: String?, _ body: (Download) throws -> Void) throws {
         let width = DownloadColumn.all.count
         let columns = DownloadColumn.all.map { "d.\($0.name)" }.joined(separator: ", ")
-        let sql = "SELECT \(columns), s.start, s.\"end\", s.received FROM downloads d "
+        let sql =
+            "SELECT \(columns), s.start, s.\"end\", s.received FROM downloads d "
             + "LEFT JOIN segments s ON s.download_id = d.id " + (id == nil ? "" : "WHERE d.id = ? ")
             + "ORDER BY d.seq, s.idx"
         // A few content types cover most files: one string each, shared by every download of that type.
@@ -323,7 +356,8 @@ public final class DownloadStore {
         guard case .array(let items)? = try? JSONValue.parse(text) else { return [] }
         return items.compactMap { item in
             guard case .array(let pair) = item, pair.count == 2, let name = pair[0].stringValue,
-                  let value = pair[1].stringValue else { return nil }
+                let value = pair[1].stringValue
+            else { return nil }
             return HeaderField(name: name, value: value)
         }
     }

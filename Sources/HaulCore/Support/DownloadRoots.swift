@@ -40,8 +40,9 @@ struct DownloadRoots {
         }
         // The name holds another file now (replaced, or truncated or grown in place): not this download's.
         if let stamp = download.fileStamp, !stamp.matches(file, sameNode: sameNode) {
-            throw .conflict("the file \(download.relativePath ?? name) is no longer the one this download wrote (it "
-                + "was replaced or changed since it completed)")
+            throw .conflict(
+                "the file \(download.relativePath ?? name) is no longer the one this download wrote (it "
+                    + "was replaced or changed since it completed)")
         }
         return file
     }
@@ -49,7 +50,8 @@ struct DownloadRoots {
     /// The disk under the download root as downloads see it: nil when the root cannot be read.
     func diskSpace() -> DiskSpace? {
         guard let root = try? directory("", create: false), let free = try? root.freeBytes(),
-              let total = try? root.totalBytes() else { return nil }
+            let total = try? root.totalBytes()
+        else { return nil }
         return DiskSpace(free: free, total: total, reserved: space.minFreeSpace)
     }
 

@@ -1,4 +1,3 @@
-
 /// A JSON document as a value: strict parsing (RFC 8259) and compact, deterministic serialization.
 /// Object keys keep their order, so responses read the way the API documents them.
 public enum JSONValue: Equatable, Sendable {
@@ -75,9 +74,13 @@ public enum JSONValue: Equatable, Sendable {
         case .null: out.append(contentsOf: JSONValue.nullBytes)
         case .bool(let b): out.append(contentsOf: b ? JSONValue.trueBytes : JSONValue.falseBytes)
         case .number(let n):
-            if n.rounded() == n, abs(n) < 9.0e15 { out.append(contentsOf: String(Int64(n)).utf8) }
-            else if n.isFinite { out.append(contentsOf: String(n).utf8) }
-            else { out.append(contentsOf: JSONValue.nullBytes) }
+            if n.rounded() == n, abs(n) < 9.0e15 {
+                out.append(contentsOf: String(Int64(n)).utf8)
+            } else if n.isFinite {
+                out.append(contentsOf: String(n).utf8)
+            } else {
+                out.append(contentsOf: JSONValue.nullBytes)
+            }
         case .string(let s): JSONValue.writeString(s, to: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))
@@ -124,8 +127,11 @@ public enum JSONValue: Equatable, Sendable {
                 case 0x0D: escape = [0x5C, UInt8(ascii: "r")]
                 case 0x09: escape = [0x5C, UInt8(ascii: "t")]
                 case 0..<0x20:
-                    escape = [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 15)]]
-                case 0xE2 where i + 2 < bytes.count && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9):
+                    escape = [
+                        0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 15)],
+                    ]
+                case 0xE2
+                where i + 2 < bytes.count && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9):
                     escape = Array("\\u202".utf8) + [bytes[i + 2] == 0xA8 ? UInt8(ascii: "8") : UInt8(ascii: "9")]
                     width = 3
                 default: break
@@ -280,7 +286,8 @@ private struct Parser {
                     var code = try hex4()
                     if (0xD800...0xDBFF).contains(code) {
                         guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
-                              bytes[index + 1] == UInt8(ascii: "u") else { throw fail("lone surrogate") }
+                            bytes[index + 1] == UInt8(ascii: "u")
+                        else { throw fail("lone surrogate") }
                         index += 2
                         let low = try hex4()
                         guard (0xDC00...0xDFFF).contains(low) else { throw fail("invalid surrogate pair") }
@@ -301,7 +308,8 @@ private struct Parser {
 
     mutating func hex4() throws(JSONValue.ParseError) -> UInt32 {
         guard index + 4 <= bytes.count,
-              let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
+            let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
+        else {
             throw fail("invalid \\u escape")
         }
         index += 4

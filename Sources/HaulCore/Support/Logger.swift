@@ -56,8 +56,10 @@ public struct Logger: Sendable {
                 Logger.appendQuoted(metadata[key]!, to: &line)
             }
         case .json:
-            var members: [(String, JSONValue)] = [("time", .string(Timestamp.rfc3339(Date()))),
-                                                   ("level", .string(level.name)), ("msg", .string(message))]
+            var members: [(String, JSONValue)] = [
+                ("time", .string(Timestamp.rfc3339(Date()))),
+                ("level", .string(level.name)), ("msg", .string(message)),
+            ]
             for key in keys where key != "time" && key != "level" && key != "msg" {
                 members.append((key, .string(metadata[key]!)))
             }
@@ -82,9 +84,12 @@ public struct Logger: Sendable {
     }
 
     static func appendQuoted(_ value: String, to out: inout [UInt8]) {
-        let plain = !value.isEmpty && value.utf8.allSatisfy {
-            $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 != UInt8(ascii: "\\") && $0 != 0x7f
-        }
+        let plain =
+            !value.isEmpty
+            && value.utf8.allSatisfy {
+                $0 > 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 != UInt8(ascii: "\\")
+                    && $0 != 0x7f
+            }
         if plain {
             out += value.utf8
             return
@@ -183,8 +188,9 @@ public enum Timestamp {
     public static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),
-              bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
-              bytes[16] == UInt8(ascii: ":") else { return nil }
+            bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+            bytes[16] == UInt8(ascii: ":")
+        else { return nil }
         func number(_ range: Range<Int>) -> Int? {
             var value = 0
             for byte in bytes[range] {
@@ -194,12 +200,14 @@ public enum Timestamp {
             return value
         }
         guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
         var fraction = 0.0
         if bytes.count > 20 {
             guard bytes[19] == UInt8(ascii: "."), bytes.count > 21, let digits = number(20..<(bytes.count - 1)),
-                  bytes.count - 21 <= 9 else { return nil }
+                bytes.count - 21 <= 9
+            else { return nil }
             fraction = Double(digits) / pow(10, Double(bytes.count - 21))
         }
         let days = HTTPDate.daysSinceEpoch(year: year, month: month, day: day)

@@ -22,7 +22,8 @@ struct FileTransferReplies {
         guard !utf8.isEmpty else { return }
         let line = String(decoding: utf8, as: UTF8.self)
         if utf8.count >= 3, utf8[0...2].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-           utf8.count == 3 || utf8[3] == 0x20 || utf8[3] == 0x2D {
+            utf8.count == 3 || utf8[3] == 0x20 || utf8[3] == 0x2D
+        {
             // `213 3000000`, or the first line of a multi-line reply (`211-...`).
             let code = Int(String(decoding: utf8[0...2], as: UTF8.self)) ?? 0
             let text = utf8.count > 4 ? String(decoding: utf8[4...], as: UTF8.self) : ""
@@ -33,7 +34,8 @@ struct FileTransferReplies {
             return
         }
         guard let colon = line.firstIndex(of: ":") else { return }
-        headers.append((String(line[..<colon]).lowercased(), String(line[line.index(after: colon)...]).trimmingSpaces()))
+        headers.append(
+            (String(line[..<colon]).lowercased(), String(line[line.index(after: colon)...]).trimmingSpaces()))
     }
 }
 
@@ -46,7 +48,8 @@ public enum HTTPDate {
         let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+        return
+            "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }

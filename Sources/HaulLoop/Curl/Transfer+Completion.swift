@@ -42,7 +42,8 @@ extension Transfer {
         var failure: TransferFailure? = aborted ? .aborted : Transfer.classify(code)
         var message = String(cString: errorBuffer)
         if message.isEmpty, code != CURLE_OK { message = String(cString: curl_easy_strerror(code)) }
-        if profile.failures == .fileServer, !aborted, code != CURLE_OK, let refusal = fileTransferFailure(code, message) {
+        if profile.failures == .fileServer, !aborted, code != CURLE_OK, let refusal = fileTransferFailure(code, message)
+        {
             failure = refusal
             if replies.lastCode > 0 { message += " (the server said: \(replies.lastCode) \(replies.lastText))" }
         } else if profile.failures == .http, failure == .unsupportedScheme, !(300..<400).contains(headerParser.status) {
@@ -75,7 +76,8 @@ extension Transfer {
             return .tooManyConnections
         }
         if let refusal = hostKeyRefusal {
-            return refusal.mismatch ? .hostKeyMismatch(fingerprint: refusal.fingerprint)
+            return refusal.mismatch
+                ? .hostKeyMismatch(fingerprint: refusal.fingerprint)
                 : .hostKeyUnknown(fingerprint: refusal.fingerprint)
         }
         switch code {
@@ -87,7 +89,7 @@ extension Transfer {
         case CURLE_USE_SSL_FAILED: return .tls
         case CURLE_FTP_CANT_GET_HOST: return .connect
         case CURLE_WEIRD_SERVER_REPLY, CURLE_FTP_WEIRD_PASV_REPLY, CURLE_FTP_WEIRD_227_FORMAT,
-             CURLE_FTP_COULDNT_SET_TYPE, CURLE_FTP_WEIRD_PASS_REPLY:
+            CURLE_FTP_COULDNT_SET_TYPE, CURLE_FTP_WEIRD_PASS_REPLY:
             return replies.lastCode >= 500 ? .refused(code: replies.lastCode) : .badResponse
         default: return nil
         }
@@ -108,10 +110,10 @@ extension Transfer {
         haul_easy_getinfo_long(easy, CURLINFO_PROXY_ERROR, &detail)
         switch CURLproxycode(UInt32(detail)) {
         case CURLPX_USER_REJECTED, CURLPX_NO_AUTH, CURLPX_RECV_AUTH, CURLPX_SEND_AUTH, CURLPX_LONG_USER,
-             CURLPX_LONG_PASSWD:
+            CURLPX_LONG_PASSWD:
             return .proxyAuthFailed
         case CURLPX_REPLY_NOT_ALLOWED, CURLPX_REPLY_CONNECTION_REFUSED, CURLPX_REPLY_COMMAND_NOT_SUPPORTED,
-             CURLPX_REPLY_ADDRESS_TYPE_NOT_SUPPORTED, CURLPX_LONG_HOSTNAME, CURLPX_BAD_VERSION, CURLPX_UNKNOWN_MODE:
+            CURLPX_REPLY_ADDRESS_TYPE_NOT_SUPPORTED, CURLPX_LONG_HOSTNAME, CURLPX_BAD_VERSION, CURLPX_UNKNOWN_MODE:
             return .proxyRefused(retryable: false)
         default:
             // General failure, host or network unreachable, TTL expired, a reply cut short: may pass.
@@ -132,9 +134,9 @@ extension Transfer {
         case CURLE_WEIRD_SERVER_REPLY, CURLE_OUT_OF_MEMORY, CURLE_BAD_CONTENT_ENCODING: return .badResponse
         case CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING: return .cutOff
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
-             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
-             CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR,
-             CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CLIENTCERT:
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
+            CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR,
+            CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CLIENTCERT:
             return .tls
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_HTTP2, CURLE_HTTP2_STREAM: return .network
         case CURLE_WRITE_ERROR, CURLE_ABORTED_BY_CALLBACK: return .aborted

@@ -18,13 +18,17 @@ extension Transfer {
             return [haul_easy_setopt_long(easy, CURLOPT_FILETIME, 1)]
         case .passiveToControlAddress:
             // Passive is curl's default (no CURLOPT_FTPPORT).
-            return [haul_easy_setopt_long(easy, CURLOPT_FTP_SKIP_PASV_IP, 1),
-                    haul_easy_setopt_long(easy, CURLOPT_FTP_USE_EPSV, 1)]
+            return [
+                haul_easy_setopt_long(easy, CURLOPT_FTP_SKIP_PASV_IP, 1),
+                haul_easy_setopt_long(easy, CURLOPT_FTP_USE_EPSV, 1),
+            ]
         case .requireTLS:
             // CURLUSESSL_ALL is 3; AUTH TLS first (curl's default asks AUTH SSL first, an old name some servers
             // refuse).
-            return [haul_easy_setopt_long(easy, CURLOPT_USE_SSL, 3),
-                    haul_easy_setopt_long(easy, CURLOPT_FTPSSLAUTH, Int(CURLFTPAUTH_TLS.rawValue))]
+            return [
+                haul_easy_setopt_long(easy, CURLOPT_USE_SSL, 3),
+                haul_easy_setopt_long(easy, CURLOPT_FTPSSLAUTH, Int(CURLFTPAUTH_TLS.rawValue)),
+            ]
         case .sizeAndOffsetCommands:
             return try applySizeAndOffsetCommands()
         case .ssh:
@@ -43,8 +47,9 @@ extension Transfer {
     private func applySizeAndOffsetCommands() throws -> [CURLcode] {
         // The file's name as curl takes it from the URL (its last segment, decoded, after a CWD to each folder).
         guard let path = URLParts(request.url)?.decodedPath, let slash = path.lastIndex(of: "/"),
-              case let name = path[path.index(after: slash)...], !name.isEmpty,
-              !name.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+            case let name = path[path.index(after: slash)...], !name.isEmpty,
+            !name.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 })
+        else {
             throw TransferError.curl("the URL names no file the server could be asked for")
         }
         commandList = curl_slist_append(nil, "*SIZE \(name)")
@@ -52,8 +57,10 @@ extension Transfer {
             commandList = curl_slist_append(commandList, "REST \(start)")
         }
         guard commandList != nil else { throw TransferError.outOfMemory }
-        return [haul_easy_setopt_long(easy, CURLOPT_IGNORE_CONTENT_LENGTH, 1),
-                haul_easy_setopt_slist(easy, CURLOPT_PREQUOTE, commandList)]
+        return [
+            haul_easy_setopt_long(easy, CURLOPT_IGNORE_CONTENT_LENGTH, 1),
+            haul_easy_setopt_slist(easy, CURLOPT_PREQUOTE, commandList),
+        ]
     }
 
     private func applySSH() -> [CURLcode] {
@@ -78,11 +85,12 @@ extension Transfer {
             results.append(haul_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1))
         }
         results.append(haul_easy_setopt_ptr(easy, CURLOPT_SSH_KEYDATA, me))
-        results.append(haul_easy_setopt_sshkeyfn(easy) { _, known, found, match, clientp in
-            guard let clientp, let found else { return Int32(CURLKHSTAT_REJECT.rawValue) }
-            let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
-            return transfer.checkHostKey(found.pointee, known: known != nil, match: match)
-        })
+        results.append(
+            haul_easy_setopt_sshkeyfn(easy) { _, known, found, match, clientp in
+                guard let clientp, let found else { return Int32(CURLKHSTAT_REJECT.rawValue) }
+                let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
+                return transfer.checkHostKey(found.pointee, known: known != nil, match: match)
+            })
         return results
     }
 

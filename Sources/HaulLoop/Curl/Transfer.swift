@@ -106,11 +106,12 @@ public final class Transfer {
         // proxy a download named.
         if policy.addressPolicy != nil, proxy == nil || policy.proxy?.trusted != true {
             results.append(haul_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, me))
-            results.append(haul_easy_setopt_opensocketfn(easy) { clientp, _, address in
-                guard let clientp, let address else { return CURL_SOCKET_BAD }
-                let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
-                return transfer.openSocket(address)
-            })
+            results.append(
+                haul_easy_setopt_opensocketfn(easy) { clientp, _, address in
+                    guard let clientp, let address else { return CURL_SOCKET_BAD }
+                    let transfer = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
+                    return transfer.openSocket(address)
+                })
         }
         results.append(haul_easy_setopt_long(easy, CURLOPT_MAXREDIRS, policy.maxRedirects))
         for setting in profile.settings { results += try apply(setting) }
@@ -154,8 +155,12 @@ public final class Transfer {
         if let body = request.body {
             // The size first: COPYPOSTFIELDS copies that many bytes, NULs included.
             results.append(haul_easy_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count))
-            results.append(body.withUnsafeBytes { haul_easy_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS,
-                                                                       UnsafeMutableRawPointer(mutating: $0.baseAddress)) })
+            results.append(
+                body.withUnsafeBytes {
+                    haul_easy_setopt_ptr(
+                        easy, CURLOPT_COPYPOSTFIELDS,
+                        UnsafeMutableRawPointer(mutating: $0.baseAddress))
+                })
         }
         if let timeout = policy.timeout {
             results.append(haul_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(timeout * 1000)))
@@ -181,23 +186,25 @@ public final class Transfer {
             results.append(haul_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList))
         }
         results.append(haul_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, me))
-        results.append(haul_easy_setopt_writefn(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
-            let this = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
-            let length = size * count
-            let line = UnsafeRawBufferPointer(start: data, count: length)
-            if this.profile.answers == .headerLines { this.headerLine(line) } else { this.replies.feed(line) }
-            return length
-        })
+        results.append(
+            haul_easy_setopt_writefn(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
+                let this = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+                let length = size * count
+                let line = UnsafeRawBufferPointer(start: data, count: length)
+                if this.profile.answers == .headerLines { this.headerLine(line) } else { this.replies.feed(line) }
+                return length
+            })
         results.append(haul_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, me))
-        results.append(haul_easy_setopt_writefn(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
-            let this = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
-            let length = size * count
-            switch this.body(UnsafeRawBufferPointer(start: data, count: length)) {
-            case .consumed: return length
-            case .pause: return Int(CURL_WRITEFUNC_PAUSE)
-            case .abort: return 0
-            }
-        })
+        results.append(
+            haul_easy_setopt_writefn(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
+                let this = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+                let length = size * count
+                switch this.body(UnsafeRawBufferPointer(start: data, count: length)) {
+                case .consumed: return length
+                case .pause: return Int(CURL_WRITEFUNC_PAUSE)
+                case .abort: return 0
+                }
+            })
         if let failed = results.first(where: { $0 != CURLE_OK }) {
             throw TransferError.curl("curl_easy_setopt: \(String(cString: curl_easy_strerror(failed)))")
         }
@@ -239,8 +246,12 @@ public final class Transfer {
         if let range = request.range, request.method != .head {
             status = 206
             let last = range.end ?? total.map { $0 - 1 }
-            headers.append(("content-range", "bytes \(range.start)-\(last.map(String.init) ?? "*")/"
-                            + (total.map(String.init) ?? "*")))
+            headers.append(
+                (
+                    "content-range",
+                    "bytes \(range.start)-\(last.map(String.init) ?? "*")/"
+                        + (total.map(String.init) ?? "*")
+                ))
             if length >= 0 { headers.append(("content-length", String(length))) }
         } else if let total {
             headers.append(("content-length", String(total)))
@@ -252,16 +263,20 @@ public final class Transfer {
 
     func headerLine(_ raw: UnsafeRawBufferPointer) {
         if headerParser.feed(raw) {
-            var answer = TransferResponse(status: headerParser.status, headers: headerParser.headers,
-                                          effectiveURL: effectiveURL())
+            var answer = TransferResponse(
+                status: headerParser.status, headers: headerParser.headers,
+                effectiveURL: effectiveURL())
             if let proxy, proxy.speaksHTTP {
-                answer.proxyRefusedCredentials = answer.status == 407
+                answer.proxyRefusedCredentials =
+                    answer.status == 407
                     || (answer.status == 401 && proxy.hasCredentials && answer.header("via") == nil)
             }
             // Credentials go only to the first URL's host: a 401 from another is that host's own.
-            answer.sentCredentials = request.policy.netrcFile != nil
-                || (request.credentials != nil && (answer.effectiveURL == request.url
-                    || URLParts(answer.effectiveURL)?.host == URLParts(request.url)?.host))
+            answer.sentCredentials =
+                request.policy.netrcFile != nil
+                || (request.credentials != nil
+                    && (answer.effectiveURL == request.url
+                        || URLParts(answer.effectiveURL)?.host == URLParts(request.url)?.host))
             response = answer
         }
     }
@@ -289,12 +304,17 @@ public final class Transfer {
     func deliverResponse() -> Bool {
         if responseDelivered { return !aborted }
         responseDelivered = true
-        let final = response ?? (profile.answers == .headerLines
-            ? TransferResponse(status: responseCode(), headers: headerParser.headers, effectiveURL: effectiveURL())
-            : fileTransferResponse())
+        let final =
+            response
+            ?? (profile.answers == .headerLines
+                ? TransferResponse(status: responseCode(), headers: headerParser.headers, effectiveURL: effectiveURL())
+                : fileTransferResponse())
         response = final
         if final.status == 401, request.credentials != nil, !request.digestAuth, onDigestChallenge != nil,
-           final.headers.contains(where: { $0.name == "www-authenticate" && ASCII.hasPrefixIgnoringCase($0.value, "digest") }) {
+            final.headers.contains(where: {
+                $0.name == "www-authenticate" && ASCII.hasPrefixIgnoringCase($0.value, "digest")
+            })
+        {
             digestChallenged = true
             redirectTarget = final.effectiveURL
             return true

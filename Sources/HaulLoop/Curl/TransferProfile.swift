@@ -62,8 +62,10 @@ public struct TransferProfile: Sendable, Equatable {
     /// The URL as curl is given it, when not the request's (explicit FTPS goes as ftp://, its TLS set apart).
     public var curlURL: String?
 
-    public init(answers: Answers = .headerLines, settings: [Setting] = [], failures: Failures = .http,
-                redirects: [String] = [], curlURL: String? = nil) {
+    public init(
+        answers: Answers = .headerLines, settings: [Setting] = [], failures: Failures = .http,
+        redirects: [String] = [], curlURL: String? = nil
+    ) {
         self.answers = answers
         self.settings = settings
         self.failures = failures

@@ -190,8 +190,11 @@ public final class ConfinedDirectory {
     /// Gives the file `source` of this directory the name `destination` in `other` too, keeping `source`: true when
     /// linked, false when the name is taken, nil when the two are on different file systems (or hard links are not
     /// possible there).
-    public func linkKeeping(_ source: String, in other: ConfinedDirectory, as destination: String) throws(FileError)
-        -> Bool? {
+    public func linkKeeping(
+        _ source: String, in other: ConfinedDirectory, as destination: String
+    ) throws(FileError)
+        -> Bool?
+    {
         if linkat(fd, source, other.fd, destination, 0) == 0 { return true }
         switch errno {
         case EEXIST: return false
@@ -202,8 +205,10 @@ public final class ConfinedDirectory {
 
     /// Copies the regular file `source` of this directory to a new file `destination` in `other` (made with
     /// O_EXCL) and makes its bytes durable (fdatasync). `halfway` runs once half of it is written.
-    public func copy(_ source: String, to other: ConfinedDirectory, as destination: String,
-                     halfway: () -> Void = {}) throws(FileError) -> Int64 {
+    public func copy(
+        _ source: String, to other: ConfinedDirectory, as destination: String,
+        halfway: () -> Void = {}
+    ) throws(FileError) -> Int64 {
         let input = openat(fd, source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard input >= 0 else { throw FileError(call: "open", path: shown(source), code: errno) }
         defer { Glibc.close(input) }

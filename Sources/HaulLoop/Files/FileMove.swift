@@ -28,9 +28,11 @@ public enum FileMove {
         /// A test's crash point (`HAUL_CRASH_AT`): the process kills itself with SIGKILL there.
         public var crashAt: String?
 
-        public init(sourceRoot: String, sourceDirectory: String, name: String, targetRoot: String,
-                    targetDirectory: String, identity: FileIdentity?, marker: String,
-                    candidate: @escaping @Sendable (Int) -> String, crashAt: String?) {
+        public init(
+            sourceRoot: String, sourceDirectory: String, name: String, targetRoot: String,
+            targetDirectory: String, identity: FileIdentity?, marker: String,
+            candidate: @escaping @Sendable (Int) -> String, crashAt: String?
+        ) {
             self.sourceRoot = sourceRoot
             self.sourceDirectory = sourceDirectory
             self.name = name
@@ -61,8 +63,11 @@ public enum FileMove {
 
     /// Removes the marker once the move is stored.
     public static func finish(_ request: Request) {
-        guard let target = try? ConfinedDirectory(root: request.targetRoot, relative: request.targetDirectory,
-                                                  create: false) else { return }
+        guard
+            let target = try? ConfinedDirectory(
+                root: request.targetRoot, relative: request.targetDirectory,
+                create: false)
+        else { return }
         try? target.remove(request.marker)
         try? target.sync()
     }
@@ -110,8 +115,10 @@ public enum FileMove {
         return try outcome(final, in: target)
     }
 
-    private static func copyAcross(_ r: Request, from source: ConfinedDirectory,
-                                   to target: ConfinedDirectory) throws(FileError) -> Outcome {
+    private static func copyAcross(
+        _ r: Request, from source: ConfinedDirectory,
+        to target: ConfinedDirectory
+    ) throws(FileError) -> Outcome {
         _ = try source.copy(r.name, to: target, as: r.marker, halfway: { crash(r, "move-copying") })
         crash(r, "move-copied")
         guard let copy = target.identity(r.marker) else {
@@ -135,8 +142,10 @@ public enum FileMove {
     }
 
     /// Removes the source name, unless it is the copy itself (one folder), and makes that durable.
-    private static func finishRemoving(_ name: String, from source: ConfinedDirectory,
-                                       unless copy: FileIdentity) throws(FileError) {
+    private static func finishRemoving(
+        _ name: String, from source: ConfinedDirectory,
+        unless copy: FileIdentity
+    ) throws(FileError) {
         guard let held = source.identity(name), held != copy else { return }
         try source.remove(name)
         try source.sync()

@@ -36,7 +36,8 @@ public final class PartFile {
     public func write(_ chunk: TransferChunk, at offset: Int64) throws(FileError) {
         var done = 0
         while done < chunk.bytes.count {
-            let written = pwrite(fd, chunk.bytes.baseAddress! + done, chunk.bytes.count - done, off_t(offset) + off_t(done))
+            let written = pwrite(
+                fd, chunk.bytes.baseAddress! + done, chunk.bytes.count - done, off_t(offset) + off_t(done))
             if written < 0 {
                 if errno == EINTR { continue }
                 throw FileError(call: "pwrite", path: path, code: errno)
@@ -50,7 +51,9 @@ public final class PartFile {
         var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            let n = bytes.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+            }
             if n < 0 && errno == EINTR { continue }
             guard n >= 0 else { return nil }
             if n == 0 { break }

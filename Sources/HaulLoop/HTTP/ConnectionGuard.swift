@@ -58,11 +58,13 @@ final class ConnectionGuard {
         bufferevent_incref(bufferEvent)
         let pending = Unmanaged.passRetained(Pending(owner: self, bufferEvent: bufferEvent)).toOpaque()
         var now = timeval(tv_sec: 0, tv_usec: 0)
-        event_base_once(loop.base, -1, haul_ev_timeout(), { _, _, arg in
-            let pending = Unmanaged<Pending>.fromOpaque(arg!).takeRetainedValue()
-            pending.owner.adopt(pending.bufferEvent)
-            bufferevent_decref(pending.bufferEvent)
-        }, pending, &now)
+        event_base_once(
+            loop.base, -1, haul_ev_timeout(),
+            { _, _, arg in
+                let pending = Unmanaged<Pending>.fromOpaque(arg!).takeRetainedValue()
+                pending.owner.adopt(pending.bufferEvent)
+                bufferevent_decref(pending.bufferEvent)
+            }, pending, &now)
     }
 
     /// A whole request arrived on `fd`: its deadline starts again.

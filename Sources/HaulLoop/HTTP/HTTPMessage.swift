@@ -12,8 +12,10 @@ public struct HTTPRequest: Sendable {
     /// The HTTP version as major * 10 + minor: 11 for HTTP/1.1, 10 for HTTP/1.0.
     public var version: Int
 
-    public init(method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-                peer: String = "", version: Int = 11) {
+    public init(
+        method: String, target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+        peer: String = "", version: Int = 11
+    ) {
         self.method = method
         self.target = target
         self.headers = headers
@@ -88,4 +90,3 @@ public struct HTTPResponse: Sendable {
         return copy
     }
 }
-

@@ -18,8 +18,10 @@ public final class HTTPServer {
     /// `maxBodySize`: evhttp refuses bodies larger than this with its own 413 before they are read;
     /// `maxHeadersSize`: a request line and headers larger than this are refused the same way.
     /// `connections`: the per-client cap and the request deadline.
-    public init(loop: EventLoop, maxBodySize: Int = 4 << 20, maxHeadersSize: Int = 32 << 10, timeout: Int32 = 60,
-                connections: ConnectionPolicy = ConnectionPolicy(), handler: @escaping (HTTPExchange) -> Void) throws {
+    public init(
+        loop: EventLoop, maxBodySize: Int = 4 << 20, maxHeadersSize: Int = 32 << 10, timeout: Int32 = 60,
+        connections: ConnectionPolicy = ConnectionPolicy(), handler: @escaping (HTTPExchange) -> Void
+    ) throws {
         guard let http = evhttp_new(loop.base) else { throw LoopError.libevent("evhttp_new failed") }
         self.loop = loop
         self.http = http
@@ -29,23 +31,28 @@ public final class HTTPServer {
         evhttp_set_max_headers_size(http, maxHeadersSize)
         evhttp_set_timeout(http, timeout)
         // Without this evhttp answers 501 to PATCH and OPTIONS itself.
-        let methods = EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue
+        let methods =
+            EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue
             | EVHTTP_REQ_PUT.rawValue | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue
             | EVHTTP_REQ_PATCH.rawValue | EVHTTP_REQ_TRACE.rawValue | EVHTTP_REQ_CONNECT.rawValue
         evhttp_set_allowed_methods(http, UInt16(methods))
         // Client connections get the API priority, so a busy transfer never starves a REST request.
-        evhttp_set_bevcb(http, { base, arg in
-            let bufferEvent = bufferevent_socket_new(base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
-            if let bufferEvent {
-                bufferevent_priority_set(bufferEvent, EventLoop.Priority.api.rawValue)
-                Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue().connectionGuard.opened(bufferEvent)
-            }
-            return bufferEvent
-        }, Unmanaged.passUnretained(self).toOpaque())
-        evhttp_set_gencb(http, { request, arg in
-            guard let request, let arg else { return }
-            Unmanaged<HTTPServer>.fromOpaque(arg).takeUnretainedValue().accept(request)
-        }, Unmanaged.passUnretained(self).toOpaque())
+        evhttp_set_bevcb(
+            http,
+            { base, arg in
+                let bufferEvent = bufferevent_socket_new(base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+                if let bufferEvent {
+                    bufferevent_priority_set(bufferEvent, EventLoop.Priority.api.rawValue)
+                    Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue().connectionGuard.opened(bufferEvent)
+                }
+                return bufferEvent
+            }, Unmanaged.passUnretained(self).toOpaque())
+        evhttp_set_gencb(
+            http,
+            { request, arg in
+                guard let request, let arg else { return }
+                Unmanaged<HTTPServer>.fromOpaque(arg).takeUnretainedValue().accept(request)
+            }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit { close() }
@@ -157,9 +164,11 @@ public final class HTTPExchange {
         streaming = true
         selfReference = self
         if let connection = evhttp_request_get_connection(request) {
-            evhttp_connection_set_closecb(connection, { _, arg in
-                Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue().clientClosed()
-            }, Unmanaged.passUnretained(self).toOpaque())
+            evhttp_connection_set_closecb(
+                connection,
+                { _, arg in
+                    Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue().clientClosed()
+                }, Unmanaged.passUnretained(self).toOpaque())
         }
         evhttp_send_reply_start(request, Int32(status), HTTPExchange.reason(status))
     }
@@ -168,14 +177,16 @@ public final class HTTPExchange {
     /// WebSocket; nil when the client has gone.
     public func upgradeToWebSocket(headers: [(name: String, value: String)]) -> WebSocketConnection? {
         guard let request, let server, let connection = evhttp_request_get_connection(request),
-              let bufferEvent = evhttp_connection_get_bufferevent(connection) else { return nil }
+            let bufferEvent = evhttp_connection_get_bufferevent(connection)
+        else { return nil }
         setHeaders(headers, on: request)
         evhttp_connection_set_closecb(connection, nil, nil)
         // A 101 has no body: evhttp writes the status line and headers, with no chunked encoding.
         evhttp_send_reply_start(request, 101, "Switching Protocols")
         self.request = nil
-        return WebSocketConnection(connection: connection, bufferEvent: bufferEvent, server: server,
-                                   loop: server.loop, peer: message.peer)
+        return WebSocketConnection(
+            connection: connection, bufferEvent: bufferEvent, server: server,
+            loop: server.loop, peer: message.peer)
     }
 
     /// Queues `bytes`. `drained` runs once everything queued so far has been handed to the kernel (use it for
@@ -186,9 +197,11 @@ public final class HTTPExchange {
         _ = evbuffer_add(buffer, bytes.baseAddress, bytes.count)
         if let drained {
             self.drained = drained
-            evhttp_send_reply_chunk_with_cb(request, buffer, { _, arg in
-                Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue().chunkDrained()
-            }, Unmanaged.passUnretained(self).toOpaque())
+            evhttp_send_reply_chunk_with_cb(
+                request, buffer,
+                { _, arg in
+                    Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue().chunkDrained()
+                }, Unmanaged.passUnretained(self).toOpaque())
         } else {
             evhttp_send_reply_chunk(request, buffer)
         }
@@ -216,7 +229,8 @@ public final class HTTPExchange {
     /// Bytes queued for this client and not yet written to its socket.
     public var queuedBytes: Int {
         guard let request, let connection = evhttp_request_get_connection(request),
-              let bufferEvent = evhttp_connection_get_bufferevent(connection) else { return 0 }
+            let bufferEvent = evhttp_connection_get_bufferevent(connection)
+        else { return 0 }
         return evbuffer_get_length(bufferevent_get_output(bufferEvent))
     }
 
@@ -236,7 +250,8 @@ public final class HTTPExchange {
 
     fileprivate var socketFD: Int32? {
         guard let request, let connection = evhttp_request_get_connection(request),
-              let bufferEvent = evhttp_connection_get_bufferevent(connection) else { return nil }
+            let bufferEvent = evhttp_connection_get_bufferevent(connection)
+        else { return nil }
         let fd = bufferevent_getfd(bufferEvent)
         return fd >= 0 ? fd : nil
     }
@@ -302,8 +317,9 @@ public final class HTTPExchange {
             evhttp_connection_get_peer(connection, &address, &port)
             if let address { peer = String(cString: address) }
         }
-        return HTTPRequest(method: method, target: target, headers: headers, body: body, peer: peer,
-                           version: Int(haul_evhttp_request_version(request)))
+        return HTTPRequest(
+            method: method, target: target, headers: headers, body: body, peer: peer,
+            version: Int(haul_evhttp_request_version(request)))
     }
 
     /// Whether `request` announced a body that evhttp left on the connection.

@@ -32,8 +32,9 @@ public struct HeaderParser: Sendable {
             while valueStart < line.count, line[valueStart] == 0x20 || line[valueStart] == 0x09 { valueStart += 1 }
             var nameEnd = colon
             while nameEnd > 0, line[nameEnd - 1] == 0x20 { nameEnd -= 1 }
-            let name = String(decoding: line[0..<nameEnd].map { (0x41...0x5A).contains($0) ? $0 + 32 : $0 },
-                              as: UTF8.self)
+            let name = String(
+                decoding: line[0..<nameEnd].map { (0x41...0x5A).contains($0) ? $0 + 32 : $0 },
+                as: UTF8.self)
             headers.append((name, String(decoding: line[valueStart...], as: UTF8.self)))
         }
         return false

@@ -42,13 +42,17 @@ public final class WebSocketConnection {
         server?.webSockets[ObjectIdentifier(self)] = self
         if fd >= 0 { server?.connectionGuard.streaming(on: fd, true) }
         bufferevent_set_timeouts(bufferEvent, nil, nil)
-        bufferevent_setcb(bufferEvent, { _, arg in
-            Unmanaged<WebSocketConnection>.fromOpaque(arg!).takeUnretainedValue().readable()
-        }, { _, arg in
-            Unmanaged<WebSocketConnection>.fromOpaque(arg!).takeUnretainedValue().written()
-        }, { _, events, arg in
-            Unmanaged<WebSocketConnection>.fromOpaque(arg!).takeUnretainedValue().event(events)
-        }, Unmanaged.passUnretained(self).toOpaque())
+        bufferevent_setcb(
+            bufferEvent,
+            { _, arg in
+                Unmanaged<WebSocketConnection>.fromOpaque(arg!).takeUnretainedValue().readable()
+            },
+            { _, arg in
+                Unmanaged<WebSocketConnection>.fromOpaque(arg!).takeUnretainedValue().written()
+            },
+            { _, events, arg in
+                Unmanaged<WebSocketConnection>.fromOpaque(arg!).takeUnretainedValue().event(events)
+            }, Unmanaged.passUnretained(self).toOpaque())
         bufferevent_enable(bufferEvent, Int16(EV_READ | EV_WRITE))
         pingTimer = LoopTimer(loop: loop, delay: 30, repeating: true) { [unowned self] in self.ping() }
         pingTimer?.start()
@@ -72,7 +76,8 @@ public final class WebSocketConnection {
     /// Sends a close frame with `code` and closes once it is written.
     public func close(code: UInt16 = 1000, reason: String = "") {
         guard bufferEvent != nil, !closing else { return }
-        write(WebSocketFrames.frame(opcode: 0x8, [UInt8(code >> 8), UInt8(code & 0xFF)] + Array(reason.utf8.prefix(120))))
+        write(
+            WebSocketFrames.frame(opcode: 0x8, [UInt8(code >> 8), UInt8(code & 0xFF)] + Array(reason.utf8.prefix(120))))
         closing = true
         if queuedBytes == 0 { finish() }
     }

@@ -58,7 +58,9 @@ public struct WebSocketFrames {
                 header = 10
             }
             let isControl = opcode & 0x08 != 0
-            if isControl, length > 125 || !fin { return outputs + [.fail(1002, "a control frame over 125 bytes or fragmented")] }
+            if isControl, length > 125 || !fin {
+                return outputs + [.fail(1002, "a control frame over 125 bytes or fragmented")]
+            }
             guard message.count + length <= maxMessage else { return outputs + [.fail(1009, "message too large")] }
             guard available >= header + 4 + length else { return outputs }
             let mask = Array(buffer[(offset + header)..<(offset + header + 4)])
@@ -104,7 +106,9 @@ public struct WebSocketFrames {
         case ..<65536: out += [126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
         default:
             out.append(127)
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8((UInt64(payload.count) >> UInt64(shift)) & 0xFF)) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                out.append(UInt8((UInt64(payload.count) >> UInt64(shift)) & 0xFF))
+            }
         }
         return out + payload
     }

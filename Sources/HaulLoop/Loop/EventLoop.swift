@@ -58,11 +58,13 @@ public final class EventLoop {
         wakeFDs = (fds[0], fds[1])
         inbox.wakeFD = fds[1]
         let me = Unmanaged.passUnretained(self).toOpaque()
-        wakeEvent = event_new(base, fds[0], haul_ev_read() | haul_ev_persist(), { fd, _, arg in
-            var sink = [UInt8](repeating: 0, count: 64)
-            while read(fd, &sink, sink.count) > 0 {}
-            Unmanaged<EventLoop>.fromOpaque(arg!).takeUnretainedValue().drainInbox()
-        }, me)
+        wakeEvent = event_new(
+            base, fds[0], haul_ev_read() | haul_ev_persist(),
+            { fd, _, arg in
+                var sink = [UInt8](repeating: 0, count: 64)
+                while read(fd, &sink, sink.count) > 0 {}
+                Unmanaged<EventLoop>.fromOpaque(arg!).takeUnretainedValue().drainInbox()
+            }, me)
         event_priority_set(wakeEvent, Priority.api.rawValue)
         event_add(wakeEvent, nil)
     }
@@ -110,9 +112,11 @@ public final class EventLoop {
     /// Calls `handler` on the loop thread each time the process receives `signal`.
     public func onSignal(_ signal: Int32, _ handler: @escaping () -> Void) {
         let watch = SignalWatch(handler: handler)
-        let event = event_new(base, signal, haul_ev_signal() | haul_ev_persist(), { _, _, arg in
-            Unmanaged<SignalWatch>.fromOpaque(arg!).takeUnretainedValue().handler()
-        }, Unmanaged.passUnretained(watch).toOpaque())
+        let event = event_new(
+            base, signal, haul_ev_signal() | haul_ev_persist(),
+            { _, _, arg in
+                Unmanaged<SignalWatch>.fromOpaque(arg!).takeUnretainedValue().handler()
+            }, Unmanaged.passUnretained(watch).toOpaque())
         watch.event = event
         event_priority_set(event, Priority.api.rawValue)
         event_add(event, nil)

@@ -8,9 +8,11 @@ public final class ReadWatch {
 
     public init(loop: EventLoop, fd: Int32, _ handler: @escaping () -> Void) throws {
         self.handler = handler
-        event = event_new(loop.base, fd, haul_ev_read() | haul_ev_persist(), { _, _, arg in
-            Unmanaged<ReadWatch>.fromOpaque(arg!).takeUnretainedValue().handler()
-        }, Unmanaged.passUnretained(self).toOpaque())
+        event = event_new(
+            loop.base, fd, haul_ev_read() | haul_ev_persist(),
+            { _, _, arg in
+                Unmanaged<ReadWatch>.fromOpaque(arg!).takeUnretainedValue().handler()
+            }, Unmanaged.passUnretained(self).toOpaque())
         guard let event, event_add(event, nil) == 0 else { throw LoopError.libevent("cannot watch descriptor \(fd)") }
     }
 

@@ -8,15 +8,19 @@ public final class LoopTimer {
     private var interval: timeval
 
     /// Fires `action` once after `delay` seconds, or every `delay` seconds when `repeating`; call `start()`.
-    public init(loop: EventLoop, delay: Double, repeating: Bool = false,
-                priority: EventLoop.Priority = .api, action: @escaping () -> Void) {
+    public init(
+        loop: EventLoop, delay: Double, repeating: Bool = false,
+        priority: EventLoop.Priority = .api, action: @escaping () -> Void
+    ) {
         self.action = action
         self.repeating = repeating
         self.interval = timeval(seconds: delay)
         let flags: Int16 = repeating ? haul_ev_persist() : 0
-        event = event_new(loop.base, -1, flags, { _, _, arg in
-            Unmanaged<LoopTimer>.fromOpaque(arg!).takeUnretainedValue().action()
-        }, Unmanaged.passUnretained(self).toOpaque())
+        event = event_new(
+            loop.base, -1, flags,
+            { _, _, arg in
+                Unmanaged<LoopTimer>.fromOpaque(arg!).takeUnretainedValue().action()
+            }, Unmanaged.passUnretained(self).toOpaque())
         event_priority_set(event, priority.rawValue)
     }
 

@@ -18,11 +18,13 @@ final class WorkerPool: @unchecked Sendable {
             var thread = pthread_t()
             // Each thread holds the pool for as long as the process runs, as Foundation's Thread closure did.
             let context = Unmanaged.passRetained(self).toOpaque()
-            let created = pthread_create(&thread, nil, { context in
-                let pool = Unmanaged<WorkerPool>.fromOpaque(context!).takeRetainedValue()
-                pool.run()
-                return nil
-            }, context)
+            let created = pthread_create(
+                &thread, nil,
+                { context in
+                    let pool = Unmanaged<WorkerPool>.fromOpaque(context!).takeRetainedValue()
+                    pool.run()
+                    return nil
+                }, context)
             if created == 0 {
                 pthread_setname_np(thread, "haul-worker-\(index)")
                 pthread_detach(thread)

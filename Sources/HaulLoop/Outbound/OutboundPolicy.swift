@@ -40,9 +40,11 @@ public struct OutboundPolicy: Sendable {
     public var timeout: Double?
     public var maxRedirects: Int
 
-    public init(schemes: [String] = ["http", "https"], addressPolicy: AddressPolicy? = nil,
-                userAgent: String = "haul/0.1", connectTimeout: Double = 30, timeout: Double? = nil,
-                maxRedirects: Int = 10) {
+    public init(
+        schemes: [String] = ["http", "https"], addressPolicy: AddressPolicy? = nil,
+        userAgent: String = "haul/0.1", connectTimeout: Double = 30, timeout: Double? = nil,
+        maxRedirects: Int = 10
+    ) {
         self.schemes = schemes
         self.addressPolicy = addressPolicy
         self.userAgent = userAgent

@@ -135,7 +135,8 @@ public struct ProxyServer: Sendable, Equatable {
             return .failure(ProxyProblem("must be a proxy URL without spaces or control characters"))
         }
         guard let separator = text.firstRange(of: "://"),
-              let kind = Kind(rawValue: text[..<separator.lowerBound].lowercased()) else {
+            let kind = Kind(rawValue: text[..<separator.lowerBound].lowercased())
+        else {
             return .failure(ProxyProblem("must be a proxy URL of \(schemes), or \"none\""))
         }
         let rest = text[separator.upperBound...]
@@ -187,12 +188,19 @@ public struct NoProxy: Sendable, Equatable {
             noProxy.curlList += (noProxy.curlList.isEmpty ? "" : ",") + text
             if text == "*" {
                 noProxy.entries.append(.all)
-            } else if let network = AddressPolicy.network(text.hasPrefix("[") ? String(text.dropFirst().dropLast())
-                                                          : text) {
+            } else if let network = AddressPolicy.network(
+                text.hasPrefix("[")
+                    ? String(text.dropFirst().dropLast())
+                    : text)
+            {
                 noProxy.entries.append(.network(network.bytes, network.prefix))
             } else {
                 var name = Substring(text)
-                if name.hasPrefix("*.") { name = name.dropFirst(2) } else if name.hasPrefix(".") { name = name.dropFirst() }
+                if name.hasPrefix("*.") {
+                    name = name.dropFirst(2)
+                } else if name.hasPrefix(".") {
+                    name = name.dropFirst()
+                }
                 guard !name.isEmpty, name.utf8.allSatisfy({ ASCII.isLetterOrDigit($0) || "-._".utf8.contains($0) })
                 else { return .failure(ProxyProblem("takes host names, IP addresses or networks, not '\(raw)'")) }
                 noProxy.entries.append(.domain(String(name)))

@@ -75,8 +75,11 @@ public final class PostgresDatabase: SQLDatabase, SQLListener {
         }
         var received: [(channel: String, payload: String, sender: Int32)] = []
         while let notice = PQnotifies(conn) {
-            received.append((String(cString: notice.pointee.relname), String(cString: notice.pointee.extra),
-                             notice.pointee.be_pid))
+            received.append(
+                (
+                    String(cString: notice.pointee.relname), String(cString: notice.pointee.extra),
+                    notice.pointee.be_pid
+                ))
             PQfreemem(notice)
         }
         return received
@@ -212,7 +215,8 @@ public final class PostgresDatabase: SQLDatabase, SQLListener {
         if let scheme = text.firstRange(of: "://") {
             let authorityEnd = text[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" } ?? text.endIndex
             if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@"),
-               let colon = text[scheme.upperBound..<at].firstIndex(of: ":") {
+                let colon = text[scheme.upperBound..<at].firstIndex(of: ":")
+            {
                 text.replaceSubrange(text.index(after: colon)..<at, with: "***")
             }
         }

@@ -111,9 +111,10 @@ public final class SQLiteDatabase: SQLDatabase {
         var statement: OpaquePointer?
         try check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
         guard let statement else { throw SQLiteError(code: SQLITE_MISUSE, message: "empty statement: \(sql)") }
-        let columns = SQLColumns((0..<sqlite3_column_count(statement)).map { column in
-            sqlite3_column_name(statement, column).map { String(cString: $0) } ?? ""
-        })
+        let columns = SQLColumns(
+            (0..<sqlite3_column_count(statement)).map { column in
+                sqlite3_column_name(statement, column).map { String(cString: $0) } ?? ""
+            })
         statements[sql] = (statement, columns)
         return (statement, columns)
     }

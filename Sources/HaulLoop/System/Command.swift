@@ -26,21 +26,26 @@ public final class CommandPool: @unchecked Sendable {
     }
 
     /// Runs `argv` on a pool thread, then `completion` with what came of it on `loop`'s thread.
-    public func run(_ argv: [String], environment: [String], input: [UInt8], on loop: EventLoop,
-                    then completion: @escaping (Result) -> Void) {
+    public func run(
+        _ argv: [String], environment: [String], input: [UInt8], on loop: EventLoop,
+        then completion: @escaping (Result) -> Void
+    ) {
         let box = LoopBound(completion)
         let inbox = loop.inbox
         let (timeout, limit) = (timeout, outputLimit)
         workers.submit {
-            let result = CommandPool.execute(argv, environment: environment, input: input, timeout: timeout,
-                                             outputLimit: limit)
+            let result = CommandPool.execute(
+                argv, environment: environment, input: input, timeout: timeout,
+                outputLimit: limit)
             inbox.append { box.value(result) }
         }
     }
 
     /// Runs `argv` and waits for it (blocking the calling thread).
-    static func execute(_ argv: [String], environment: [String], input: [UInt8], timeout: Double,
-                        outputLimit: Int) -> Result {
+    static func execute(
+        _ argv: [String], environment: [String], input: [UInt8], timeout: Double,
+        outputLimit: Int
+    ) -> Result {
         guard let program = argv.first, !program.isEmpty else {
             return Result(status: nil, error: "no program to run", output: "", dropped: 0)
         }
@@ -70,8 +75,11 @@ public final class CommandPool: @unchecked Sendable {
         sigemptyset(&none)
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF
-                                                     | POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setflags(
+            &attributes,
+            Int16(
+                POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF
+                    | POSIX_SPAWN_SETSIGMASK))
         let cArgv = argv.map { strdup($0) } + [nil]
         let cEnvironment = environment.map { strdup($0) } + [nil]
         defer {
@@ -144,8 +152,9 @@ public final class CommandPool: @unchecked Sendable {
         }
         let text = String(decoding: output, as: UTF8.self)
         if timedOut {
-            return Result(status: nil, error: "timed out after \(Int(timeout)) s and was killed", output: text,
-                          dropped: dropped)
+            return Result(
+                status: nil, error: "timed out after \(Int(timeout)) s and was killed", output: text,
+                dropped: dropped)
         }
         // WIFEXITED and friends are macros: the status word's layout is Linux's.
         let signal = status & 0x7F

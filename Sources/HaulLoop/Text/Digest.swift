@@ -43,8 +43,9 @@ public enum Digest {
         var length: UInt32 = 0
         let result = key.withUnsafeBytes { k in
             message.withUnsafeBytes { m in
-                HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), m.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                     m.count, &digest, &length)
+                HMAC(
+                    EVP_sha256(), k.baseAddress, Int32(k.count), m.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                    m.count, &digest, &length)
             }
         }
         precondition(result != nil, "HMAC failed")
@@ -59,8 +60,11 @@ public enum Digest {
 
     /// The lower-case hex digest of the file open as `fd`, read from its start in 1 MiB pieces (`path` names it in
     /// errors).
-    public static func hex(ofDescriptor fd: Int32, path: String, algorithm: DigestAlgorithm) throws(FileError)
-        -> String {
+    public static func hex(
+        ofDescriptor fd: Int32, path: String, algorithm: DigestAlgorithm
+    ) throws(FileError)
+        -> String
+    {
         guard let context = EVP_MD_CTX_new() else { throw FileError(call: "EVP_MD_CTX_new", path: path, code: ENOMEM) }
         defer { EVP_MD_CTX_free(context) }
         let type = evp(algorithm)
@@ -85,7 +89,8 @@ public enum Digest {
             throw FileError(call: "EVP_DigestFinal_ex", path: path, code: EINVAL)
         }
         let hex = Array("0123456789abcdef".utf8)
-        return String(decoding: digest.prefix(Int(length)).flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 15)]] },
-                      as: UTF8.self)
+        return String(
+            decoding: digest.prefix(Int(length)).flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 15)]] },
+            as: UTF8.self)
     }
 }

@@ -15,7 +15,8 @@ enum ByteSize {
         }
         // Digits with at most one decimal point: no signs, exponents, "inf" or "nan".
         guard !rest.isEmpty, rest.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
-              rest.filter({ $0 == "." }).count <= 1, rest != ".", let number = Double(rest) else { return nil }
+            rest.filter({ $0 == "." }).count <= 1, rest != ".", let number = Double(rest)
+        else { return nil }
         let bytes = number * multiplier
         // A fraction of a byte is a typo, not a size.
         guard bytes < 9.0e18, bytes == bytes.rounded() || multiplier > 1 else { return nil }

@@ -18,7 +18,8 @@ struct Client {
     init(options: Options, environment: [String: String]) throws(ClientCommand.Stop) {
         // An empty variable (`HAUL_SERVER=` in a script or a compose file) is no setting.
         let set = { (name: String) in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
-        var server = options.value("server") ?? set("HAUL_SERVER")
+        var server =
+            options.value("server") ?? set("HAUL_SERVER")
             ?? set("HAUL_LISTEN").flatMap(ListenAddress.init)?.localURL ?? "http://127.0.0.1:8080"
         if !server.contains("://") { server = "http://" + server }
         while server.hasSuffix("/") { server.removeLast() }
@@ -39,8 +40,11 @@ struct Client {
     }
 
     /// `call`'s answer with its status (200 and 201 tell an existing download from a new one).
-    func exchange(_ method: String, _ path: String, body: JSONValue? = nil) throws(ClientCommand.Stop)
-        -> (status: Int, json: JSONValue) {
+    func exchange(
+        _ method: String, _ path: String, body: JSONValue? = nil
+    ) throws(ClientCommand.Stop)
+        -> (status: Int, json: JSONValue)
+    {
         var request = request(method, path)
         if let body {
             request.headers.append(("Content-Type", "application/json"))
@@ -55,8 +59,10 @@ struct Client {
         guard (200..<300).contains(reply.status) else { throw problem(reply.status, reply.body) }
         if reply.body.isEmpty { return (reply.status, .null) }
         guard let json = try? JSONValue.parse(reply.body) else {
-            throw ClientCommand.Stop(status: .failed, message: "\(server) is not a Haul server: it answered \(path) "
-                                     + "with something other than JSON (set --server or HAUL_SERVER)")
+            throw ClientCommand.Stop(
+                status: .failed,
+                message: "\(server) is not a Haul server: it answered \(path) "
+                    + "with something other than JSON (set --server or HAUL_SERVER)")
         }
         return (reply.status, json)
     }
@@ -65,8 +71,10 @@ struct Client {
     /// it opened (the server restarted, the network blinked) is opened again every two seconds with
     /// `Last-Event-ID`, so nothing is missed; a refusal (401, 404, ...) ends it with the server's problem.
     /// `notice` says that the stream was lost and found again (on a line of its own: a bar may be drawn).
-    func events(_ path: String, notice: @escaping (String) -> Void = { printError($0) },
-                _ onEvent: @escaping (EventParser.Event) -> Bool) throws(ClientCommand.Stop) {
+    func events(
+        _ path: String, notice: @escaping (String) -> Void = { printError($0) },
+        _ onEvent: @escaping (EventParser.Event) -> Bool
+    ) throws(ClientCommand.Stop) {
         var lastEventID: String?
         var opened = false
         var lost = false
@@ -113,16 +121,20 @@ struct Client {
     }
 
     private func unreachable(_ error: APIRequest.Failure) -> ClientCommand.Stop {
-        ClientCommand.Stop(status: .unreachable, message: "cannot reach the server at \(server): \(error.description)"
-                           + " (is `haul serve` running? set --server or HAUL_SERVER)")
+        ClientCommand.Stop(
+            status: .unreachable,
+            message: "cannot reach the server at \(server): \(error.description)"
+                + " (is `haul serve` running? set --server or HAUL_SERVER)")
     }
 
     /// The message of a problem+json answer: its detail (or title); a 422's are the invalid fields.
     private func problem(_ status: Int, _ body: [UInt8]) -> ClientCommand.Stop {
         guard let json = try? JSONValue.parse(body), json["title"]?.stringValue != nil else {
-            return ClientCommand.Stop(status: .failed, message: "\(server) answered HTTP \(status), and not as Haul "
-                                      + "does: it is not a Haul server, or none is behind it (set --server or "
-                                      + "HAUL_SERVER)")
+            return ClientCommand.Stop(
+                status: .failed,
+                message: "\(server) answered HTTP \(status), and not as Haul "
+                    + "does: it is not a Haul server, or none is behind it (set --server or "
+                    + "HAUL_SERVER)")
         }
         var message = Client.message(of: json)
         if status == 401 { message += " (pass --token or set HAUL_TOKEN)" }

@@ -8,7 +8,8 @@ extension ClientCommand {
         let json = try client.call("GET", "/downloads/" + Client.escape(id))
         if options.flag("json") { return printOutput(json.serialized()) }
         // What the webhooks were sent about it: an admin's to see (another token is answered 403, and sees none).
-        let deliveries = (try? client.call("GET", "/downloads/" + Client.escape(id) + "/deliveries?limit=20"))
+        let deliveries =
+            (try? client.call("GET", "/downloads/" + Client.escape(id) + "/deliveries?limit=20"))
             .flatMap { $0["deliveries"] } ?? .array([])
         for line in infoLines(json, deliveries: deliveries) { printOutput(line) }
     }
@@ -43,8 +44,12 @@ extension ClientCommand {
         let active = json["active_connections"]?.integerValue ?? 0
         add("connections", "\(active) open of \(json["connections"]?.integerValue ?? 0)")
         add("max speed", json["max_speed"]?.integerValue.map { Format.bytes($0) + "/s" } ?? "none")
-        add("resumable", json["resumable"]?.boolValue == true ? "yes" : "no (ranges, a size and a validator "
-            + "are needed)")
+        add(
+            "resumable",
+            json["resumable"]?.boolValue == true
+                ? "yes"
+                : "no (ranges, a size and a validator "
+                    + "are needed)")
         add("checksum", text("checksum"))
         add("proxy", text("proxy"))
         add("user", text("username"))
@@ -87,7 +92,8 @@ extension ClientCommand {
         if case .array(let sent) = deliveries, !sent.isEmpty {
             add("webhooks", "\(sent.count) sent")
             for delivery in sent {
-                var line = "  \(delivery["event"]?.stringValue ?? "?") to \(delivery["webhook_id"]?.stringValue ?? "?"): "
+                var line =
+                    "  \(delivery["event"]?.stringValue ?? "?") to \(delivery["webhook_id"]?.stringValue ?? "?"): "
                     + (delivery["state"]?.stringValue ?? "?")
                 if let status = delivery["last_status"]?.integerValue { line += ", HTTP \(status)" }
                 if let attempts = delivery["attempts"]?.integerValue { line += ", \(attempts) attempt(s)" }
@@ -103,12 +109,19 @@ extension ClientCommand {
         let words = try options.positionals(1...Int.max, "give the id of at least one download")
         var members: [(String, JSONValue)] = []
         if let text = options.value("max-speed") {
-            members.append(("max_speed", ["none", "0", "default"].contains(text.lowercased()) ? .null
-                : JSONValue(try speedValue(text, spec: options.spec))))
+            members.append(
+                (
+                    "max_speed",
+                    ["none", "0", "default"].contains(text.lowercased())
+                        ? .null
+                        : JSONValue(try speedValue(text, spec: options.spec))
+                ))
         }
         for (flag, field) in [("connections", "connections"), ("priority", "priority")] {
             guard let text = options.value(flag) else { continue }
-            guard let n = Int64(text) else { throw .usage("--\(flag) takes a number, not '\(text)'", command: options.spec) }
+            guard let n = Int64(text) else {
+                throw .usage("--\(flag) takes a number, not '\(text)'", command: options.spec)
+            }
             members.append((field, JSONValue(n)))
         }
         var move: String?
@@ -118,24 +131,31 @@ extension ClientCommand {
             } else if ["top", "up", "down", "bottom"].contains(position) {
                 move = position
             } else {
-                throw .usage("--position takes top, up, down, bottom or a place (0 starts first), not '\(position)'",
-                             command: options.spec)
+                throw .usage(
+                    "--position takes top, up, down, bottom or a place (0 starts first), not '\(position)'",
+                    command: options.spec)
             }
         }
         guard !members.isEmpty || move != nil else {
-            throw .usage("give what to change: --max-speed, --connections, --priority or --position",
-                         command: options.spec)
+            throw .usage(
+                "give what to change: --max-speed, --connections, --priority or --position",
+                command: options.spec)
         }
         try eachID(words) { word throws(Stop) in
             let id = try resolve(client, word).id
-            var answer = members.isEmpty ? try client.call("GET", "/downloads/" + Client.escape(id))
+            var answer =
+                members.isEmpty
+                ? try client.call("GET", "/downloads/" + Client.escape(id))
                 : try client.call("PATCH", "/downloads/" + Client.escape(id), body: .object(members))
             var place = ""
             if let move {
-                let body = JSONValue.object([("action", .string("move")), ("to", .string(move)),
-                                             ("ids", .array([.string(id)]))])
+                let body = JSONValue.object([
+                    ("action", .string("move")), ("to", .string(move)),
+                    ("ids", .array([.string(id)])),
+                ])
                 guard case .array(let results)? = try client.call("POST", "/downloads/actions", body: body)["results"],
-                      let result = results.first else {
+                    let result = results.first
+                else {
                     throw Stop(status: .failed, message: "the server's answer lists no result")
                 }
                 if let problem = result["problem"] { throw Stop(status: .failed, message: Client.message(of: problem)) }
@@ -144,8 +164,9 @@ extension ClientCommand {
             }
             let d = DownloadView(answer)
             let speed = answer["max_speed"]?.integerValue.map { Format.bytes($0) + "/s" } ?? "no limit"
-            printOutput("\(d.id) \(d.state) \(d.name): priority \(answer["priority"]?.integerValue ?? 0), "
-                        + "\(answer["connections"]?.integerValue ?? 0) connections, max speed \(speed)\(place)")
+            printOutput(
+                "\(d.id) \(d.state) \(d.name): priority \(answer["priority"]?.integerValue ?? 0), "
+                    + "\(answer["connections"]?.integerValue ?? 0) connections, max speed \(speed)\(place)")
         }
     }
 }

@@ -7,8 +7,10 @@ extension ClientCommand {
     static let states = ["queued", "probing", "downloading", "verifying", "paused", "completed", "failed"]
 
     static let selectionOptions: [CommandSpec.Option] = [
-        .init(name: "state", value: "S,...", help: "instead of ids: the downloads in these states ("
-              + states.joined(separator: ", ") + ")"),
+        .init(
+            name: "state", value: "S,...",
+            help: "instead of ids: the downloads in these states ("
+                + states.joined(separator: ", ") + ")"),
         .init(name: "category", value: "NAME", help: "instead of ids: the downloads of this category"),
     ]
 
@@ -58,9 +60,10 @@ extension ClientCommand {
             guard !filtered || words.isEmpty else {
                 throw .usage("give ids, or --state and --category, not both", command: options.spec)
             }
-            let states = try options.value("state").map { text throws(Stop) in
-                try parseStates(text, spec: options.spec)
-            } ?? selection.defaultStates
+            let states =
+                try options.value("state").map { text throws(Stop) in
+                    try parseStates(text, spec: options.spec)
+                } ?? selection.defaultStates
             var members: [(String, JSONValue)] = [
                 ("action", .string(selection == .remove ? "remove" : selection.verb)),
                 ("state", .array(states.map { .string($0) })),
@@ -89,12 +92,16 @@ extension ClientCommand {
             case .pause, .resume:
                 // Said plainly before the server refuses it in its own words.
                 if d.state == "completed" {
-                    throw Stop(status: .failed, message: "\(d.name) is completed already: there is nothing to "
-                               + selection.verb)
+                    throw Stop(
+                        status: .failed,
+                        message: "\(d.name) is completed already: there is nothing to "
+                            + selection.verb)
                 }
                 if selection == .pause, d.state == "failed" {
-                    throw Stop(status: .failed, message: "\(d.name) failed: there is nothing to pause (haul resume "
-                               + "\(d.id) tries it again)")
+                    throw Stop(
+                        status: .failed,
+                        message: "\(d.name) failed: there is nothing to pause (haul resume "
+                            + "\(d.id) tries it again)")
                 }
                 // Already going: nothing to change, and nothing wrong.
                 if selection == .resume, d.state == "queued" || d.isRunning {

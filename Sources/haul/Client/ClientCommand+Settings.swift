@@ -14,7 +14,9 @@ extension ClientCommand {
         }
         let answer: JSONValue
         do {
-            answer = members.isEmpty ? try client.call("GET", "/settings")
+            answer =
+                members.isEmpty
+                ? try client.call("GET", "/settings")
                 : try client.call("PATCH", "/settings", body: .object(members))
         } catch {
             throw Stop(status: error.status, message: spoken(error.message), command: error.command)
@@ -41,13 +43,17 @@ extension ClientCommand {
     /// `schedule` for `speed_schedule`, and `default` (what NAME=default sends) for JSON's null.
     static func spoken(_ message: String) -> String {
         var text = message
-        for (wire, word) in [("speed_schedule", "schedule"), ("max_connections_per_host", "max-connections-per-host"),
-                             ("default_connections", "default-connections"), ("max_active", "max-active"),
-                             ("max_speed", "max-speed")] {
+        for (wire, word) in [
+            ("speed_schedule", "schedule"), ("max_connections_per_host", "max-connections-per-host"),
+            ("default_connections", "default-connections"), ("max_active", "max-active"),
+            ("max_speed", "max-speed"),
+        ] {
             text = text.replacing(wire, with: word)
         }
-        return text.replacing("or null for the default", with: "or default").replacing("or null for none", with: "or none")
-            .replacing("null", with: "default")
+        return text.replacing("or null for the default", with: "or default").replacing(
+            "or null for none", with: "or none"
+        )
+        .replacing("null", with: "default")
     }
 
     static func stats(_ client: Client, _ options: Options) throws(Stop) {
@@ -63,9 +69,11 @@ extension ClientCommand {
         printOutput(Format.column("connections", 14) + number("active_connections"))
         let disk = answer["disk"] ?? .null
         if let usable = disk["usable_bytes"]?.integerValue, let free = disk["free_bytes"]?.integerValue,
-           let total = disk["total_bytes"]?.integerValue {
-            printOutput(Format.column("disk", 14) + "\(Format.bytes(usable)) usable for downloads (\(Format.bytes(free)) "
-                        + "free of \(Format.bytes(total)))")
+            let total = disk["total_bytes"]?.integerValue
+        {
+            printOutput(
+                Format.column("disk", 14) + "\(Format.bytes(usable)) usable for downloads (\(Format.bytes(free)) "
+                    + "free of \(Format.bytes(total)))")
         }
     }
 
@@ -117,7 +125,8 @@ extension ClientCommand {
             _ = try client.call("DELETE", path)
             printOutput("\(words[1]) removed")
         case ("clean", 2):
-            var query = "?category=" + Client.escape(words[1]) + "&state="
+            var query =
+                "?category=" + Client.escape(words[1]) + "&state="
                 + Client.escape(options.value("state") ?? "completed")
             if options.flag("delete-file") { query += "&delete_file=true" }
             let answer = try client.call("DELETE", "/downloads" + query)
@@ -136,9 +145,14 @@ extension ClientCommand {
         case ("add", 2):
             var members: [(String, JSONValue)] = [("url", .string(words[1]))]
             if let events = options.value("events") {
-                members.append(("events", .array(events.split(separator: ",").map {
-                    .string(String($0).trimmingSpaces())
-                })))
+                members.append(
+                    (
+                        "events",
+                        .array(
+                            events.split(separator: ",").map {
+                                .string(String($0).trimmingSpaces())
+                            })
+                    ))
             }
             if let category = options.value("category") { members.append(("category", .string(category))) }
             let hook = try client.call("POST", "/webhooks", body: .object(members))
@@ -151,7 +165,8 @@ extension ClientCommand {
             for hook in hooks {
                 var events: [String] = []
                 if case .array(let names)? = hook["events"] { events = names.compactMap(\.stringValue) }
-                var line = "\(Format.column(hook["id"]?.stringValue ?? "?", 17)) \(hook["url"]?.stringValue ?? "?")  "
+                var line =
+                    "\(Format.column(hook["id"]?.stringValue ?? "?", 17)) \(hook["url"]?.stringValue ?? "?")  "
                     + events.joined(separator: ",")
                 if let category = hook["category"]?.stringValue { line += "  category \(category)" }
                 printOutput(line)
@@ -176,15 +191,16 @@ extension ClientCommand {
             for d in list {
                 var note = d["last_error"]?.stringValue ?? ""
                 if let next = Format.time(d["next_attempt_at"]) { note += (note.isEmpty ? "" : "; ") + "next \(next)" }
-                printOutput(row([
-                    Format.time(d["created_at"]) ?? "?",
-                    d["event"]?.stringValue ?? "?",
-                    d["state"]?.stringValue ?? "?",
-                    String(d["attempts"]?.integerValue ?? 0),
-                    d["last_status"]?.integerValue.map(String.init) ?? "-",
-                    d["download_id"]?.stringValue ?? "?",
-                    note,
-                ]))
+                printOutput(
+                    row([
+                        Format.time(d["created_at"]) ?? "?",
+                        d["event"]?.stringValue ?? "?",
+                        d["state"]?.stringValue ?? "?",
+                        String(d["attempts"]?.integerValue ?? 0),
+                        d["last_status"]?.integerValue.map(String.init) ?? "-",
+                        d["download_id"]?.stringValue ?? "?",
+                        note,
+                    ]))
             }
         case ("rm", 2):
             _ = try client.call("DELETE", "/webhooks/" + Client.escape(words[1]))
@@ -199,8 +215,10 @@ extension ClientCommand {
         let json = options.flag("json")
         switch (words[0], words.count) {
         case ("create", 2):
-            var members: [(String, JSONValue)] = [("name", .string(words[1])),
-                                                  ("scope", .string(options.value("scope") ?? "read"))]
+            var members: [(String, JSONValue)] = [
+                ("name", .string(words[1])),
+                ("scope", .string(options.value("scope") ?? "read")),
+            ]
             if let expires = options.value("expires") { members.append(("expires_at", .string(expires))) }
             if let root = options.value("root") { members.append(("root", .string(root))) }
             if let text = options.value("quota") {
@@ -226,7 +244,8 @@ extension ClientCommand {
             if json { return printOutput(answer["tokens"]?.serialized() ?? "[]") }
             guard case .array(let tokens)? = answer["tokens"], !tokens.isEmpty else { return printOutput("no tokens") }
             for token in tokens {
-                var line = "\(Format.column(token["id"]?.stringValue ?? "?", 17)) "
+                var line =
+                    "\(Format.column(token["id"]?.stringValue ?? "?", 17)) "
                     + "\(Format.column(token["scope"]?.stringValue ?? "?", 7)) \(token["name"]?.stringValue ?? "?")"
                 if let root = token["root"]?.stringValue { line += "  root \(root)" }
                 if let quota = token["quota_bytes"]?.integerValue {
@@ -258,16 +277,18 @@ extension ClientCommand {
             // A URL or none; the server checks it.
             return (name, .string(text))
         default:
-            throw .usage("no setting '\(name)': max-active, max-speed, default-connections, "
-                         + "max-connections-per-host, schedule, proxy", command: spec)
+            throw .usage(
+                "no setting '\(name)': max-active, max-speed, default-connections, "
+                    + "max-connections-per-host, schedule, proxy", command: spec)
         }
     }
 
     static func speedValue(_ text: String, spec: CommandSpec) throws(Stop) -> Int64 {
         if ["none", "unlimited"].contains(text.lowercased()) { return 0 }
         guard let bytes = ByteSize.parse(text) else {
-            throw .usage("a speed is bytes per second like 500k or 2M (0 or none: no limit), not '\(text)'",
-                         command: spec)
+            throw .usage(
+                "a speed is bytes per second like 500k or 2M (0 or none: no limit), not '\(text)'",
+                command: spec)
         }
         return bytes
     }
@@ -279,8 +300,9 @@ extension ClientCommand {
         for part in text.split(separator: ";") {
             let words = part.split(separator: " ").map(String.init)
             guard words.count == 2 || words.count == 3, let dash = words[words.count - 2].firstIndex(of: "-") else {
-                throw .usage("a schedule window is [DAYS] HH:MM-HH:MM SPEED, not '\(part.trimmingSpaces())'",
-                             command: spec)
+                throw .usage(
+                    "a schedule window is [DAYS] HH:MM-HH:MM SPEED, not '\(part.trimmingSpaces())'",
+                    command: spec)
             }
             let times = words[words.count - 2]
             var members: [(String, JSONValue)] = []
@@ -300,7 +322,8 @@ extension ClientCommand {
         for item in text.lowercased().split(separator: ",") {
             let ends = item.split(separator: "-").map(String.init)
             guard (1...2).contains(ends.count), let first = names.firstIndex(of: ends[0]),
-                  let last = names.firstIndex(of: ends.last!), first <= last else {
+                let last = names.firstIndex(of: ends.last!), first <= last
+            else {
                 throw .usage("days are like mon-fri or sat,sun, not '\(text)'", command: spec)
             }
             days.formUnion(first...last)

@@ -27,15 +27,20 @@ enum ClientCommand {
                 + "status is 1 if any was refused. With --wait the command follows the downloads until they end: a "
                 + "progress bar for one on a terminal, a line per change otherwise.",
             options: [
-                .init(name: "input", value: "FILE", help: "also add the URLs in FILE, one a line ('-' for standard "
-                      + "input; blank lines and lines starting with # are skipped)", short: "i"),
+                .init(
+                    name: "input", value: "FILE",
+                    help: "also add the URLs in FILE, one a line ('-' for standard "
+                        + "input; blank lines and lines starting with # are skipped)", short: "i"),
                 .init(name: "wait", value: nil, help: "follow the downloads until they complete or fail"),
-                .init(name: "mirror", value: "URL", help: "another source of the same file (one URL only; "
-                      + "repeatable)", repeatable: true),
-            ] + DownloadOptions.all.compactMap(\.flag).map { flag in
-                // The download options' flags, from their table.
-                .init(name: flag.name, value: flag.placeholder, help: flag.help, repeatable: flag.repeatable)
-            }),
+                .init(
+                    name: "mirror", value: "URL",
+                    help: "another source of the same file (one URL only; "
+                        + "repeatable)", repeatable: true),
+            ]
+                + DownloadOptions.all.compactMap(\.flag).map { flag in
+                    // The download options' flags, from their table.
+                    .init(name: flag.name, value: flag.placeholder, help: flag.help, repeatable: flag.repeatable)
+                }),
         CommandSpec(
             name: "ls", arguments: "",
             summary: "Lists downloads: id, state, progress, size, speed, ETA, category and name, then the totals.",
@@ -43,12 +48,16 @@ enum ClientCommand {
                 + "takes an id's first characters wherever it takes an id. Names are cut to fit the terminal "
                 + "(--json has everything).",
             options: [
-                .init(name: "state", value: "S,...", help: "only these states: " + ClientCommand.states.joined(separator: ", ")
-                      + ", or retrying (waiting to try again)"),
+                .init(
+                    name: "state", value: "S,...",
+                    help: "only these states: " + ClientCommand.states.joined(separator: ", ")
+                        + ", or retrying (waiting to try again)"),
                 .init(name: "search", value: "TEXT", help: "only downloads whose name or URL holds TEXT, without case"),
                 .init(name: "category", value: "NAME", help: "only downloads of this category"),
-                .init(name: "sort", value: "KEY", help: "created (the default), name, size, progress, speed or queue "
-                      + "(the order they start in); -KEY for descending"),
+                .init(
+                    name: "sort", value: "KEY",
+                    help: "created (the default), name, size, progress, speed or queue "
+                        + "(the order they start in); -KEY for descending"),
                 .init(name: "json", value: nil, help: "print the downloads as a JSON array"),
             ]),
         CommandSpec(
@@ -66,15 +75,19 @@ enum ClientCommand {
                 .init(name: "max-speed", value: "SIZE", help: "bytes per second like 500k or 1.5M; none for no limit"),
                 .init(name: "connections", value: "N", help: "connections, 1-32 (a running download takes it at once)"),
                 .init(name: "priority", value: "N", help: "higher starts first, -1000 to 1000"),
-                .init(name: "position", value: "WHERE", help: "top, up, down, bottom, or a place in the queue (0 "
-                      + "starts first)"),
+                .init(
+                    name: "position", value: "WHERE",
+                    help: "top, up, down, bottom, or a place in the queue (0 "
+                        + "starts first)"),
             ]),
-        CommandSpec(name: "pause", arguments: "ID...|all", summary: "Pauses downloads; the part file stays.",
-                    details: ClientCommand.selectionDetails("queued or running"),
-                    options: ClientCommand.selectionOptions),
-        CommandSpec(name: "resume", arguments: "ID...|all", summary: "Resumes paused downloads and retries failed ones.",
-                    details: ClientCommand.selectionDetails("paused or failed"),
-                    options: ClientCommand.selectionOptions),
+        CommandSpec(
+            name: "pause", arguments: "ID...|all", summary: "Pauses downloads; the part file stays.",
+            details: ClientCommand.selectionDetails("queued or running"),
+            options: ClientCommand.selectionOptions),
+        CommandSpec(
+            name: "resume", arguments: "ID...|all", summary: "Resumes paused downloads and retries failed ones.",
+            details: ClientCommand.selectionDetails("paused or failed"),
+            options: ClientCommand.selectionOptions),
         CommandSpec(
             name: "rm", arguments: "ID...|all", summary: "Removes downloads; an unfinished one's part file goes too.",
             details: ClientCommand.selectionDetails("in any state"),
@@ -102,8 +115,10 @@ enum ClientCommand {
                 + "downloads (--state to choose others); their files stay unless --delete-file.",
             options: [
                 .init(name: "directory", value: "DIR", help: "the category's folder under the download root (put)"),
-                .init(name: "completed-dir", value: "DIR", help: "where its finished files move, under the completed "
-                      + "root (put)"),
+                .init(
+                    name: "completed-dir", value: "DIR",
+                    help: "where its finished files move, under the completed "
+                        + "root (put)"),
                 .init(name: "connections", value: "N", help: "connections of its downloads, 1-32 (put)"),
                 .init(name: "max-speed", value: "SIZE", help: "bytes per second over all its downloads (put)"),
                 .init(name: "priority", value: "N", help: "priority of its downloads (put)"),
@@ -134,19 +149,25 @@ enum ClientCommand {
                 + "Needs the server's own token.",
             options: [
                 .init(name: "scope", value: "SCOPE", help: "read, add, manage or admin (create; default read)"),
-                .init(name: "expires", value: "TIME", help: "when it stops working, like 2027-06-30T00:00:00Z (create)"),
-                .init(name: "root", value: "DIR", help: "a folder under the download root for its downloads; it then "
-                      + "sees only its own (create)"),
-                .init(name: "quota", value: "SIZE", help: "the most its downloads may hold together, like 50G (create)"),
+                .init(
+                    name: "expires", value: "TIME", help: "when it stops working, like 2027-06-30T00:00:00Z (create)"),
+                .init(
+                    name: "root", value: "DIR",
+                    help: "a folder under the download root for its downloads; it then "
+                        + "sees only its own (create)"),
+                .init(
+                    name: "quota", value: "SIZE", help: "the most its downloads may hold together, like 50G (create)"),
                 .init(name: "max-active", value: "N", help: "the most of its downloads running at once (create)"),
                 .init(name: "json", value: nil, help: "print the answer as JSON"),
             ]),
-        CommandSpec(name: "stats", arguments: "",
-                    summary: "Shows the totals: downloads by state, speed, connections and the disk's free space.",
-                    details: "", options: [.init(name: "json", value: nil, help: "print /stats as JSON")]),
-        CommandSpec(name: "health", arguments: "",
-                    summary: "Exits 0 if the server answers /healthz (the container's HEALTHCHECK).", details: "",
-                    options: []),
+        CommandSpec(
+            name: "stats", arguments: "",
+            summary: "Shows the totals: downloads by state, speed, connections and the disk's free space.",
+            details: "", options: [.init(name: "json", value: nil, help: "print /stats as JSON")]),
+        CommandSpec(
+            name: "health", arguments: "",
+            summary: "Exits 0 if the server answers /healthz (the container's HEALTHCHECK).", details: "",
+            options: []),
     ]
 
     static var usage: String {
@@ -158,8 +179,9 @@ enum ClientCommand {
 
             """
         for command in commands {
-            text += CommandSpec.entry(command.name + (command.arguments.isEmpty ? "" : " " + command.arguments),
-                                      command.summary)
+            text += CommandSpec.entry(
+                command.name + (command.arguments.isEmpty ? "" : " " + command.arguments),
+                command.summary)
         }
         text += """
 
@@ -211,8 +233,10 @@ enum ClientCommand {
             return help(spec.help)
         }
         if name == "serve" {
-            return fail(.usage("--server and --token are the client's; haul serve takes --listen and --token after "
-                               + "serve"))
+            return fail(
+                .usage(
+                    "--server and --token are the client's; haul serve takes --listen and --token after "
+                        + "serve"))
         }
         guard let spec = commands.first(where: { $0.name == name }) else {
             return fail(.usage("unknown command '\(name)'"))

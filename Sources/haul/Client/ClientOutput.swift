@@ -27,7 +27,8 @@ enum Format {
     /// `text` cut or padded to `width` characters.
     static func column(_ text: String, _ width: Int) -> String {
         guard width > 0 else { return "" }
-        return text.count > width ? String(text.prefix(width - 1)) + "…"
+        return text.count > width
+            ? String(text.prefix(width - 1)) + "…"
             : text + String(repeating: " ", count: width - text.count)
     }
 
@@ -97,7 +98,8 @@ struct DownloadView {
         id = json["id"]?.stringValue ?? "?"
         state = json["state"]?.stringValue ?? "?"
         let url = json["url"]?.stringValue ?? ""
-        name = json["filename"]?.stringValue
+        name =
+            json["filename"]?.stringValue
             ?? URL(string: url)?.lastPathComponent.nonEmpty ?? url
         path = json["path"]?.stringValue
         received = json["received_bytes"]?.integerValue ?? 0
@@ -144,11 +146,13 @@ struct DownloadView {
         if !isRunning { tail.append(state) }
         var size = self.size
         if compact {
-            size = total.map { "\(Format.shortBytes(received))/\(Format.shortBytes($0))" }
+            size =
+                total.map { "\(Format.shortBytes(received))/\(Format.shortBytes($0))" }
                 ?? (received > 0 ? Format.shortBytes(received) : "size unknown")
         }
-        return BarLine(name: name, fraction: progress ?? (state == "completed" ? 1 : nil), percent: percent,
-                       size: size, tail: tail)
+        return BarLine(
+            name: name, fraction: progress ?? (state == "completed" ? 1 : nil), percent: percent,
+            size: size, tail: tail)
     }
 }
 

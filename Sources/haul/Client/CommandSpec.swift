@@ -20,8 +20,9 @@ struct CommandSpec {
 
     /// Options every client command takes, before or after its name.
     static let global: [Option] = [
-        Option(name: "server", value: "URL",
-               help: "the server (HAUL_SERVER; else the address in HAUL_LISTEN; else http://127.0.0.1:8080)"),
+        Option(
+            name: "server", value: "URL",
+            help: "the server (HAUL_SERVER; else the address in HAUL_LISTEN; else http://127.0.0.1:8080)"),
         Option(name: "token", value: "TOKEN", help: "the bearer token (HAUL_TOKEN)"),
         Option(name: "help", value: nil, help: "this help", short: "h"),
     ]

@@ -28,8 +28,10 @@ struct FlagParser {
     /// Reads `arguments` against `known`. A flag that is not `repeatable` given again is refused unless `repeats`
     /// allows it (the server lets the last one win, as a later config line would); `checkSwitches` refuses a
     /// switch's value that is none of `Switch`'s words here, for callers that do not check it where they read it.
-    init(_ arguments: [String], known: [Flag], repeats: (Flag) -> Bool = { _ in false },
-         checkSwitches: Bool = true) throws(Failure) {
+    init(
+        _ arguments: [String], known: [Flag], repeats: (Flag) -> Bool = { _ in false },
+        checkSwitches: Bool = true
+    ) throws(Failure) {
         var index = 0
         var optionsEnded = false
         while index < arguments.count {

@@ -47,9 +47,10 @@ enum ListTable {
             let room = width - 1 - before - 1 - minimumName
             let wanted = min(12, max(8, categories.map(\.count).max() ?? 0))
             let categoryWidth = max(4, min(wanted, room))
-            columns.append(Column(header: categoryWidth >= 8 ? "CATEGORY" : "CAT", width: categoryWidth) {
-                cut($0.category ?? "", categoryWidth)
-            })
+            columns.append(
+                Column(header: categoryWidth >= 8 ? "CATEGORY" : "CAT", width: categoryWidth) {
+                    cut($0.category ?? "", categoryWidth)
+                })
         }
         // The last column stays free: some terminals wrap a line that fills it.
         let fixed = columns.reduce(0) { $0 + $1.width + 1 }

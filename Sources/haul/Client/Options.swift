@@ -9,8 +9,9 @@ struct Options {
     init(_ arguments: [String], spec: CommandSpec) throws(ClientCommand.Stop) {
         self.spec = spec
         let known = (spec.options + CommandSpec.global).map { option in
-            FlagParser.Flag(name: option.name, takesValue: option.value != nil, short: option.short,
-                            repeatable: option.repeatable)
+            FlagParser.Flag(
+                name: option.name, takesValue: option.value != nil, short: option.short,
+                repeatable: option.repeatable)
         }
         let parsed: FlagParser
         do {

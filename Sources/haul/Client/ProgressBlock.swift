@@ -70,8 +70,11 @@ final class ProgressBlock {
 
     /// The block's lines for `downloads` on a terminal of `size`: as many downloads as fit above the total line
     /// (and the "more" line when some do not), running ones first.
-    static func lines(_ downloads: [DownloadView], size: (columns: Int, rows: Int), tailWidth: inout Int)
-        -> [String] {
+    static func lines(
+        _ downloads: [DownloadView], size: (columns: Int, rows: Int), tailWidth: inout Int
+    )
+        -> [String]
+    {
         // The rows left once the total line and the line the shell prompt will take are counted.
         let room = max(1, size.rows - 2)
         var shown = downloads
@@ -130,10 +133,15 @@ final class ProgressBlock {
         }
         // Short: how many are done goes with the name, where a narrow line has room.
         if !compact { tail.append("\(done) of \(downloads.count) done") }
-        let size = !known ? bytes(received) : compact ? "\(bytes(received))/\(bytes(total))"
-            : "\(bytes(received)) of \(bytes(total))"
+        let size =
+            !known
+            ? bytes(received)
+            : compact
+                ? "\(bytes(received))/\(bytes(total))"
+                : "\(bytes(received)) of \(bytes(total))"
         let percent = fraction.map { "\(Int(($0 * 100).rounded(.down)))%" } ?? ""
-        return BarLine(name: compact ? "total \(done)/\(downloads.count)" : "total", fraction: fraction,
-                       percent: percent, size: size, tail: tail)
+        return BarLine(
+            name: compact ? "total \(done)/\(downloads.count)" : "total", fraction: fraction,
+            percent: percent, size: size, tail: tail)
     }
 }

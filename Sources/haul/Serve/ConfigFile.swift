@@ -12,8 +12,9 @@ enum ConfigFile {
         // Non-blocking: opening a FIFO for reading would wait for a writer forever, before the check below.
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
-            throw Invalid(description: "cannot read the config file \(path): \(String(cString: strerror(errno)))"
-                + (errno == EACCES ? "; it must be readable by uid \(geteuid())" : ""))
+            throw Invalid(
+                description: "cannot read the config file \(path): \(String(cString: strerror(errno)))"
+                    + (errno == EACCES ? "; it must be readable by uid \(geteuid())" : ""))
         }
         defer { close(fd) }
         var info = stat()
@@ -21,8 +22,9 @@ enum ConfigFile {
             throw Invalid(description: "cannot read the config file \(path): \(String(cString: strerror(errno)))")
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw Invalid(description: "the config file \(path) is not a regular file (a FIFO, a device or a "
-                + "directory cannot be one)")
+            throw Invalid(
+                description: "the config file \(path) is not a regular file (a FIFO, a device or a "
+                    + "directory cannot be one)")
         }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)

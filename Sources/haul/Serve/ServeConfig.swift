@@ -132,8 +132,9 @@ struct ServeConfig {
     private mutating func hook(_ name: String, _ entry: ConfigFile.Entry) throws(Invalid) {
         let argv = entry.items ?? [entry.value]
         guard argv.first?.hasPrefix("/") == true else {
-            throw Invalid(description: "\(entry.place) must be a list whose first item is the program's absolute "
-                + "path, like [\"/usr/local/bin/notify\", \"--done\"] (run without a shell)")
+            throw Invalid(
+                description: "\(entry.place) must be a list whose first item is the program's absolute "
+                    + "path, like [\"/usr/local/bin/notify\", \"--done\"] (run without a shell)")
         }
         if name == "on-complete" { engine.hooks.onComplete = argv } else { engine.hooks.onFailed = argv }
     }
@@ -142,8 +143,9 @@ struct ServeConfig {
     /// the no-proxy list, and whether listening beyond loopback is allowed.
     private mutating func finish(environment: [String: String], label: (String) -> String) throws {
         if events.heartbeat >= Double(httpTimeout) {
-            throw Invalid(description: "\(label("sse-heartbeat")) must be shorter than \(label("http-timeout")), "
-                + "or idle streams are cut")
+            throw Invalid(
+                description: "\(label("sse-heartbeat")) must be shorter than \(label("http-timeout")), "
+                    + "or idle streams are cut")
         }
         connectionPolicy.requestDeadline = Double(httpTimeout)
         if denyPrivateNetworks { engine.addressPolicy = AddressPolicy(exceptions: allowNetworks) }
@@ -173,8 +175,9 @@ struct ServeConfig {
         }
         for address in [listen] + (rpcListen.map { [$0] } ?? []) where !ServeConfig.isLoopback(address.host) {
             guard token != nil || allowUnauthenticated else {
-                throw Invalid(description: "refusing to listen on \(address.host) without a token: anyone who can "
-                    + "reach it could make this machine download; set HAUL_TOKEN, or pass --allow-unauthenticated")
+                throw Invalid(
+                    description: "refusing to listen on \(address.host) without a token: anyone who can "
+                        + "reach it could make this machine download; set HAUL_TOKEN, or pass --allow-unauthenticated")
             }
         }
     }

@@ -16,8 +16,9 @@ enum ServerDirectories {
         } catch {
             // The component that could not be made (a missing parent of `path`, perhaps) is the parent's to allow.
             let parent = error.path.split(separator: "/").dropLast().joined(separator: "/")
-            throw unusable(error.path, role: role, option: option, code: error.code, verb: "create",
-                           decidedBy: (error.path.hasPrefix("/") ? "/" : "") + parent)
+            throw unusable(
+                error.path, role: role, option: option, code: error.code, verb: "create",
+                decidedBy: (error.path.hasPrefix("/") ? "/" : "") + parent)
         }
         if let code = Files.accessProblem(path, W_OK | X_OK) {
             throw unusable(path, role: role, option: option, code: code, verb: "write to", decidedBy: path)
@@ -35,15 +36,18 @@ enum ServerDirectories {
     }
 
     /// The message for `path`, which the permissions of `decidedBy` (the path or its parent) keep from Haul.
-    private static func unusable(_ path: String, role: String, option: String, code: Int32, verb: String,
-                                 decidedBy: String) -> Unusable {
+    private static func unusable(
+        _ path: String, role: String, option: String, code: Int32, verb: String,
+        decidedBy: String
+    ) -> Unusable {
         let reason = String(cString: strerror(code)).lowercased()
         var text = "cannot \(verb) \(path), \(role) (\(option)): \(reason)"
         guard code == EACCES || code == EPERM else { return Unusable(description: text) }
         let user = "uid \(geteuid()) gid \(getegid())"
         if let owner = Files.owner(decidedBy) {
             let whose = decidedBy == path ? "it" : decidedBy
-            text += "; \(whose) belongs to uid \(owner.uid) gid \(owner.gid) and Haul runs as \(user): "
+            text +=
+                "; \(whose) belongs to uid \(owner.uid) gid \(owner.gid) and Haul runs as \(user): "
                 + "chown -R \(geteuid()):\(getegid()) \(decidedBy) (on the host, for a bind mount)"
             // Never advise running as root.
             if owner.uid != 0 { text += ", or run Haul as its owner (docker run --user \(owner.uid):\(owner.gid))" }

@@ -66,8 +66,9 @@ struct ServerOption: Sendable {
             given.integer = value
         case .seconds(let range):
             guard let value = Double(text), range.contains(value) else {
-                throw given.invalid("must be seconds from \(Self.number(range.lowerBound)) to "
-                    + Self.number(range.upperBound))
+                throw given.invalid(
+                    "must be seconds from \(Self.number(range.lowerBound)) to "
+                        + Self.number(range.upperBound))
             }
             given.seconds = value
         case .bytes(let range):

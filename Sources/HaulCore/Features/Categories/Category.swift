@@ -20,8 +20,10 @@ public struct Category: Sendable, Equatable {
     /// download root); nil leaves them where they were written.
     public var completedDirectory: String?
 
-    public init(name: String, directory: String, connections: Int? = nil, maxSpeed: Int64? = nil,
-                priority: Int? = nil, proxy: ProxyChoice? = nil, completedDirectory: String? = nil) {
+    public init(
+        name: String, directory: String, connections: Int? = nil, maxSpeed: Int64? = nil,
+        priority: Int? = nil, proxy: ProxyChoice? = nil, completedDirectory: String? = nil
+    ) {
         self.completedDirectory = completedDirectory
         self.name = name
         self.directory = directory

@@ -2,31 +2,38 @@ import HaulLoop
 
 extension DownloadStore {
     public func saveCategory(_ c: Category) throws {
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO categories (name, directory, connections, max_speed, priority, proxy, completed_directory,
                 proxy_untrusted)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (name) DO UPDATE SET directory = excluded.directory, connections = excluded.connections,
                 max_speed = excluded.max_speed, priority = excluded.priority, proxy = excluded.proxy,
                 completed_directory = excluded.completed_directory, proxy_untrusted = excluded.proxy_untrusted
-            """, [.text(c.name), .text(c.directory), integer(c.connections.map(Int64.init)), integer(c.maxSpeed),
-                  integer(c.priority.map(Int64.init)), text(c.proxy?.stored), text(c.completedDirectory),
-                  .integer(c.proxyTrusted ? 0 : 1)])
+            """,
+            [
+                .text(c.name), .text(c.directory), integer(c.connections.map(Int64.init)), integer(c.maxSpeed),
+                integer(c.priority.map(Int64.init)), text(c.proxy?.stored), text(c.completedDirectory),
+                .integer(c.proxyTrusted ? 0 : 1),
+            ])
     }
 
     public func categories() throws -> [Category] {
-        try db.query("SELECT name, directory, connections, max_speed, priority, proxy, completed_directory, "
-                     + "proxy_untrusted FROM categories ORDER BY name")
-            .compactMap { row in
-                guard let name = row["name"].string, let directory = row["directory"].string else { return nil }
-                var category = Category(name: name, directory: directory,
-                                        connections: row["connections"].int.map(Int.init),
-                                        maxSpeed: row["max_speed"].int, priority: row["priority"].int.map(Int.init),
-                                        proxy: ProxyChoice.stored(row["proxy"].string),
-                                        completedDirectory: row["completed_directory"].string)
-                category.proxyTrusted = row["proxy_untrusted"].int != 1
-                return category
-            }
+        try db.query(
+            "SELECT name, directory, connections, max_speed, priority, proxy, completed_directory, "
+                + "proxy_untrusted FROM categories ORDER BY name"
+        )
+        .compactMap { row in
+            guard let name = row["name"].string, let directory = row["directory"].string else { return nil }
+            var category = Category(
+                name: name, directory: directory,
+                connections: row["connections"].int.map(Int.init),
+                maxSpeed: row["max_speed"].int, priority: row["priority"].int.map(Int.init),
+                proxy: ProxyChoice.stored(row["proxy"].string),
+                completedDirectory: row["completed_directory"].string)
+            category.proxyTrusted = row["proxy_untrusted"].int != 1
+            return category
+        }
     }
 
     public func deleteCategory(name: String) throws -> Bool {

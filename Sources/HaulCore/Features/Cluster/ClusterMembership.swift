@@ -213,8 +213,9 @@ extension ClusterMembership {
     func lost(_ id: String) {
         guard owned.remove(id) != nil else { return }
         if host.abandon(id) {
-            log.warning("the download was taken over, changed or removed through another node; stopped here",
-                        ["download.id": id, "node": node])
+            log.warning(
+                "the download was taken over, changed or removed through another node; stopped here",
+                ["download.id": id, "node": node])
         }
         host.turns.later { [unowned self] in
             self.refresh(id)
@@ -293,8 +294,12 @@ extension ClusterMembership {
         host.mirror(claim.id, row)
         if row.state.isActive {
             // Its node died, was cut off or stopped: it goes on from the journal, as after a restart.
-            log.info("took the download over", ["download.id": claim.id, "node": node,
-                                                "node.previous": previous ?? row.node ?? "none"])
+            log.info(
+                "took the download over",
+                [
+                    "download.id": claim.id, "node": node,
+                    "node.previous": previous ?? row.node ?? "none",
+                ])
             host.interrupted(claim.id)
         }
         guard let download = host.download(claim.id), download.state == .queued else { return }

@@ -49,7 +49,8 @@ extension DownloadStore {
     /// not waited for.
     public func claim(node: String, limit: Int, lease: Double, peers: [String]) throws -> [Claim] {
         guard limit > 0 else { return [] }
-        let rows = try db.query("""
+        let rows = try db.query(
+            """
             UPDATE downloads SET claimed_by = ?, lease_until = \(Self.now) + ?, fence = fence + 1
             WHERE id IN (SELECT id FROM downloads d
                          WHERE state IN ('queued', 'probing', 'downloading', 'verifying')
@@ -62,8 +63,11 @@ extension DownloadStore {
         var claimed: [(claim: Claim, priority: Int64, order: Int64, sequence: Int64)] = []
         for row in rows {
             guard let id = row["id"].string, let fence = row["fence"].int else { continue }
-            claimed.append((Claim(id: id, fence: fence), row["priority"].int ?? 0, row["queue_order"].int ?? 0,
-                            row["seq"].int ?? 0))
+            claimed.append(
+                (
+                    Claim(id: id, fence: fence), row["priority"].int ?? 0, row["queue_order"].int ?? 0,
+                    row["seq"].int ?? 0
+                ))
         }
         // RETURNING keeps no order: the claims start in the order they were chosen.
         claimed.sort { ($1.priority, $0.order, $0.sequence) < ($0.priority, $1.order, $1.sequence) }
@@ -76,20 +80,24 @@ extension DownloadStore {
         guard !claims.isEmpty else { return [] }
         let ids = Self.array(claims.map(\.id))
         let fences = "{" + claims.map { String($0.fence) }.joined(separator: ",") + "}"
-        return Set(try db.query("""
-            UPDATE downloads d SET lease_until = \(Self.now) + ?
-            FROM unnest(?::text[], ?::bigint[]) AS m(id, fence)
-            WHERE d.id = m.id AND d.fence = m.fence AND d.claimed_by = ?
-            RETURNING d.id
-            """, [.real(lease), .text(ids), .text(fences), .text(node)]).compactMap { $0["id"].string })
+        return Set(
+            try db.query(
+                """
+                UPDATE downloads d SET lease_until = \(Self.now) + ?
+                FROM unnest(?::text[], ?::bigint[]) AS m(id, fence)
+                WHERE d.id = m.id AND d.fence = m.fence AND d.claimed_by = ?
+                RETURNING d.id
+                """, [.real(lease), .text(ids), .text(fences), .text(node)]
+            ).compactMap { $0["id"].string })
     }
 
     /// Ends the leases of `node`'s unfinished downloads at once (a clean shutdown): the other nodes need not wait
     /// for them to run out. `claimed_by` stays: it tells where each download last ran.
     public func releaseClaims(node: String) throws {
         guard isShared else { return }
-        try db.run("UPDATE downloads SET lease_until = NULL WHERE claimed_by = ? "
-                   + "AND state IN ('queued', 'probing', 'downloading', 'verifying')", [.text(node)])
+        try db.run(
+            "UPDATE downloads SET lease_until = NULL WHERE claimed_by = ? "
+                + "AND state IN ('queued', 'probing', 'downloading', 'verifying')", [.text(node)])
     }
 
     /// A connection of its own for notifications (PostgreSQL), listening for changed downloads (each payload is a
@@ -104,13 +112,16 @@ extension DownloadStore {
     /// The next `count` creation numbers, unique over every node.
     public func allocateSequences(_ count: Int) throws -> [Int64]? {
         guard isShared, count > 0 else { return nil }
-        return try db.query("SELECT nextval('haul_download_seq') FROM generate_series(1, ?)",
-                            [.integer(Int64(count))]).compactMap { $0.first?.int }
+        return try db.query(
+            "SELECT nextval('haul_download_seq') FROM generate_series(1, ?)",
+            [.integer(Int64(count))]
+        ).compactMap { $0.first?.int }
     }
 
     /// A PostgreSQL array literal of `texts`, each quoted.
     private static func array(_ texts: [String]) -> String {
-        "{" + texts.map { "\"" + $0.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\"" }
+        "{"
+            + texts.map { "\"" + $0.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\"" }
             .joined(separator: ",") + "}"
     }
 
@@ -124,11 +135,14 @@ extension DownloadStore {
 
     /// Says `node` is alive (its mark with it) and returns every node the store knows of.
     public func heartbeat(node: String, mark: String, lease: Double) throws -> [NodeRecord] {
-        try db.run("INSERT INTO nodes (name, seen_at, mark) VALUES (?, \(Self.now), ?) "
-                   + "ON CONFLICT (name) DO UPDATE SET seen_at = excluded.seen_at, mark = excluded.mark",
-                   [.text(node), .text(mark)])
-        return try db.query("SELECT name, mark, seen_at > \(Self.now) - ? AS alive FROM nodes ORDER BY name",
-                            [.real(lease)]).compactMap { row in
+        try db.run(
+            "INSERT INTO nodes (name, seen_at, mark) VALUES (?, \(Self.now), ?) "
+                + "ON CONFLICT (name) DO UPDATE SET seen_at = excluded.seen_at, mark = excluded.mark",
+            [.text(node), .text(mark)])
+        return try db.query(
+            "SELECT name, mark, seen_at > \(Self.now) - ? AS alive FROM nodes ORDER BY name",
+            [.real(lease)]
+        ).compactMap { row in
             guard let name = row["name"].string, let mark = row["mark"].string else { return nil }
             return NodeRecord(name: name, mark: mark, alive: row["alive"].int == 1)
         }

@@ -15,15 +15,17 @@ final class FileMover: DownloadObserver {
 
     func downloadChanged(_ download: Download, from before: Download) {
         guard download.state != before.state, download.state == .completed, download.completedDirectory != nil,
-              !download.moved else { return }
+            !download.moved
+        else { return }
         move(download.id)
     }
 
     /// Starts moving the finished file of `id` to its completed folder, unless it is there or on its way.
     func move(_ id: String) {
         guard let download = host.download(id), download.state == .completed, !download.moved,
-              let target = download.completedDirectory, let name = download.filename,
-              !moving.contains(id), host.isLocal(download) else { return }
+            let target = download.completedDirectory, let name = download.filename,
+            !moving.contains(id), host.isLocal(download)
+        else { return }
         // The completed state is stored first: a crash mid-move must not make the download look unfinished.
         host.storeNow(download)
         moving.insert(id)
@@ -38,7 +40,8 @@ final class FileMover: DownloadObserver {
     func engineStarted() {
         for download in host.allDownloads {
             guard download.state == .completed, let target = download.completedDirectory,
-                  !download.moveSettled, let name = download.filename, host.isLocal(download) else { continue }
+                !download.moveSettled, let name = download.filename, host.isLocal(download)
+            else { continue }
             if download.moved {
                 settle(download.id, moveRequest(download, name: name, target: target))
             } else {
@@ -49,19 +52,22 @@ final class FileMover: DownloadObserver {
 
     /// Removes a stored move's marker off the loop, then records that it is gone.
     private func settle(_ id: String, _ request: FileMove.Request) {
-        host.loop.offload({ FileMove.finish(request) }, then: { _ in
-            guard self.host.download(id)?.moved == true else { return }
-            self.host.change(id) { $0.settleMove() }
-        })
+        host.loop.offload(
+            { FileMove.finish(request) },
+            then: { _ in
+                guard self.host.download(id)?.moved == true else { return }
+                self.host.change(id) { $0.settleMove() }
+            })
     }
 
     private func moveRequest(_ download: Download, name: String, target: String) -> FileMove.Request {
         let config = host.config
-        return FileMove.Request(sourceRoot: config.downloadRoot, sourceDirectory: download.directory, name: name,
-                                targetRoot: config.completedFolderRoot, targetDirectory: target,
-                                identity: download.fileStamp.map { FileIdentity(device: $0.device, inode: $0.inode) },
-                                marker: ".haul-move-\(download.id)", candidate: { FileName.candidate(name, $0) },
-                                crashAt: config.crashAt)
+        return FileMove.Request(
+            sourceRoot: config.downloadRoot, sourceDirectory: download.directory, name: name,
+            targetRoot: config.completedFolderRoot, targetDirectory: target,
+            identity: download.fileStamp.map { FileIdentity(device: $0.device, inode: $0.inode) },
+            marker: ".haul-move-\(download.id)", candidate: { FileName.candidate(name, $0) },
+            crashAt: config.crashAt)
     }
 
     private func moved(_ id: String, _ request: FileMove.Request, _ outcome: FileMove.Outcome) {
@@ -79,8 +85,12 @@ final class FileMover: DownloadObserver {
             settle(id, request)
             host.log.info("file moved", ["download.id": id, "file.path": download.relativePath ?? name])
         case .gone:
-            host.log.warning("the finished file to move is not there any more", ["download.id": id,
-                                                                                "file.name": request.name])
+            host.log.warning(
+                "the finished file to move is not there any more",
+                [
+                    "download.id": id,
+                    "file.name": request.name,
+                ])
             refused(id, "the finished file is not where it was written any more")
         case .failed(let error):
             // It stays where it is, complete; the next start tries again. The hook is told where it is.

@@ -31,7 +31,8 @@ final class HookRunner: DownloadObserver {
     /// The hook of the state it is in is due (or, in a state without one, no longer): marked, and stored with it.
     func downloadWillBeStored(_ download: Download, changedFrom before: Download) {
         guard download.state != before.state,
-              (host.config.hooks.command(for: download.state) != nil) != download.hookPending else { return }
+            (host.config.hooks.command(for: download.state) != nil) != download.hookPending
+        else { return }
         host.note(download.id) { $0.markHookPending(!download.hookPending) }
     }
 
@@ -42,8 +43,9 @@ final class HookRunner: DownloadObserver {
     /// Runs the due hook of `id`, unless it runs already or waits for its file to reach the completed folder.
     func run(_ id: String) {
         guard let pool, !running.contains(id), !mover.moving.contains(id), let download = host.download(id),
-              download.hookPending, let argv = host.config.hooks.command(for: download.state),
-              host.isLocal(download) else { return }
+            download.hookPending, let argv = host.config.hooks.command(for: download.state),
+            host.isLocal(download)
+        else { return }
         // Stored as due before it starts: a crash from here on runs it after the restart.
         host.storeNow(download)
         if host.config.crashAt == "hook-pending" { kill(getpid(), SIGKILL) }
@@ -57,8 +59,10 @@ final class HookRunner: DownloadObserver {
 
     private func finished(_ id: String, state: DownloadState, program: String, _ result: CommandPool.Result) {
         running.remove(id)
-        var meta = ["download.id": id, "hook.event": state == .completed ? "on-complete" : "on-failed",
-                    "hook.program": program, "hook.status": result.status.map(String.init) ?? "none"]
+        var meta = [
+            "download.id": id, "hook.event": state == .completed ? "on-complete" : "on-failed",
+            "hook.program": program, "hook.status": result.status.map(String.init) ?? "none",
+        ]
         if let error = result.error { meta["hook.error"] = error }
         if !result.output.isEmpty {
             meta["hook.output"] = result.output + (result.dropped > 0 ? " [\(result.dropped) more bytes]" : "")

@@ -17,8 +17,10 @@ public struct AccessToken: Sendable, Equatable {
     /// The most of its downloads that run at once (others' go on meanwhile).
     public var maxActive: Int?
 
-    public init(id: String, name: String, scope: Scope, expiresAt: Date?, createdAt: Date, root: String? = nil,
-                quotaBytes: Int64? = nil, maxActive: Int? = nil) {
+    public init(
+        id: String, name: String, scope: Scope, expiresAt: Date?, createdAt: Date, root: String? = nil,
+        quotaBytes: Int64? = nil, maxActive: Int? = nil
+    ) {
         self.id = id
         self.name = name
         self.scope = scope

@@ -3,13 +3,16 @@ import HaulLoop
 
 extension DownloadStore {
     public func insertToken(_ token: AccessToken, hash: String) throws {
-        try db.run("INSERT INTO tokens (id, name, scope, hash, expires_at, created_at, root, quota_bytes, max_active) "
-                   + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   [.text(token.id), .text(token.name), .text(token.scope.name), .text(hash),
-                    token.expiresAt.map { .real($0.timeIntervalSince1970) } ?? .null,
-                    .real(token.createdAt.timeIntervalSince1970), token.root.map { .text($0) } ?? .null,
-                    token.quotaBytes.map { .integer($0) } ?? .null,
-                    token.maxActive.map { .integer(Int64($0)) } ?? .null])
+        try db.run(
+            "INSERT INTO tokens (id, name, scope, hash, expires_at, created_at, root, quota_bytes, max_active) "
+                + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                .text(token.id), .text(token.name), .text(token.scope.name), .text(hash),
+                token.expiresAt.map { .real($0.timeIntervalSince1970) } ?? .null,
+                .real(token.createdAt.timeIntervalSince1970), token.root.map { .text($0) } ?? .null,
+                token.quotaBytes.map { .integer($0) } ?? .null,
+                token.maxActive.map { .integer(Int64($0)) } ?? .null,
+            ])
     }
 
     private static let tokenColumns = "id, name, scope, expires_at, created_at, root, quota_bytes, max_active"
@@ -37,11 +40,13 @@ extension DownloadStore {
 
     private static func token(_ row: SQLRow) -> AccessToken? {
         guard let id = row["id"].string, let name = row["name"].string,
-              let scope = row["scope"].string.flatMap(Scope.init(name:)),
-              let created = row["created_at"].double else { return nil }
-        return AccessToken(id: id, name: name, scope: scope,
-                           expiresAt: row["expires_at"].double.map(Date.init(timeIntervalSince1970:)),
-                           createdAt: Date(timeIntervalSince1970: created), root: row["root"].string,
-                           quotaBytes: row["quota_bytes"].int, maxActive: row["max_active"].int.map { Int($0) })
+            let scope = row["scope"].string.flatMap(Scope.init(name:)),
+            let created = row["created_at"].double
+        else { return nil }
+        return AccessToken(
+            id: id, name: name, scope: scope,
+            expiresAt: row["expires_at"].double.map(Date.init(timeIntervalSince1970:)),
+            createdAt: Date(timeIntervalSince1970: created), root: row["root"].string,
+            quotaBytes: row["quota_bytes"].int, maxActive: row["max_active"].int.map { Int($0) })
     }
 }

@@ -53,7 +53,8 @@ public final class Tenancy {
     /// removal on any node counts at once. A store that cannot be read admits nobody.
     public func token(forSecret secret: String) -> AccessToken? {
         guard secret.hasPrefix("haul_"), let token = try? host.store.token(hash: AccessToken.hash(secret)),
-              !token.isExpired(at: host.clock.wallTime) else { return nil }
+            !token.isExpired(at: host.clock.wallTime)
+        else { return nil }
         return token
     }
 
@@ -79,9 +80,11 @@ public final class Tenancy {
     /// What the downloads of `owner` hold together, but for `excluded` (kept by the registry as they change).
     public func usage(of owner: String, excluding excluded: String? = nil) -> Int64 {
         let all = registry.held[owner] ?? 0
-        assert(all == (registry.owned[owner] ?? []).reduce(0) {
-            $0 + (registry.machines[$1].map { DownloadRegistry.heldBytes($0.machine.download) } ?? 0)
-        }, "the bytes held by \(owner) drifted from its downloads'")
+        assert(
+            all
+                == (registry.owned[owner] ?? []).reduce(0) {
+                    $0 + (registry.machines[$1].map { DownloadRegistry.heldBytes($0.machine.download) } ?? 0)
+                }, "the bytes held by \(owner) drifted from its downloads'")
         guard let excluded, let box = registry.machines[excluded], box.machine.download.owner == owner
         else { return all }
         return all - DownloadRegistry.heldBytes(box.machine.download)
@@ -91,7 +94,8 @@ public final class Tenancy {
     /// downloads hold. nil without a quota.
     func quotaAllowance(for id: String) -> Int64? {
         guard let owner = registry.machines[id]?.machine.download.owner,
-              let quota = self.owner(owner)?.quotaBytes else { return nil }
+            let quota = self.owner(owner)?.quotaBytes
+        else { return nil }
         return quota - usage(of: owner, excluding: id)
     }
 

@@ -59,8 +59,10 @@ public struct WebhookChange: Sendable, Equatable {
     public var createdAt: Date
     public var resource: String
 
-    public init(id: String, downloadID: String, category: String?, kinds: [WebhookEvent], createdAt: Date,
-                resource: String) {
+    public init(
+        id: String, downloadID: String, category: String?, kinds: [WebhookEvent], createdAt: Date,
+        resource: String
+    ) {
         self.id = id
         self.downloadID = downloadID
         self.category = category
@@ -101,8 +103,10 @@ public struct WebhookDelivery: Sendable, Equatable {
     public var lastStatus: Int?
     public var lastError: String?
 
-    public init(id: String, webhookID: String, event: WebhookEvent, downloadID: String, body: String,
-                createdAt: Date) {
+    public init(
+        id: String, webhookID: String, event: WebhookEvent, downloadID: String, body: String,
+        createdAt: Date
+    ) {
         self.id = id
         self.webhookID = webhookID
         self.event = event
@@ -119,12 +123,13 @@ public struct WebhookDelivery: Sendable, Equatable {
     /// (the change's resource, inserted as it was stored). A delivery from an earlier version sends its own body.
     public func payload(resource: String?) -> [UInt8] {
         guard let resource, changeID != nil else { return Array(body.utf8) }
-        var out = Array(JSONValue.object([
-            ("id", .string(id)),
-            ("event", .string(event.rawValue)),
-            ("webhook_id", .string(webhookID)),
-            ("created_at", .string(Timestamp.rfc3339(createdAt))),
-        ]).serialized().utf8.dropLast())
+        var out = Array(
+            JSONValue.object([
+                ("id", .string(id)),
+                ("event", .string(event.rawValue)),
+                ("webhook_id", .string(webhookID)),
+                ("created_at", .string(Timestamp.rfc3339(createdAt))),
+            ]).serialized().utf8.dropLast())
         out += Array(",\"download\":".utf8)
         out += Array(resource.utf8)
         out.append(UInt8(ascii: "}"))

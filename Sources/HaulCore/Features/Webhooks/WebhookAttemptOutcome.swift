@@ -13,9 +13,11 @@ struct WebhookAttemptOutcome: Equatable {
     /// The attempt answered `status` (nil: no answer) with `failure` (nil: the transfer ended cleanly), at wall
     /// time `now` and monotonic time `uptime`. `baseWait` is the first retry's wait, `maxRest` the longest rest
     /// of a failing webhook, `random` in 0..<1 spreads retries (jitter).
-    static func after(_ delivery: WebhookDelivery, slots: WebhookSlots, status: Int?, failure: TransferFailure?,
-                      message: String, now: Date, uptime: Double, baseWait: Double, maxRest: Double,
-                      random: Double) -> WebhookAttemptOutcome {
+    static func after(
+        _ delivery: WebhookDelivery, slots: WebhookSlots, status: Int?, failure: TransferFailure?,
+        message: String, now: Date, uptime: Double, baseWait: Double, maxRest: Double,
+        random: Double
+    ) -> WebhookAttemptOutcome {
         var outcome = WebhookAttemptOutcome(delivery: delivery, slots: slots)
         outcome.delivery.attempts += 1
         outcome.delivery.lastAttemptAt = now
@@ -29,7 +31,8 @@ struct WebhookAttemptOutcome: Equatable {
             outcome.slots.restUntil = -.infinity
             return outcome
         }
-        outcome.delivery.lastError = status.map { "the receiver answered HTTP \($0)" }
+        outcome.delivery.lastError =
+            status.map { "the receiver answered HTTP \($0)" }
             ?? (message.isEmpty ? "no answer" : message)
         let wait = WebhookDelivery.backoff(attempts: outcome.delivery.attempts, base: baseWait, random: random)
         if now.timeIntervalSince(delivery.createdAt) + wait > WebhookDelivery.retention {

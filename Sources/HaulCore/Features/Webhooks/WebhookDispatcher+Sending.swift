@@ -40,8 +40,9 @@ extension WebhookDispatcher {
         guard !limits.isEmpty else { return }
         let due: [WebhookDelivery]
         do {
-            due = try store.takeDueDeliveries(node: host.config.node, now: clock.wallTime, hold: WebhookDispatcher.timeout + 15,
-                                              limits: limits)
+            due = try store.takeDueDeliveries(
+                node: host.config.node, now: clock.wallTime, hold: WebhookDispatcher.timeout + 15,
+                limits: limits)
         } catch {
             return log.warning("cannot read the webhook outbox", ["error": "\(error)"])
         }
@@ -79,13 +80,15 @@ extension WebhookDispatcher {
         let id = TransferID(-counter)
         let body = delivery.payload(resource: resource)
         let timestamp = Int64(clock.wallTime.timeIntervalSince1970)
-        let request = Outbound.post(hook.url, body: body, headers: [
-            ("Content-Type", "application/json"),
-            ("Haul-Event", delivery.event.rawValue),
-            ("Haul-Delivery", delivery.id),
-            ("Haul-Webhook", hook.id),
-            ("Haul-Signature", Webhook.signature(secret: hook.secret, timestamp: timestamp, body: body)),
-        ], policy: Outbound.webhookPolicy(host.config, timeout: WebhookDispatcher.timeout))
+        let request = Outbound.post(
+            hook.url, body: body,
+            headers: [
+                ("Content-Type", "application/json"),
+                ("Haul-Event", delivery.event.rawValue),
+                ("Haul-Delivery", delivery.id),
+                ("Haul-Webhook", hook.id),
+                ("Haul-Signature", Webhook.signature(secret: hook.secret, timestamp: timestamp, body: body)),
+            ], policy: Outbound.webhookPolicy(host.config, timeout: WebhookDispatcher.timeout))
         let handler = WebhookAttempt(dispatcher: self, delivery: delivery)
         do {
             try host.fetcher.start(id, request, delegate: handler)
@@ -118,8 +121,12 @@ extension WebhookDispatcher {
             random: Double.random(in: 0..<1, using: &generator))
         let delivery = outcome.delivery
         if outcome.gaveUp {
-            log.warning("webhook delivery given up after a day", ["webhook.id": delivery.webhookID,
-                                                                  "delivery.id": delivery.id])
+            log.warning(
+                "webhook delivery given up after a day",
+                [
+                    "webhook.id": delivery.webhookID,
+                    "delivery.id": delivery.id,
+                ])
         }
         if hooks.contains(where: { $0.id == delivery.webhookID }) { slots[delivery.webhookID] = outcome.slots }
         record(delivery)

@@ -99,8 +99,9 @@ public final class WebhookDispatcher {
     }
 
     public func add(url: String, events: [WebhookEvent], category: String?) throws(EngineError) -> Webhook {
-        let hook = Webhook(id: HaulID.random(), url: url, secret: Webhook.newSecret(), events: events,
-                           category: category, createdAt: clock.wallTime)
+        let hook = Webhook(
+            id: HaulID.random(), url: url, secret: Webhook.newSecret(), events: events,
+            category: category, createdAt: clock.wallTime)
         do {
             try store.insertWebhook(hook)
         } catch {
@@ -168,9 +169,12 @@ public final class WebhookDispatcher {
         }
         let wanted = kinds.filter { kind in hooks.contains { $0.wants(kind, category: download.category) } }
         guard !wanted.isEmpty else { return [] }
-        return [WebhookChange(id: HaulID.ordered(), downloadID: download.id, category: download.category,
-                              kinds: wanted, createdAt: clock.wallTime,
-                              resource: host.resource(of: download).serialized())]
+        return [
+            WebhookChange(
+                id: HaulID.ordered(), downloadID: download.id, category: download.category,
+                kinds: wanted, createdAt: clock.wallTime,
+                resource: host.resource(of: download).serialized())
+        ]
     }
 
     /// `download` changed from `before`: what a webhook wants to hear of it waits for the write that stores it.
