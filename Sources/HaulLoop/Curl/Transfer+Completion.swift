@@ -35,6 +35,16 @@ extension Transfer {
         if !responseDelivered, code == CURLE_OK || !unfollowed || (request.policy.checksEachHop && response != nil) {
             _ = deliverResponse()
         }
+        // A file server's file now shorter than where the range starts (it changed while paused) refuses the RETR
+        // after REST: told as HTTP tells a range past the end, 416 with the size, so the machine fetches the new
+        // version from byte 0 instead of failing the download on the refusal.
+        if profile.failures == .fileServer, !responseDelivered, !aborted, code != CURLE_OK, let size = replies.size,
+            let start = request.range?.start, start >= size
+        {
+            response = TransferResponse(
+                status: 416, headers: [("content-range", "bytes */\(size)")], effectiveURL: request.url)
+            _ = deliverResponse()
+        }
         if redirectTarget != nil, !aborted, code == CURLE_OK || code == CURLE_PARTIAL_FILE {
             if digestChallenged, let onDigestChallenge { return onDigestChallenge() }
             if let redirectTarget, let onRedirect { return onRedirect(redirectTarget) }
