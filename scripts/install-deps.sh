@@ -15,9 +15,9 @@ run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev libssl-dev pkg-c
 # iproute2 brings up loopback in the network namespace the API fuzzing runs in (scripts/schemathesis.sh); tinyproxy
 # (HTTP) and microsocks (SOCKS5) are the proxies the proxy tests go through; tmux is the terminal the client's
 # progress bars are drawn in and read back from; vsftpd serves implicit FTPS (pyftpdlib, from PyPI, the rest of FTP);
-# openssh-server's sshd serves SFTP.
+# openssh-server's sshd serves SFTP; ffmpeg makes the videos played while they download (and ffprobe reads them).
 test=(nginx curl ca-certificates aria2 axel wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver
-      prometheus postgresql iproute2 tinyproxy microsocks tmux vsftpd openssh-server)
+      prometheus postgresql iproute2 tinyproxy microsocks tmux vsftpd openssh-server ffmpeg)
 # mmdebstrap makes the base images from Debian packages, buildah builds and runs the image (chroot isolation) and
 # podman keeps the images; docker-compose checks the compose files (podman-compose has no `config`); iproute2 gives
 # the container a network namespace of its own; nginx and openssl are the origin and the TLS proxy in the test.

@@ -108,6 +108,8 @@ func serve(_ arguments: [String]) -> Int32 {
                     exchange.respond(response)
                 case .eventStream(let request):
                     api.attach(HTTPEventSink(exchange: exchange, headers: request.headers), for: request)
+                case .fileStream(let request):
+                    api.attach(HTTPByteSink(exchange: exchange), for: request)
                 case .webSocket(let upgrade):
                     if let socket = exchange.upgradeToWebSocket(headers: upgrade.headers) {
                         api.attach(socket, for: upgrade)

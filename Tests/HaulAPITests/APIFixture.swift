@@ -54,6 +54,9 @@ final class APIFixture {
         switch api.handle(request) {
         case .response(let response): return response
         case .eventStream(let stream): return HTTPResponse(status: 200, headers: stream.headers)
+        case .fileStream(let stream):
+            return HTTPResponse(
+                status: stream.answer?.status ?? 200, headers: (stream.answer?.headers ?? []) + stream.headers)
         case .webSocket(let upgrade): return HTTPResponse(status: 101, headers: upgrade.headers)
         case .pending(let pending):
             // A bulk change goes a slice per loop turn: the turns are the manual clock's.

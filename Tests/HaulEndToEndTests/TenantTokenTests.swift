@@ -348,4 +348,27 @@ final class TenantTokenTests: HaulTestCase {
         XCTAssertEqual((delta["removed"] as? [String]) ?? [], [])
         XCTAssertEqual(try call("GET", "/downloads/\(others)/events", erin.secret).status, 404)
     }
+
+    /// The file route on an unfinished download has the finished file's access: a tenant reads its own download
+    /// while it arrives, and another tenant's is not found.
+    func testATenantReadsItsOwnUnfinishedFileAndNotAnothers() throws {
+        let alice = try makeToken(["name": "alice", "scope": "add", "root": "alice"])
+        let bob = try makeToken(["name": "bob", "scope": "add", "root": "bob"])
+        _ = try sandbox.makeRandomFile("www/slow.bin", size: 1_000_000)
+        let data = try Data(contentsOf: URL(fileURLWithPath: sandbox.file("www/slow.bin")))
+        let mine = try add(["url": originURL("slow.bin", "rate=300000"), "connections": 1], as: alice.secret)
+        let id = mine["id"] as? String ?? ""
+        try waitFor("bytes on disk") {
+            (try self.call("GET", "/downloads/\(id)", alice.secret).json["contiguous_bytes"] as? Int ?? 0) >= 10
+        }
+        let part = try api.request(
+            "GET", "/downloads/\(id)/file", headers: ["Authorization": "Bearer " + alice.secret, "Range": "bytes=0-9"])
+        XCTAssertEqual(part.status, 206, part.text)
+        XCTAssertEqual(part.body, data.prefix(10))
+        XCTAssertEqual(part.header("Cache-Control"), "no-store")
+        let theirs = try api.request(
+            "GET", "/downloads/\(id)/file", headers: ["Authorization": "Bearer " + bob.secret, "Range": "bytes=0-9"])
+        XCTAssertEqual(theirs.status, 404, theirs.text)
+        XCTAssertEqual(try call("PATCH", "/downloads/\(id)", alice.secret, ["state": "paused"]).status, 200)
+    }
 }

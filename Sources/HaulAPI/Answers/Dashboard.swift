@@ -9,6 +9,7 @@ enum Dashboard {
         (
             "Content-Security-Policy",
             "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+                + "media-src 'self'; "
                 + "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
         ),
         ("X-Content-Type-Options", "nosniff"),

@@ -26,6 +26,10 @@ enum DownloadResource {
             ("active_connections", JSONValue(snapshot.activeConnections)),
             ("resumable", .bool(d.resumable)),
             ("segments", .array(segments(d))),
+            // What a reader may take now: the ranges on disk, [start, end) and merged, and the bytes from 0.
+            ("available", .array(d.available.map { .array([JSONValue($0.first), JSONValue($0.last + 1)]) })),
+            ("contiguous_bytes", JSONValue(d.contiguousBytes)),
+            ("content_type", JSONValue(d.contentType)),
             (
                 "mirrors",
                 .array(

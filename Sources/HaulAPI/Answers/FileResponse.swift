@@ -71,23 +71,37 @@ enum FileResponse {
 }
 
 extension API {
-    func file(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+    /// `GET /downloads/{id}/file`: the finished file, or an unfinished download's bytes as they land.
+    func file(_ c: RequestContext) throws(Problem) -> APIResult {
         let id = c.parameters["id"]!
-        let (file, download) = try attempt(c.operations.file(id))
-        let tag = FileResponse.etag(file)
-        let modified = HTTPDate.format(Date(timeIntervalSince1970: file.modified.rounded(.down)))
-        let inline = c.query["download"] == "0"
         if let flag = c.query["download"], flag != "0", flag != "1" {
             throw Problem.invalid([("download", "must be 1 (an attachment, the default) or 0 (shown where it can be)")])
         }
-        var headers: [(name: String, value: String)] = [
+        let view = try attempt(c.operations.readView(id))
+        guard view.download.state == .completed else { return try unfinishedFile(c, view) }
+        return .response(try finishedFile(c))
+    }
+
+    /// The headers of every answer with a file's bytes: its type and name, and that nothing in it runs here.
+    func fileHeaders(_ c: RequestContext, _ download: Download) -> [(name: String, value: String)] {
+        let inline = c.query["download"] == "0"
+        return [
             ("Content-Type", FileResponse.contentType(download.contentType)),
-            ("Content-Disposition", inline ? "inline" : FileResponse.disposition(download.filename ?? id)),
-            ("ETag", tag), ("Last-Modified", modified), ("Accept-Ranges", "bytes"),
+            ("Content-Disposition", inline ? "inline" : FileResponse.disposition(download.filename ?? download.id)),
             // A file from anywhere is never a page of this origin: nothing in it runs, nothing is sniffed.
             ("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", "default-src 'none'; sandbox"),
-            ("Cache-Control", "private, no-cache"),
         ]
+    }
+
+    private func finishedFile(_ c: RequestContext) throws(Problem) -> HTTPResponse {
+        let (file, download) = try attempt(c.operations.file(c.parameters["id"]!))
+        let tag = FileResponse.etag(file)
+        let modified = HTTPDate.format(Date(timeIntervalSince1970: file.modified.rounded(.down)))
+        var headers =
+            fileHeaders(c, download) + [
+                ("ETag", tag), ("Last-Modified", modified), ("Accept-Ranges", "bytes"),
+                ("Cache-Control", "private, no-cache"),
+            ]
         if let header = c.request.header("If-None-Match"), ETag.matches(header, tag) {
             return HTTPResponse(status: 304, headers: [("ETag", tag), ("Last-Modified", modified)])
         }

@@ -60,8 +60,12 @@ public final class EventHub: EngineListener {
     /// Webhooks and hooks are the operator's: the bodies name each download's owner.
     public func resource(of snapshot: DownloadSnapshot) -> JSONValue { DownloadResource.json(snapshot, owner: true) }
 
-    /// Told every change too (the aria2 front's notifications).
+    /// Told every change too (the aria2 front's notifications, the readers of files).
     var onEngineChange: ((EngineChange) -> Void)?
+    /// Told each write of a download a reader follows.
+    var onWrote: ((String) -> Void)?
+
+    public func engineWrote(_ id: String) { onWrote?(id) }
 
     public func engineChanged(_ change: EngineChange) {
         onEngineChange?(change)

@@ -50,8 +50,8 @@ extension API {
             Route(
                 pattern: "/downloads/{id}/file", access: .streamToken,
                 handlers: [
-                    "GET": .read(.readFile, query: ["download"]) { [unowned self] c throws(Problem) in
-                        .response(try self.file(c))
+                    "GET": .read(.readFile, query: ["download", "start"]) { [unowned self] c throws(Problem) in
+                        try self.file(c)
                     }
                 ]),
             Route(

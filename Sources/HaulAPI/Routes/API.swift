@@ -16,6 +16,8 @@ public final class API {
     let metrics = RequestMetrics()
     /// The aria2-compatible JSON-RPC front.
     let aria2: Aria2RPC
+    /// Readers of unfinished files.
+    let readers: FileReaders
     private let loop: EventLoop
     /// `--watch-dir`'s lists, once `watch(folder:)` started it.
     private var watchFolder: WatchFolder?
@@ -41,7 +43,12 @@ public final class API {
         gate.lookup = { [serverOperations] secret in serverOperations.token(forSecret: secret) }
         gate.byID = { [serverOperations] id in serverOperations.token(id: id) }
         self.events = EventHub(operations: serverOperations, config: events)
-        self.events.onEngineChange = { [unowned aria2 = self.aria2] change in aria2.engineChanged(change) }
+        readers = FileReaders(operations: serverOperations, stall: limits.readStall)
+        self.events.onEngineChange = { [unowned aria2 = self.aria2, unowned readers] change in
+            aria2.engineChanged(change)
+            readers.engineChanged(change)
+        }
+        self.events.onWrote = { [unowned readers] id in readers.wake(id) }
         tokenCheck = serverOperations.clock.every(API.tokenCheckInterval) { [unowned self] in self.checkStreamTokens() }
         router = Router(
             routes: downloadRoutes + serverRoutes + webhookRoutes + categoryRoutes + tokenRoutes + aria2Routes)
@@ -146,6 +153,9 @@ public final class API {
         case .eventStream(var stream):
             stream.headers += cors
             return (.eventStream(stream), caller)
+        case .fileStream(var stream):
+            stream.headers += cors
+            return (.fileStream(stream), caller)
         case .pending(let pending):
             pending.headers += cors
             return (.pending(pending), caller)
@@ -169,16 +179,19 @@ public final class API {
     func cutOff(token id: String) {
         events.closeStreams(ofToken: id)
         aria2.closeSockets(ofToken: id)
+        readers.cutOff(token: id)
     }
 
     /// Cuts off the streams and sockets of tokens that no longer stand: revoked on any node (the store is the
     /// truth), or expired.
     private func checkStreamTokens() {
         for id in events.streamTokens.union(aria2.socketTokens) where gate.byID?(id) == nil { cutOff(token: id) }
+        // Reads that waited too long for their next bytes end here too.
+        readers.check { [gate] id in gate.byID?(id) != nil }
     }
 
     /// Event streams and WebSockets open: one budget of long-lived connections (`--max-event-streams`).
-    var longLivedCount: Int { events.streamCount + aria2.socketCount }
+    var longLivedCount: Int { events.streamCount + aria2.socketCount + readers.count }
 
     /// Starts sending events to `sink`, a stream the transport opened for `request`.
     public func attach(_ sink: EventSink, for request: EventStreamRequest) {
@@ -258,8 +271,12 @@ public struct APILimits: Sendable {
     public var maxTargetBytes = 8192
     /// Downloads stored, finished ones included.
     public var maxDownloads = 100_000
-    /// Event streams open at once.
+    /// Event streams open at once (readers of unfinished files and WebSockets count too).
     public var maxEventStreams = 10_000
+    /// A read of a queued download's file starts it ahead of the queue (`--start-on-read`), as `?start=1` does.
+    public var startOnRead = false
+    /// Seconds a reader of an unfinished file waits for its next bytes before it is answered with what it has.
+    public var readStall = 30.0
 
     public init() {}
 }

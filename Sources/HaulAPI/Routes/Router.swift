@@ -79,6 +79,9 @@ struct Route {
 public enum APIResult {
     case response(HTTPResponse)
     case eventStream(EventStreamRequest)
+    /// An unfinished download's file, read as it lands: the transport opens the stream and hands it to
+    /// `API.attach(_:for:)`.
+    case fileStream(FileStreamRequest)
     case pending(PendingResponse)
     /// A WebSocket handshake accepted: the transport answers 101 with these headers and hands the connection to
     /// `API.attach(_:)`.

@@ -694,6 +694,7 @@ $("viewport").addEventListener("scroll", closeMenu, { passive: true });
 // MARK: the details of one download
 
 function openDetail(id) {
+  if (state.detail !== id) stopPlayer();
   state.detail = id;
   $("detail").hidden = false;
   $("detail").dataset.id = id;
@@ -706,10 +707,80 @@ function openDetail(id) {
 }
 
 function closeDetail() {
+  stopPlayer();
   state.detail = null;
   $("detail").hidden = true;
   scheduleRender();
 }
+
+// MARK: using a file while it downloads
+
+const MEDIA = /\.(mp4|m4v|webm|mkv|mov|ogv|mp3|m4a|aac|ogg|oga|opus|flac|wav)$/i;
+
+/** Whether the download is something the browser plays: by its type, else by its name. */
+function isMedia(d) {
+  if (/^(video|audio)\//i.test(d.content_type || "")) return true;
+  return MEDIA.test(d.path || "");
+}
+
+/** Play (a video or audio file) or Open (anything else), finished or not: the file route answers what is on disk
+ *  and the rest as it lands, fetching what the player asks for first. */
+function renderUse(d) {
+  const some = d.state === "completed" || d.contiguous_bytes > 0 || ACTIVE.has(d.state);
+  $("detail-use").hidden = !some;
+  $("detail-play").hidden = !isMedia(d);
+  $("detail-open").hidden = d.state === "completed" || isMedia(d);
+  $("detail-use-note").textContent = d.state === "completed" ? ""
+    : ACTIVE.has(d.state) ? "while it downloads: what you ask for is fetched first"
+    : "what is on disk so far";
+}
+
+/** The file's URL for the player or a new tab: shown where the browser can, with a ticket when the server has a
+ *  token (a ticket opens it for a minute; the player asks again when one ran out). */
+async function fileURL(id) {
+  return ticketed(`/downloads/${id}/file`, new URLSearchParams({ download: "0" }));
+}
+
+async function play() {
+  const id = state.detail;
+  const video = $("detail-video");
+  video.hidden = false;
+  video.dataset.id = id;
+  video.src = await fileURL(id);
+  video.play().catch(() => {});
+}
+
+function stopPlayer() {
+  const video = $("detail-video");
+  if (video.hidden) return;
+  video.pause();
+  video.removeAttribute("src");
+  video.load();
+  video.hidden = true;
+}
+
+$("detail-play").addEventListener("click", () => act(state.detail, play));
+$("detail-open").addEventListener("click", () => {
+  const id = state.detail;
+  act(id, async () => {
+    // In a tab of its own, within the click's moment (the ticket is quick to get).
+    const link = document.createElement("a");
+    link.href = await fileURL(id);
+    link.target = "_blank";
+    link.rel = "noopener";
+    link.click();
+  });
+});
+// A ticket that ran out (or a read the server ended while the download waited): asked again where it was.
+$("detail-video").addEventListener("error", async () => {
+  const video = $("detail-video");
+  const id = video.dataset.id;
+  if (video.hidden || id !== state.detail || !video.getAttribute("src")) return;
+  const at = video.currentTime;
+  video.src = await fileURL(id);
+  video.currentTime = at;
+  video.play().catch(() => {});
+});
 
 /** The form shows the download's values as values: what is set, not a hint. */
 function fillDetailForm(d) {
@@ -748,6 +819,7 @@ function renderDetail() {
   };
   for (const button of $("detail-actions").querySelectorAll("button")) button.hidden = !show[button.dataset.action];
   $("detail-queue").hidden = !WAITING.has(d.state);
+  renderUse(d);
   // An action's problem shows until the next action on it; the form's own stay until it is saved again.
   if (problems.has(d.id)) {
     showProblem("detail-problem", problems.get(d.id));

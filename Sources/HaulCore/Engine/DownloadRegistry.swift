@@ -212,6 +212,8 @@ final class MachineBox {
     /// The clock's time of the last bytes written, which stamp no `updatedAt` on the hot path; a snapshot makes
     /// `updated_at` follow them.
     var lastWriteAt: Double?
+    /// Readers of the file waiting for its bytes: while any, each write is told (`EngineListener.engineWrote`).
+    var readers = 0
 
     init(_ machine: DownloadMachine) { self.machine = machine }
 

@@ -34,6 +34,7 @@ extension Engine {
             let now = clock.now
             if case .wrote = event { box.lastWriteAt = now }
             let actions = box.machine.handle(event, at: now)
+            if box.readers > 0 { listener?.engineWrote(id) }
             let download = box.machine.download
             let delta = download.receivedBytes - receivedBefore
             guard let owner = download.owner else {

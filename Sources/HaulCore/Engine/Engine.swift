@@ -135,6 +135,8 @@ public protocol EngineListener: AnyObject {
     func engineChanged(_ change: EngineChange)
     /// The download as the operator's programs see it: a webhook's body, a hook's standard input.
     func resource(of snapshot: DownloadSnapshot) -> JSONValue
+    /// Bytes of `id` were written, while a reader follows it (`Operations.follow(reading:)`).
+    func engineWrote(_ id: String)
 }
 
 /// The settings and limits in force, as clients read and change them.

@@ -9,7 +9,8 @@ extension DownloadMachine {
         let segments = ResumePlan.segments(
             journal: download.segments, partFileSize: partSize,
             total: download.totalBytes, resumable: download.resumable,
-            connections: download.connections, minSplit: settings.minSplitSize)
+            connections: download.connections, minSplit: settings.minSplitSize,
+            order: download.sequential ? .sequential : download.firstLast ? .firstLast : .spread)
         if segments != download.segments {
             generation += 1
             setSegments(segments)

@@ -170,6 +170,9 @@ public struct DownloadMachine {
     var plannedConnections = 0
     /// Bumped whenever the segments are thrown away, so a sync begun before cannot journal stale bytes.
     var generation = 0
+    /// Bumped whenever bytes written are given up: a reader that began before may not go on (`Download.available`
+    /// then describes another version of the file).
+    public internal(set) var discards = 0
     var restarts = 0
     /// The part file's blocks are reserved for the whole known size: writes take no new space.
     var reserved = false
@@ -287,6 +290,7 @@ public struct DownloadMachine {
         case .change(let changes): change(changes)
         case .stop(let keepFile): stopEverything(sync: keepFile)
         case .interrupted: transition(.interrupt)
+        case .wanted(let offset): wanted(offset)
         }
         defer { pending.removeAll(keepingCapacity: true) }
         return pending
@@ -343,7 +347,11 @@ public struct DownloadMachine {
 
     /// Replaces the segments; the journal follows and never claims more than they hold.
     mutating func setSegments(_ segments: [Segment]) {
+        let before = download.receivedBytes
         download.segments = segments
+        // Bytes written are given up (another version of the file, a restart, a checksum that failed): readers of
+        // the old bytes must not be handed new ones after them.
+        if download.receivedBytes < before { discards += 1 }
         download.journal = SegmentPlanner.journal(synced: download.journal, live: segments)
     }
 

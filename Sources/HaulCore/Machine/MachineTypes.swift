@@ -130,6 +130,8 @@ public enum MachineEvent: Sendable {
     case stop(keepFile: Bool)
     /// At start-up: the download was running when the server stopped.
     case interrupted
+    /// A reader waits for byte `offset`, which is not on disk: it is fetched next.
+    case wanted(Int64)
 }
 
 /// What the machine asks its runner to do, in order.

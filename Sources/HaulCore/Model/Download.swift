@@ -34,6 +34,9 @@ public struct Download: Sendable, Equatable {
     public var category: String?
     /// Fetch over TLS without verifying the server's certificate (asked for per download, never by default).
     public var insecure = false
+    /// Fetched in order from the start (`sequential`), or its first and last pieces first (`first_last`).
+    public var sequential = false
+    public var firstLast = false
     /// The proxy the download itself names (`"none"`: direct); nil leaves it to its category and the settings.
     public var proxy: ProxyChoice?
     /// The origin's user name and password (Basic or Digest), sent only to the URL's own host; never shown.

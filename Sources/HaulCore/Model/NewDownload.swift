@@ -21,6 +21,8 @@ public struct NewDownload: Sendable {
     public var startPaused = false
     public var checksum: String?
     public var insecure = false
+    public var sequential = false
+    public var firstLast = false
     /// nil: the category's, else the settings'.
     public var proxy: ProxyChoice?
     public var username: String?

@@ -19,6 +19,16 @@ public struct Segment: Equatable, Sendable {
     public var isDone: Bool { remaining == 0 }
 }
 
+/// The order a new download's bytes are fetched in (`sequential`, `first_last`).
+public enum PieceOrder: Sendable, Equatable {
+    /// Spread over the connections, each from the start of its part.
+    case spread
+    /// From the start, in pieces taken in order (a player reading from the start).
+    case sequential
+    /// The first and the last piece first, then the rest (MP4 and MKV keep their index at either end).
+    case firstLast
+}
+
 /// Splitting a file into segments and handing out work: pure functions, tested as tables.
 public enum SegmentPlanner {
     /// Segments covering `total` bytes, all of them received but the ranges of `doubt` (sorted, disjoint), which
@@ -36,6 +46,29 @@ public enum SegmentPlanner {
         }
         if next < total { segments.append(Segment(start: next, end: total - 1, received: total - next)) }
         return segments
+    }
+
+    /// The segments a new download of `total` bytes starts with, in `order`: spread over the connections; in
+    /// pieces of `minSplit` (at most 256), which free connections take lowest first (`sequential`); or spread with
+    /// the last piece a segment of its own, so the first and the last are fetched from the start (`firstLast`).
+    public static func initial(total: Int64, connections: Int, minSplit: Int64, order: PieceOrder) -> [Segment] {
+        switch order {
+        case .spread:
+            return initial(total: total, connections: connections, minSplit: minSplit)
+        case .sequential:
+            guard total > 0 else { return [Segment(start: 0, end: nil)] }
+            let piece = max(minSplit, (total + 255) / 256)
+            return stride(from: Int64(0), to: total, by: Int(piece)).map {
+                Segment(start: $0, end: min($0 + piece, total) - 1)
+            }
+        case .firstLast:
+            let piece = min(minSplit, total / 4)
+            guard connections > 1, piece > 0 else {
+                return initial(total: total, connections: connections, minSplit: minSplit)
+            }
+            return initial(total: total - piece, connections: connections - 1, minSplit: minSplit)
+                + [Segment(start: total - piece, end: total - 1)]
+        }
     }
 
     /// At most `connections` equal segments covering `total` bytes, each at least `minSplit` long (one segment

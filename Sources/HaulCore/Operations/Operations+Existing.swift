@@ -49,6 +49,8 @@ extension NewDownload {
         differs(!headers.isEmpty && headers != d.headers, "headers")
         differs(!mirrors.isEmpty && mirrors != d.mirrors.map(\.url), "mirrors")
         differs(insecure && !d.insecure, "insecure")
+        differs(sequential && !d.sequential, "sequential")
+        differs(firstLast && !d.firstLast, "first_last")
         differs(proxy != nil && proxy != d.proxy, "proxy")
         differs(username != nil && username != d.username, "username")
         differs(password != nil && password != d.password, "password")

@@ -155,6 +155,32 @@ public enum DownloadOptions {
                 name: "insecure", placeholder: nil,
                 help: "do not verify the origin's TLS certificate")),
         DownloadOption(
+            name: "sequential", kind: .boolean, otherwise: "false", column: "sequential",
+            apply: { option, value, request, problems in
+                request.sequential = checkedBool(value, option, &problems) ?? false
+            },
+            carry: { request, download in download.sequential = request.sequential },
+            show: { .bool($0.sequential) },
+            storage: DownloadColumn(name: "sequential", write: { .integer($0.sequential ? 1 : 0) }) { d, v in
+                d.sequential = (v.int ?? 0) != 0
+            },
+            flag: .init(
+                name: "sequential", placeholder: nil,
+                help: "fetch in order, from the start (for a player reading it as it arrives)")),
+        DownloadOption(
+            name: "first_last", kind: .boolean, otherwise: "false", column: "first_last",
+            apply: { option, value, request, problems in
+                request.firstLast = checkedBool(value, option, &problems) ?? false
+            },
+            carry: { request, download in download.firstLast = request.firstLast },
+            show: { .bool($0.firstLast) },
+            storage: DownloadColumn(name: "first_last", write: { .integer($0.firstLast ? 1 : 0) }) { d, v in
+                d.firstLast = (v.int ?? 0) != 0
+            },
+            flag: .init(
+                name: "first-last", placeholder: nil,
+                help: "fetch the first and last pieces first (where MP4 and MKV keep their index)")),
+        DownloadOption(
             name: "proxy", kind: .text, otherwise: "the category's, else the settings' (--proxy)",
             column: "proxy",
             apply: { option, value, request, problems in
@@ -326,55 +352,4 @@ public enum DownloadOptions {
     }
 
     // A null where a value is expected is an error, not "absent": only fields documented as nullable take it.
-
-    /// `read`'s value, or nil with `message` added to `problems` under the option's name.
-    private static func checked<T>(
-        _ read: T?, _ option: DownloadOption.Key, _ message: @autoclosure () -> String,
-        _ problems: inout [FieldProblem]
-    ) -> T? {
-        if read == nil { problems.append((option.name, message())) }
-        return read
-    }
-
-    private static func checkedString(
-        _ value: JSONValue, _ option: DownloadOption.Key,
-        _ problems: inout [FieldProblem]
-    ) -> String? {
-        checked(value.stringValue, option, "must be a string", &problems)
-    }
-
-    /// An integer in the option's range.
-    private static func checkedInteger(
-        _ value: JSONValue, _ option: DownloadOption.Key,
-        _ problems: inout [FieldProblem]
-    ) -> Int64? {
-        let range = option.range!
-        return checked(
-            value.integerValue.flatMap { range.contains($0) ? $0 : nil }, option,
-            "must be an integer from \(range.lowerBound) to \(range.upperBound)", &problems)
-    }
-
-    /// Text of at most `limit` characters (code points, as JSON Schema counts them) without control characters
-    /// (tabs and line breaks too where `lines`: a cookies.txt), which would otherwise end up in a request head.
-    private static func checkedText(
-        _ value: JSONValue, _ option: DownloadOption.Key, limit: Int, lines: Bool,
-        _ problems: inout [FieldProblem]
-    ) -> String? {
-        guard let text = checkedString(value, option, &problems) else { return nil }
-        let allowed: (UInt8) -> Bool = { byte in
-            byte >= 0x20 && byte != 0x7F || (lines && (byte == 0x09 || byte == 0x0A || byte == 0x0D))
-        }
-        guard text.unicodeScalars.count <= limit, text.utf8.allSatisfy(allowed) else {
-            problems.append((option.name, "must be at most \(limit) characters without control characters"))
-            return nil
-        }
-        return text
-    }
-
-    private static func checkedBool(
-        _ value: JSONValue, _ option: DownloadOption.Key,
-        _ problems: inout [FieldProblem]
-    ) -> Bool? {
-        checked(value.boolValue, option, "must be true or false", &problems)
-    }
 }

@@ -6,7 +6,7 @@ public enum ResumePlan {
     /// (several segments when ranges and a validator allow, else one).
     public static func segments(
         journal: [Segment], partFileSize: Int64, total: Int64?, resumable: Bool,
-        connections: Int, minSplit: Int64
+        connections: Int, minSplit: Int64, order: PieceOrder = .spread
     ) -> [Segment] {
         if resumable, covers(journal, total) {
             return journal.map { segment in
@@ -18,7 +18,7 @@ public enum ResumePlan {
         guard let total else { return [Segment(start: 0, end: nil)] }
         if total == 0 { return [Segment(start: 0, end: -1)] }
         return resumable
-            ? SegmentPlanner.initial(total: total, connections: connections, minSplit: minSplit)
+            ? SegmentPlanner.initial(total: total, connections: connections, minSplit: minSplit, order: order)
             : [Segment(start: 0, end: total - 1)]
     }
 

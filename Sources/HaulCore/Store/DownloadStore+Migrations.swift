@@ -184,5 +184,10 @@ extension DownloadStore {
         ALTER TABLE categories ADD COLUMN proxy_untrusted INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE downloads ADD COLUMN move_error TEXT;
         """,
+        // 21: the order a download's pieces are fetched in, for readers of it as it arrives.
+        """
+        ALTER TABLE downloads ADD COLUMN sequential INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN first_last INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 }

@@ -307,6 +307,25 @@ public final class OpenFile: @unchecked Sendable {
         self.descriptor = descriptor
     }
 
+    /// Up to `count` bytes at `offset` (fewer at the end of the file), read without moving a file position: what a
+    /// reader of an unfinished download takes, range by range, from the part file.
+    public func read(_ count: Int, at offset: Int64) throws(FileError) -> [UInt8] {
+        guard descriptor >= 0 else { throw FileError(call: "pread", path: "", code: EBADF) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let n = bytes.withUnsafeMutableBytes { buffer in
+                pread(descriptor, buffer.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
+            }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { throw FileError(call: "pread", path: "", code: errno) }
+            if n == 0 { break }
+            filled += n
+        }
+        bytes.removeLast(count - filled)
+        return bytes
+    }
+
     /// The descriptor, now the caller's to close; -1 once taken.
     func take() -> Int32 {
         defer { descriptor = -1 }

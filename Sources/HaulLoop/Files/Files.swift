@@ -80,6 +80,20 @@ public enum Files {
     }
 
     /// Writes all of `bytes` to `fd` (standard output or error), going on after a signal interrupts a write.
+    /// Writes every byte of `bytes` to `fd`; false when it cannot (a pipe whose reader has gone).
+    public static func writeFully(_ bytes: [UInt8], to fd: Int32) -> Bool {
+        bytes.withUnsafeBufferPointer { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                offset += n
+            }
+            return true
+        }
+    }
+
     public static func writeAll(_ bytes: some Collection<UInt8>, to fd: Int32) {
         Array(bytes).withUnsafeBufferPointer { bytes in
             var offset = 0

@@ -120,6 +120,33 @@ struct Client {
         }
     }
 
+    /// Streams the bytes of `path` (with `headers`) to `onBytes` as they arrive, until it returns false; a refusal
+    /// is a Stop carrying the server's problem, a transfer cut off one naming `what`.
+    func bytes(
+        _ path: String, headers: [(String, String)], what: String, _ onBytes: @escaping ([UInt8]) -> Bool
+    ) throws(ClientCommand.Stop) {
+        var request = request("GET", path)
+        request.headers = request.headers.filter { $0.0 != "Accept" } + headers
+        request.timeout = 0
+        var errorBody: [UInt8] = []
+        var opened = false
+        let status: Int
+        do {
+            status = try request.stream { status, chunk in
+                guard (200..<300).contains(status) else {
+                    errorBody += chunk
+                    return true
+                }
+                opened = true
+                return onBytes(chunk)
+            }
+        } catch {
+            if !opened { throw unreachable(error) }
+            throw ClientCommand.Stop(status: .failed, message: "\(what) was cut off: \(error)")
+        }
+        if !(200..<300).contains(status) { throw problem(status, errorBody) }
+    }
+
     private func unreachable(_ error: APIRequest.Failure) -> ClientCommand.Stop {
         ClientCommand.Stop(
             status: .unreachable,

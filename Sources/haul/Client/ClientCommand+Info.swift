@@ -1,4 +1,6 @@
+import Glibc
 import HaulCore
+import HaulLoop
 
 /// `haul info`: everything about one download; `haul set`: its speed limit, connections, priority and place.
 extension ClientCommand {
@@ -12,6 +14,28 @@ extension ClientCommand {
             (try? client.call("GET", "/downloads/" + Client.escape(id) + "/deliveries?limit=20"))
             .flatMap { $0["deliveries"] } ?? .array([])
         for line in infoLines(json, deliveries: deliveries) { printOutput(line) }
+    }
+
+    /// `haul cat`: the file's bytes to standard output as they arrive. A reader that stops (`| head`) ends it.
+    static func cat(_ client: Client, _ options: Options) throws(Stop) {
+        let words = try options.positionals(1...1, "give the id of one download")
+        let id = try resolve(client, words[0]).id
+        var headers: [(String, String)] = []
+        if let range = options.value("range") {
+            let parts = range.split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+                !(parts[0].isEmpty && parts[1].isEmpty),
+                parts[0].isEmpty || parts[1].isEmpty || Int64(parts[0])! <= Int64(parts[1])!
+            else {
+                throw Stop(status: .usage, message: "--range takes FIRST-LAST, FIRST- or -COUNT (bytes), like 0-1023")
+            }
+            headers.append(("Range", "bytes=" + range))
+        }
+        let path = "/downloads/" + Client.escape(id) + "/file" + (options.flag("start") ? "?start=1" : "")
+        // A reader that has gone (`| head`) stops the read; that is no failure.
+        try client.bytes(path, headers: headers, what: "the read of \(id)") { chunk in
+            Files.writeFully(chunk, to: STDOUT_FILENO)
+        }
     }
 
     /// The lines of `haul info`: a label in a column of 14, then the value.

@@ -66,6 +66,17 @@ enum ClientCommand {
                 + "and what the webhooks were sent.",
             details: "", options: [.init(name: "json", value: nil, help: "print the download as JSON")]),
         CommandSpec(
+            name: "cat", arguments: "ID",
+            summary: "Writes a download's file to standard output as it arrives, finished or not "
+                + "(haul cat ID | mpv -).",
+            details: "The bytes on disk come at once and the rest as they land; the command ends with the file (or "
+                + "the range), and fails if the read is cut off (the file changed at the origin, the download "
+                + "paused or failed). A queued download is started for it only with --start.",
+            options: [
+                .init(name: "range", value: "FIRST-LAST", help: "only these bytes, like 0-1023, 1048576- or -4096"),
+                .init(name: "start", value: nil, help: "start a queued download ahead of the queue"),
+            ]),
+        CommandSpec(
             name: "set", arguments: "ID...",
             summary: "Changes downloads' speed limit, connections, priority or place in the queue.",
             details: "Each id is changed on its own; one that fails is reported and the others go on (exit status "
@@ -249,6 +260,7 @@ enum ClientCommand {
             case "add": try add(client, options)
             case "ls": try list(client, options)
             case "info": try info(client, options)
+            case "cat": try cat(client, options)
             case "set": try set(client, options)
             case "pause": try select(client, options, .pause)
             case "resume": try select(client, options, .resume)

@@ -158,6 +158,11 @@ enum ServerOptions {
             "max-event-streams", 1...1_000_000, default: "10000",
             help: "event streams and WebSockets open at "
                 + "once (503 beyond)", sample: "50", \.limits.maxEventStreams),
+        toggle(
+            "start-on-read",
+            help: "a read of a queued download's file (`GET /downloads/{id}/file`) starts it ahead of the queue, "
+                + "as `?start=1` asks",
+            \.limits.startOnRead),
         integer(
             "max-connections-per-client", 0...1_000_000, default: "256",
             help: "API connections one address may "
