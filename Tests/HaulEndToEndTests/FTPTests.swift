@@ -115,6 +115,25 @@ final class FTPTests: HaulTestCase {
         XCTAssertEqual(int(done["total_bytes"]), 5 << 20)
     }
 
+    /// The new version is shorter than where the download stopped: the server refuses the RETR after REST, and the
+    /// download starts over instead of failing.
+    func testAFileThatShrankPastWhereItStoppedIsFetchedAgain() throws {
+        _ = try sandbox.makeRandomFile("www/shrinking.bin", size: 6 << 20)
+        let server = try ftp(["--slow", "1500000"])
+        let id = try add(server.url("shrinking.bin"), ["connections": 1])
+        try waitFor("five and a half megabytes") { try self.int(self.download(id)["received_bytes"]) > 11 << 19 }
+        XCTAssertEqual(try patch(id, ["state": "paused"]).status, 200)
+        try waitForState(id, "paused")
+        let hash = try sandbox.makeRandomFile("www/shrinking.bin", size: 5 << 20)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(60)],
+            ofItemAtPath: sandbox.file("www/shrinking.bin"))
+        XCTAssertEqual(try patch(id, ["state": "queued"]).status, 200)
+        let done = try waitForState(id, "completed", timeout: 120)
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash, "never two versions spliced")
+        XCTAssertEqual(int(done["total_bytes"]), 5 << 20)
+    }
+
     func testAPassiveReplyNamingAnotherAddressIsNotFollowed() throws {
         let hash = try sandbox.makeRandomFile("www/pasv.bin", size: 3 << 20)
         // No EPSV: curl falls back to PASV, whose reply names an address no one listens on.
