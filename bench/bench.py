@@ -1,6 +1,6 @@
 """make bench: Haul against curl and aria2 on the same files, in one run, on loopback.
 
-Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,W; --quick shrinks every input so `make test` can run the harness):
+Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,P,W; --quick shrinks every input so `make test` can run the harness):
   A  one large file, unthrottled: Haul with 1 and 8 connections, curl -o, aria2c -x1 and -x8; the ceilings
      curl -o /dev/null and dd (with and without conv=fdatasync); then the same file over FTP (vsftpd) and SFTP
      (sshd): Haul -c1 and -c8, curl, aria2c -x1 and -x8 (FTP only: no SFTP key login in aria2).
@@ -19,6 +19,10 @@ Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,W; --quick shrinks every i
   K  lists: 1,000, 10,000 and 100,000 URLs of 4 KiB and of 64 KiB added by batch, on tmpfs and on disk: Haul
      against aria2c -i -j16 and curl -Z -K on the same list; wall, CPU per file, peak RSS, and Haul's CPU per file
      at each length over that at the shortest.
+  P  play while it downloads: a 128 MiB file from TestOrigin pacing each response at 4 MiB/s, on 8 connections; the
+     time to the first byte and to the whole MiB at 90% read by Range from Haul's file route at once, against aria2c
+     -x8 -k1M with --stream-piece-selector=inorder (the MiB is there once aria2's file holds it), and each
+     one's whole download.
   W  webhook fan-out: 100 webhooks to an nginx answering 204, 1,000 downloads added as one batch, then removed
      with one DELETE: /healthz latency from another process all the while, the time to drain the outbox, the
      store's size and the server's RSS (no anchor: neither aria2 nor curl has webhooks).
@@ -653,6 +657,95 @@ def scenario_g(args, report, work, disk):
     report.table(["contender", "wall", "even split"], rows)
     haul.stop()
     nginx.terminate()
+    os.remove(src)
+
+
+def scenario_p(args, report, work, disk):
+    """Play while it downloads: how soon a reader gets the MiB at 90% of a file still arriving."""
+    size = (16 if args.quick else 128) * MIB
+    rate = (2 if args.quick else 4) * MIB
+    src = work + "/www/film.bin"
+    expected = make_file(src, size)
+    # TestOrigin paces each response from its first byte (nginx's limit_rate lets each request burst first, which
+    # a client making a request per piece, as aria2's in-order selector does, turns into no limit at all).
+    origin_proc = spawn([os.path.join(os.path.dirname(args.haul), "TestOrigin"), "--root", work + "/www"],
+                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = origin_proc.stdout.readline()
+    url = line[line.index("http://"):].strip() + f"/files/film.bin?rate={rate}"
+    first = size * 9 // 10
+    last = first + MIB - 1
+    haul = Haul(args.haul, work + "/haul-p", "--max-connections-per-host", "32")
+    os.makedirs(work + "/aria-p", exist_ok=True)
+
+    def run(name):
+        start = time.time()
+        if name == "haul -c8":
+            d = haul.call("POST", "/downloads", {"url": url, "filename": "film.bin", "connections": 8})
+            conn = http.client.HTTPConnection("127.0.0.1", haul.port, timeout=600)
+            conn.request("GET", f"/downloads/{d['id']}/file", headers={"Range": f"bytes={first}-{last}"})
+            reply = conn.getresponse()
+            body = reply.read(1)
+            ttfb = time.time() - start
+            body += reply.read()
+            got = time.time() - start
+            if reply.status != 206 or len(body) != MIB:
+                raise RuntimeError(f"haul answered {reply.status} with {len(body)} bytes")
+            with open(src, "rb") as f:
+                f.seek(first)
+                if f.read(MIB) != body:
+                    raise RuntimeError("haul answered other bytes than the file's")
+            while d["state"] not in ("completed", "failed"):
+                time.sleep(0.05)
+                d = haul.call("GET", "/downloads/" + d["id"])
+            if d["state"] != "completed" or sha256(f"{haul.root}/dl/film.bin") != expected:
+                raise RuntimeError(f"haul's download failed: {d.get('error')}")
+            whole = time.time() - start
+            haul.call("DELETE", "/downloads/" + d["id"] + "?delete_file=true")
+            return (ttfb, got, whole)
+        # aria2 in order: a reader of its file has the MiB once the file holds the source's bytes there.
+        out = work + "/aria-p/film.bin"
+        proc = spawn(["aria2c", "-q", "-x8", "-s8", "-k1M", "--stream-piece-selector=inorder",
+                      "--file-allocation=none", "--allow-overwrite=true", "-d", work + "/aria-p", "-o", "film.bin",
+                      url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(src, "rb") as f:
+            f.seek(first)
+            wanted = f.read(MIB)
+        got = None
+        while proc.poll() is None:
+            if got is None and os.path.exists(out):
+                with open(out, "rb") as f:
+                    f.seek(first)
+                    if f.read(MIB) == wanted:
+                        got = time.time() - start
+            time.sleep(0.02)
+        whole = time.time() - start
+        if proc.returncode != 0 or sha256(out) != expected:
+            raise RuntimeError("aria2c's download failed")
+        os.remove(out)
+        got = got or whole
+        return (got, got, whole)
+
+    contenders = ["haul -c8", "aria2c -x8 inorder"]
+    results = {name: [] for name in contenders}
+    for _ in range(1 if args.quick else 3):
+        for name in contenders:
+            results[name].append(run(name))
+    rows = []
+    for name in contenders:
+        first_byte = statistics.median(r[0] for r in results[name])
+        mib = statistics.median(r[1] for r in results[name])
+        whole = statistics.median(r[2] for r in results[name])
+        rows.append([name, f"{first_byte:.2f} s", f"{mib:.2f} s", f"{whole:.2f} s", f"{mib / whole:.2f}"])
+    haul_mib = statistics.median(r[1] for r in results["haul -c8"])
+    aria_mib = statistics.median(r[1] for r in results["aria2c -x8 inorder"])
+    report.ratios.append(("P MiB at 90% vs aria2 inorder", haul_mib / aria_mib))
+    report.section(f"P: the MiB at 90% of a {size // MIB} MiB file while it downloads, 8 connections of {rate // MIB} MiB/s",
+                   f"Haul answers the range as it lands, fetching it first; a reader of aria2's file "
+                   f"(stream-piece-selector=inorder) has it once the file holds it. Haul/aria2 for that MiB: "
+                   f"{haul_mib / aria_mib:.2f}.")
+    report.table(["contender", "first byte", "the MiB", "whole download", "MiB / whole"], rows)
+    haul.stop()
+    origin_proc.terminate()
     os.remove(src)
 
 
@@ -1394,7 +1487,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K,W")
+    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K,P,W")
     ap.add_argument("--list-counts", default=None, help="scenario K's list lengths (default 1000,10000,100000)")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
@@ -1417,7 +1510,7 @@ def main():
                     + (" --quick" if args.quick else "") + "`"]
     scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "D": scenario_d, "E": scenario_e,
                  "F": scenario_f, "G": scenario_g, "H": scenario_h, "I": scenario_i, "J": scenario_j,
-                 "K": scenario_k, "W": scenario_w}
+                 "K": scenario_k, "P": scenario_p, "W": scenario_w}
     try:
         for key in args.scenarios.split(","):
             try:
