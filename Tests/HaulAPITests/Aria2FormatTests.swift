@@ -76,6 +76,18 @@ final class Aria2FormatTests: XCTestCase {
         }
     }
 
+    /// aria2's in-order piece selector is Haul's sequential download; its other selectors spread the connections.
+    func testTheInOrderPieceSelectorIsSequential() throws {
+        func sequential(_ selector: String) throws -> JSONValue? {
+            let members = try Aria2Options.downloadMembers(
+                [("stream-piece-selector", .string(selector))], root: "/r", sources: 1)
+            return Dictionary(members, uniquingKeysWith: { $1 })["sequential"]
+        }
+        XCTAssertEqual(try sequential("inorder"), .bool(true))
+        XCTAssertEqual(try sequential("geom"), .bool(false))
+        XCTAssertThrowsError(try sequential("backwards"))
+    }
+
     func testErrorCodesFollowAria2sExitStatusTable() {
         XCTAssertEqual(Aria2Status.errorCode(.http(404)), 3)
         XCTAssertEqual(Aria2Status.errorCode(.ftp(550)), 3)

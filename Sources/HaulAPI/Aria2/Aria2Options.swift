@@ -168,6 +168,12 @@ enum Aria2Options {
                 throw Refusal(message: "option \(name) must be a number of bytes (1M, 500K): \(text)")
             }
             return .number(Double(number))
+        case .boolean where name == "stream-piece-selector":
+            // aria2's piece selectors: only inorder is Haul's sequential; the others spread the connections.
+            guard ["default", "inorder", "random", "geom"].contains(text) else {
+                throw Refusal(message: "option \(name) must be default, inorder, random or geom: \(text)")
+            }
+            return .bool(text == "inorder")
         case .boolean:
             guard text == "true" || text == "false" else {
                 throw Refusal(message: "option \(name) must be true or false: \(text)")
@@ -236,6 +242,8 @@ enum Aria2Options {
             for name in option.aria2 {
                 if name == "checksum" {
                     members.append((name, .string(checksumText(value))))
+                } else if name == "stream-piece-selector" {
+                    members.append((name, .string(value == "true" ? "inorder" : "default")))
                 } else {
                     members.append((name, .string(value)))
                 }

@@ -166,7 +166,8 @@ public enum DownloadOptions {
             },
             flag: .init(
                 name: "sequential", placeholder: nil,
-                help: "fetch in order, from the start (for a player reading it as it arrives)")),
+                help: "fetch in order, from the start (for a player reading it as it arrives)"),
+            aria2: ["stream-piece-selector"]),
         DownloadOption(
             name: "first_last", kind: .boolean, otherwise: "false", column: "first_last",
             apply: { option, value, request, problems in
