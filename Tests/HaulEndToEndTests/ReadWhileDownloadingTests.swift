@@ -256,4 +256,22 @@ final class ReadWhileDownloadingTests: HaulTestCase {
         try waitForState(queued, "completed")
         for id in holders { XCTAssertEqual(try api.request("DELETE", "/downloads/\(id)").status, 204) }
     }
+
+    /// A server killed mid-read: the reader's connection ends, and after the restart a read gets the same bytes.
+    func testAReadAfterAKillAndARestartGetsTheSameBytes() throws {
+        let data = try source("survivor.bin", size: 3_000_000)
+        let id = try add(["url": originURL("survivor.bin", "rate=500000"), "connections": 2])
+        let read = try RawRead(port: port, path: "/downloads/\(id)/file", headers: ["Range": "bytes=0-2999999"])
+        XCTAssertTrue(try read.read(until: 200_000))
+        haul.stop(signal: SIGKILL)
+        try read.readToEnd(timeout: 10)
+        XCTAssertTrue(read.ended)
+        XCTAssertEqual(read.body, data.prefix(read.body.count), "what came before the kill is the file's")
+        try startHaul()
+        let again = try RawRead(port: port, path: "/downloads/\(id)/file", headers: ["Range": "bytes=1000000-1999999"])
+        XCTAssertEqual(again.status, 206)
+        try again.readToEnd()
+        XCTAssertEqual(again.body, data[1_000_000..<2_000_000])
+        try waitForState(id, "completed")
+    }
 }
