@@ -34,6 +34,15 @@ enum FileResponse {
         return .part(start, min(end, size - 1))
     }
 
+    /// 416 for a range past the end of a file of `size` bytes, with the size a client resumes by.
+    static func unsatisfiable(size: Int64) -> Problem {
+        var problem = Problem(
+            status: 416, slug: "range-not-satisfiable", title: "Range not satisfiable",
+            detail: "the file has \(size) bytes")
+        problem.headers = [("Content-Range", "bytes */\(size)"), ("Accept-Ranges", "bytes")]
+        return problem
+    }
+
     /// `attachment; filename="..."; filename*=UTF-8''...` (RFC 6266, 8187): a plain-ASCII fallback without
     /// quotes or backslashes, and the exact name percent-encoded.
     static func disposition(_ name: String) -> String {
@@ -123,11 +132,7 @@ extension API {
             response.file = (file, first, last - first + 1)
             return response
         case .unsatisfiable:
-            var problem = Problem(
-                status: 416, slug: "range-not-satisfiable", title: "Range not satisfiable",
-                detail: "the file has \(file.size) bytes")
-            problem.headers = [("Content-Range", "bytes */\(file.size)"), ("Accept-Ranges", "bytes")]
-            throw problem
+            throw FileResponse.unsatisfiable(size: file.size)
         }
     }
 }

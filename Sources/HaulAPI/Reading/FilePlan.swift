@@ -38,11 +38,7 @@ struct FilePlan {
                 (answer.status, answer.first, answer.last) = (206, from, to)
                 headers.append(("Content-Range", "bytes \(from)-\(to)/\(size)"))
             case .unsatisfiable:
-                var problem = Problem(
-                    status: 416, slug: "range-not-satisfiable", title: "Range not satisfiable",
-                    detail: "the file has \(size) bytes")
-                problem.headers = [("Content-Range", "bytes */\(size)"), ("Accept-Ranges", "bytes")]
-                throw problem
+                throw FileResponse.unsatisfiable(size: size)
             }
             headers.append(("Content-Length", String(max(0, (answer.last ?? -1) - answer.first + 1))))
         }
