@@ -28,6 +28,8 @@ final class OptionRowTests: XCTestCase {
             case "user_agent": return .string("Sample/1")
             case "referer": return .string("https://from.example/")
             case "host_key": return .string("SHA256:" + String(repeating: "A", count: 43))
+            case "kind": return .string("hls")
+            case "variant": return .string("720")
             default:
                 XCTFail("no sample for \(option.name): add one here")
                 return .null

@@ -9,6 +9,9 @@ enum DownloadResource {
         let progress: JSONValue
         if let total = d.totalBytes {
             progress = .number(total == 0 ? (d.state == .completed ? 1 : 0) : Double(d.receivedBytes) / Double(total))
+        } else if let hls = d.hls, hls.segmentsTotal > 0 {
+            // A playlist's output has no size until its end: its segments tell how far it is.
+            progress = .number(Double(hls.segmentsDone) / Double(hls.segmentsTotal))
         } else {
             progress = .null
         }
@@ -30,6 +33,7 @@ enum DownloadResource {
             ("available", .array(d.available.map { .array([JSONValue($0.first), JSONValue($0.last + 1)]) })),
             ("contiguous_bytes", JSONValue(d.contiguousBytes)),
             ("content_type", JSONValue(d.contentType)),
+            ("hls", d.hls?.json ?? .null),
             (
                 "mirrors",
                 .array(

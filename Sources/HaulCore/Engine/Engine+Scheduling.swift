@@ -84,6 +84,8 @@ extension Engine: PersisterHost, WebhookHost, FinishingHost, RunnerHost, Tenancy
 
     var turns: TurnQueue { pool.turns }
 
+    var playlists: HLSTransfers { pool.playlists }
+
     func category(_ name: String) -> Category? { categories[name] }
 
     func quotaAllowance(for id: String) -> Int64? { tenancy.quotaAllowance(for: id) }

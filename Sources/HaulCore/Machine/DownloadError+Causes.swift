@@ -55,6 +55,8 @@ extension DownloadError {
             return DownloadError(.hostKeyMismatch, "the server's host key \(fingerprint) is not the one known for it")
         case .tooManyConnections?:
             return DownloadError(.connectionCut, "the server has no session to spare\(detail)", retryable: true)
+        case .source(let code, let retryable)?:
+            return DownloadError(ErrorCode(rawValue: code), result.message, retryable: retryable)
         case .network?, .other?: return DownloadError(.networkError, "transfer failed\(detail)", retryable: true)
         case .aborted?, nil: return DownloadError(.internalError, "transfer stopped\(detail)")
         }

@@ -14,8 +14,9 @@ extension DownloadMachine {
         headLength = nil
         // A download with a journal to resume needs no probe: each segment's request carries If-Range, and a changed
         // file answers it with its new whole body.
-        if let name = download.filename, download.resumable,
-            ResumePlan.covers(download.segments, download.totalBytes)
+        if let name = download.filename,
+            download.resumable && ResumePlan.covers(download.segments, download.totalBytes)
+                || download.streamResumable && ResumePlan.coversStream(download.segments)
         {
             phase = .opening(contentDisposition: nil)
             return emit(.openPartFile(PartFileRequest(current: name, base: name)))
@@ -56,7 +57,7 @@ extension DownloadMachine {
                     "the server answered another range than bytes=0- "
                         + "(Content-Range: \(response.header("content-range") ?? "none"))", retryable: true))
         case .result(var result):
-            if result.totalBytes == nil, !headTried {
+            if result.totalBytes == nil, !headTried, !download.kind.isPlaylist {
                 // No size: a body running past the size HEAD tells would be written without end. HEAD (once), then
                 // the body again.
                 headTried = true

@@ -10,7 +10,8 @@ extension DownloadMachine {
             journal: download.segments, partFileSize: partSize,
             total: download.totalBytes, resumable: download.resumable,
             connections: download.connections, minSplit: settings.minSplitSize,
-            order: download.sequential ? .sequential : download.firstLast ? .firstLast : .spread)
+            order: download.sequential ? .sequential : download.firstLast ? .firstLast : .spread,
+            streamResumable: download.streamResumable)
         if segments != download.segments {
             generation += 1
             setSegments(segments)
@@ -100,7 +101,7 @@ extension DownloadMachine {
             connections.remove(at: index)
             return
         }
-        if !download.resumable, download.segments[segmentIndex].received > 0 {
+        if !download.resumable, !download.streamResumable, download.segments[segmentIndex].received > 0 {
             // Nothing can prove the bytes so far belong to the version a new request gets: start over.
             generation += 1
             updateSegments { $0[segmentIndex].received = 0 }
@@ -122,6 +123,10 @@ extension DownloadMachine {
             let validator = source == 0 ? download.validator : download.mirrors[source - 1].validator
             kind = .range(start: segment.cursor, end: end, ifRange: validator)
             connections[index].requested = (segment.cursor, end)
+        } else if download.streamResumable, segment.cursor > 0, source == 0 {
+            // The rest of a stream of unknown size, from where it stopped, of the same version.
+            kind = .range(start: segment.cursor, end: nil, ifRange: download.etag)
+            connections[index].requested = (segment.cursor, nil)
         } else {
             kind = .whole
             connections[index].requested = nil
@@ -242,7 +247,8 @@ extension DownloadMachine {
         download.totalBytes = length
         download.etag = etag
         download.lastModified = lastModified
-        if ignoresRange { download.acceptsRanges = false }
+        // (A playlist's stream answers so when its index is lost: it still takes ranges.)
+        if ignoresRange, !download.kind.isPlaylist { download.acceptsRanges = false }
         plannedConnections = min(download.resumable ? download.connections : 1, sessionCap ?? .max)
         emit(.truncate(to: 0))
         if length != nil { emit(.measureFreeSpace) }

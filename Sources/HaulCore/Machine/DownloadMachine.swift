@@ -218,7 +218,9 @@ public struct DownloadMachine {
     }
 
     /// The dialect the download's own URL speaks: what its answers mean.
-    var origin: any OriginDialect { Origins.dialect(forStored: download.url) }
+    var origin: any OriginDialect {
+        download.kind.isPlaylist ? PlaylistDialect() : Origins.dialect(forStored: download.url)
+    }
 
     /// The dialect mirror `index` speaks (another protocol than the download's may serve the same file).
     func mirrorOrigin(_ index: Int) -> any OriginDialect {
@@ -291,6 +293,10 @@ public struct DownloadMachine {
         case .stop(let keepFile): stopEverything(sync: keepFile)
         case .interrupted: transition(.interrupt)
         case .wanted(let offset): wanted(offset)
+        case .becamePlaylist:
+            // Only before a byte is written: the first answer showed a playlist, whose stream answers instead.
+            if download.receivedBytes == 0 { download.kind = .hls }
+        case .playlist(let info): download.hls = info
         }
         defer { pending.removeAll(keepingCapacity: true) }
         return pending

@@ -132,6 +132,10 @@ public enum MachineEvent: Sendable {
     case interrupted
     /// A reader waits for byte `offset`, which is not on disk: it is fetched next.
     case wanted(Int64)
+    /// The first answer of a download of kind `auto` is an HLS playlist: its stream answers the same request.
+    case becamePlaylist
+    /// An HLS download's playlist was read, or a piece of it written.
+    case playlist(HLSInfo)
 }
 
 /// What the machine asks its runner to do, in order.

@@ -37,6 +37,12 @@ public struct Download: Sendable, Equatable {
     /// Fetched in order from the start (`sequential`), or its first and last pieces first (`first_last`).
     public var sequential = false
     public var firstLast = false
+    /// What the source is: one file, or an HLS playlist whose segments make the file (`kind`); and which of a
+    /// master playlist's variants to take (`variant`).
+    public var kind = DownloadKind.auto
+    public var variant: String?
+    /// An HLS download's playlist and progress, once read.
+    public var hls: HLSInfo?
     /// The proxy the download itself names (`"none"`: direct); nil leaves it to its category and the settings.
     public var proxy: ProxyChoice?
     /// The origin's user name and password (Basic or Digest), sent only to the URL's own host; never shown.
@@ -119,6 +125,10 @@ public struct Download: Sendable, Equatable {
     /// Whether an interrupted transfer can continue where it stopped: ranges, a known size, and a validator.
     public var resumable: Bool { acceptsRanges && totalBytes != nil && validator != nil }
 
+    /// Whether a transfer of unknown size (an HLS playlist's output) can continue where it stopped, on its one
+    /// connection: ranges from an offset and a strong validator.
+    public var streamResumable: Bool { totalBytes == nil && acceptsRanges && etag != nil }
+
     /// What waiting downloads (queued and paused) of one priority start in order of, lowest first: creation order
     /// spaced `QueueOrder.step` apart, so a download moved between two others takes a number between theirs.
     public var queueOrder: Int64 { queueRank ?? sequence &* QueueOrder.step }
@@ -176,8 +186,34 @@ public struct DownloadSnapshot: Sendable {
     public var lastError: DownloadError?
 
     public var etaSeconds: Double? {
-        guard let total = download.totalBytes, speed > 0, download.state == .downloading else { return nil }
+        // A playlist's output has its size estimated as its segments arrive.
+        guard let total = download.totalBytes ?? download.hls?.size, speed > 0, download.state == .downloading
+        else { return nil }
         return Double(max(0, total - download.receivedBytes)) / speed
+    }
+}
+
+/// What a download's source is. `auto` is a file until its first answer shows a playlist.
+public enum DownloadKind: String, Sendable, CaseIterable {
+    case auto, file, hls
+
+    /// An HLS playlist's segments make the file.
+    public var isPlaylist: Bool { self == .hls }
+
+    /// What the resource shows: `hls`, else `file`.
+    public var shown: String { self == .hls ? "hls" : "file" }
+
+    /// Whether a URL names a playlist by its path (`.m3u8`, `.m3u`), whatever its query.
+    public static func pathNamesPlaylist(_ url: String) -> Bool {
+        let path = (URLComponents(string: url)?.path ?? "").lowercased()
+        return path.hasSuffix(".m3u8")
+    }
+
+    /// Whether an answer's Content-Type is a playlist's.
+    public static func isPlaylistType(_ contentType: String?) -> Bool {
+        guard let type = contentType?.split(separator: ";").first?.trimmingSpaces().lowercased() else { return false }
+        return ["application/vnd.apple.mpegurl", "application/x-mpegurl", "audio/mpegurl", "audio/x-mpegurl"]
+            .contains(type)
     }
 }
 

@@ -23,6 +23,8 @@ public struct NewDownload: Sendable {
     public var insecure = false
     public var sequential = false
     public var firstLast = false
+    public var kind = DownloadKind.auto
+    public var variant: String?
     /// nil: the category's, else the settings'.
     public var proxy: ProxyChoice?
     public var username: String?

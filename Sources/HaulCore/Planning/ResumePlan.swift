@@ -6,9 +6,9 @@ public enum ResumePlan {
     /// (several segments when ranges and a validator allow, else one).
     public static func segments(
         journal: [Segment], partFileSize: Int64, total: Int64?, resumable: Bool,
-        connections: Int, minSplit: Int64, order: PieceOrder = .spread
+        connections: Int, minSplit: Int64, order: PieceOrder = .spread, streamResumable: Bool = false
     ) -> [Segment] {
-        if resumable, covers(journal, total) {
+        if resumable && covers(journal, total) || streamResumable && coversStream(journal) {
             return journal.map { segment in
                 var clamped = segment
                 clamped.received = max(0, min(segment.received, partFileSize - segment.start))
@@ -20,6 +20,11 @@ public enum ResumePlan {
         return resumable
             ? SegmentPlanner.initial(total: total, connections: connections, minSplit: minSplit, order: order)
             : [Segment(start: 0, end: total - 1)]
+    }
+
+    /// Whether `segments` are one stream of unknown size from byte 0.
+    static func coversStream(_ segments: [Segment]) -> Bool {
+        segments.count == 1 && segments[0].start == 0 && segments[0].end == nil
     }
 
     /// Whether `segments` cover `0..<total` exactly, none claiming more than its length.

@@ -47,6 +47,7 @@ extension DownloadRunner {
 
     private func opened(_ opened: PartFile, name: String, adopted: Int64?, passedOver: String?) throws(FileError) {
         file = opened
+        if host.download(id)?.kind.isPlaylist == true { playlistIndex.attach(opened.directory, partFile: opened.name) }
         let usage = try opened.usage()
         queue.append(
             .fileOpened(
@@ -139,6 +140,7 @@ extension DownloadRunner {
                     continue
                 }
                 let stamp = FileStamp(file.identity, size: size)
+                if download.kind.isPlaylist { playlistIndex.remove() }
                 file.close()
                 self.file = nil
                 try directory.sync()

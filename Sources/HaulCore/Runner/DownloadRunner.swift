@@ -43,6 +43,13 @@ final class DownloadRunner: FetchDelegate {
     /// queue, body chunks are held back in their transfers.
     private var suspended = false
     private var heldForLease: Set<TransferID> = []
+    /// An HLS download's index of where each piece of its output begins (beside the part file).
+    lazy var playlistIndex = HLSIndex()
+    /// First requests of a download of kind `auto` whose answer was a playlist: held until the playlist's stream
+    /// takes their place.
+    private var becomingPlaylists: Set<TransferID> = []
+    /// The first requests out (only those can turn out to be a playlist).
+    private var probes: Set<TransferID> = []
     /// `compare` transfers: where the next byte goes in the part file, where they began, and the first that
     /// differed.
     private var comparing: [TransferID: (next: Int64, start: Int64, differsAt: Int64?)] = [:]
@@ -99,7 +106,7 @@ final class DownloadRunner: FetchDelegate {
     func leaseRenewed() {
         guard suspended, !abandoned else { return }
         suspended = false
-        for transfer in heldForLease where transfers.contains(transfer) { host.fetcher.resume(transfer) }
+        for transfer in heldForLease where transfers.contains(transfer) { resumeTransfer(transfer) }
         heldForLease.removeAll()
         guard !queue.isEmpty, !dispatching else { return }
         // The queue is run by delivering what waits first.
@@ -152,6 +159,7 @@ final class DownloadRunner: FetchDelegate {
         case .verify(let algorithm): verify(algorithm)
         case .publish(let base): publish(base)
         case .deletePartFile:
+            if host.download(id)?.kind.isPlaylist == true { playlistIndex.remove() }
             if let file {
                 file.close()
                 try? file.directory.remove(file.name)
@@ -182,22 +190,61 @@ final class DownloadRunner: FetchDelegate {
         let origin = mirror.map { URLComponents(string: $0)?.host?.lowercased() ?? "" } ?? self.origin
         guard host.bandwidth.acquireConnection(to: origin) else { return deliver(.noHostConnection(transfer)) }
         hostConnections[transfer] = origin
-        let url = mirror ?? download.url
-        let policy = Outbound.policy(
-            host.config, for: download, category: download.category.flatMap { host.category($0) },
-            url: url)
-        // Always a jar: a cookie a redirect sets reaches the request after it, and the segments after that.
-        if cookieJar == nil { cookieJar = CookieJar(cookies: download.cookies ?? "", host: origin) }
-        let request = Outbound.fetch(kind, url: url, of: download, cookieJar: cookieJar, policy: policy)
+        let request = self.request(kind, url: mirror ?? download.url, of: download)
         if case .compare(let start, _, _) = kind { comparing[transfer] = (start, start, nil) }
+        if download.kind.isPlaylist {
+            transfers.insert(transfer)
+            return startPlaylist(transfer, request, of: download)
+        }
+        if kind == .probe, download.kind == .auto { probes.insert(transfer) }
         do {
             try host.fetcher.start(transfer, request, delegate: self)
             transfers.insert(transfer)
         } catch {
             releaseHostConnection(transfer)
             comparing.removeValue(forKey: transfer)
+            probes.remove(transfer)
             deliver(.couldNotStart(transfer, "\(error)"))
         }
+    }
+
+    private func request(_ kind: FetchKind, url: String, of download: Download) -> TransferRequest {
+        let policy = Outbound.policy(
+            host.config, for: download, category: download.category.flatMap { host.category($0) },
+            url: url)
+        // Always a jar: a cookie a redirect sets reaches the request after it, and the segments after that.
+        if cookieJar == nil { cookieJar = CookieJar(cookies: download.cookies ?? "", host: origin) }
+        return Outbound.fetch(kind, url: url, of: download, cookieJar: cookieJar, policy: policy)
+    }
+
+    /// An HLS download's transfer: the playlist's stream, on `request`'s settings.
+    private func startPlaylist(_ transfer: TransferID, _ request: TransferRequest, of download: Download) {
+        host.playlists.start(
+            transfer, request, delegate: self, variant: download.variant, connections: download.connections,
+            index: playlistIndex, observer: self)
+    }
+
+    /// The first answer of a download of kind `auto` is a playlist: the request is dropped, and the playlist's
+    /// stream answers in its place under the same transfer, so the machine hears one first answer.
+    private func becomePlaylist(_ transfer: TransferID) {
+        becomingPlaylists.insert(transfer)
+        deliver(.becamePlaylist)
+        outsideCallbacks {
+            self.host.fetcher.cancel(transfer)
+            guard self.becomingPlaylists.remove(transfer) != nil, self.transfers.contains(transfer),
+                let download = self.host.download(self.id)
+            else { return }
+            self.startPlaylist(transfer, self.request(.probe, url: download.url, of: download), of: download)
+        }
+    }
+
+    private func resumeTransfer(_ transfer: TransferID) {
+        if host.playlists.isStream(transfer) { host.playlists.resume(transfer) } else { host.fetcher.resume(transfer) }
+    }
+
+    private func cancelTransfer(_ transfer: TransferID) {
+        becomingPlaylists.remove(transfer)
+        if host.playlists.isStream(transfer) { host.playlists.cancel(transfer) } else { host.fetcher.cancel(transfer) }
     }
 
     /// A chunk of a `compare` transfer against the part file's bytes at the same place: none is written.
@@ -224,7 +271,7 @@ final class DownloadRunner: FetchDelegate {
         }
         outsideCallbacks {
             self.cancelled.remove(transfer)
-            self.host.fetcher.cancel(transfer)
+            self.cancelTransfer(transfer)
         }
     }
 
@@ -234,7 +281,7 @@ final class DownloadRunner: FetchDelegate {
         holds.removeValue(forKey: transfer)?.cancel()
         releaseHostConnection(transfer)
         transfers.remove(transfer)
-        host.fetcher.cancel(transfer)
+        cancelTransfer(transfer)
         deliver(.ended(transfer, TransferResult(failure: .aborted, message: "stopped", response: nil)))
     }
 
@@ -289,6 +336,13 @@ final class DownloadRunner: FetchDelegate {
 
     func transfer(_ transfer: TransferID, responded response: TransferResponse) -> Bool {
         guard transfers.contains(transfer), !cancelled.contains(transfer) else { return false }
+        if probes.remove(transfer) != nil, (200..<300).contains(response.status),
+            DownloadKind.isPlaylistType(response.header("content-type"))
+                || DownloadKind.pathNamesPlaylist(response.effectiveURL)
+        {
+            becomePlaylist(transfer)
+            return true
+        }
         inCallback = transfer
         stopRequested = false
         deliver(.responded(transfer, response))
@@ -298,6 +352,8 @@ final class DownloadRunner: FetchDelegate {
 
     func transfer(_ transfer: TransferID, received chunk: TransferChunk) -> ChunkDecision {
         guard transfers.contains(transfer), !cancelled.contains(transfer), !done else { return .abort }
+        // Held until the cancel that follows: these bytes are the playlist's text, not the file's.
+        if becomingPlaylists.contains(transfer) { return .pause }
         if comparing[transfer] != nil { return compare(transfer, chunk) }
         // Not a byte into the file past the lease's deadline: the bytes wait in the transfer (curl offers them
         // again when it is resumed) until a renewal says this node still holds the download.
@@ -310,7 +366,7 @@ final class DownloadRunner: FetchDelegate {
             // curl stops reading, so TCP slows the sender down; the same bytes come again after the wait.
             holds[transfer] = host.clock.after(wait) { [unowned self] in
                 guard self.holds.removeValue(forKey: transfer) != nil else { return }
-                self.host.fetcher.resume(transfer)
+                self.resumeTransfer(transfer)
             }
             return .pause
         }
@@ -327,6 +383,7 @@ final class DownloadRunner: FetchDelegate {
         holds.removeValue(forKey: transfer)?.cancel()
         releaseHostConnection(transfer)
         cancelled.remove(transfer)
+        probes.remove(transfer)
         guard transfers.remove(transfer) != nil else { return }
         if let compared = comparing.removeValue(forKey: transfer) {
             return deliver(
@@ -342,4 +399,8 @@ final class DownloadRunner: FetchDelegate {
     private func limitDelay(_ count: Int) -> Double? {
         host.bandwidth.delay(for: count, own: &bucket, category: category)
     }
+}
+
+extension DownloadRunner: HLSObserver {
+    func playlistProgress(_ info: HLSInfo) { deliver(.playlist(info)) }
 }

@@ -5,6 +5,8 @@ import HaulLoop
 /// and its node's lease on it.
 protocol RunnerHost: HostServices {
     var bandwidth: Bandwidth { get }
+    /// HLS downloads' transfers (each a stream of many requests on the fetcher).
+    var playlists: HLSTransfers { get }
     func download(_ id: String) -> Download?
     func category(_ name: String) -> Category?
     /// The directory `relative` to the download root, opened without following links.

@@ -7,6 +7,7 @@ final class RunnerPool {
     /// The curl multi handle when the engine made its own fetcher; closed at shutdown.
     private let multi: CurlMulti?
     let turns: TurnQueue
+    let playlists: HLSTransfers
     private(set) var runners: [String: DownloadRunner] = [:]
     private var tick: ClockTimer?
 
@@ -21,6 +22,7 @@ final class RunnerPool {
             self.multi = multi
         }
         turns = TurnQueue(clock: clock)
+        playlists = HLSTransfers(fetcher: self.fetcher, turns: turns)
     }
 
     subscript(id: String) -> DownloadRunner? { runners[id] }

@@ -90,6 +90,9 @@ struct DownloadColumn: Sendable {
             d.moveSettled = (v.int ?? 0) == 2
         },
         DownloadColumn(name: "move_error", write: { text($0.moveError) }) { d, v in d.moveError = v.string },
+        DownloadColumn(name: "hls", write: { text($0.hls?.json.serialized()) }) { d, v in
+            d.hls = v.string.flatMap { try? JSONValue.parse($0) }.flatMap(HLSInfo.init(json:))
+        },
         DownloadColumn(name: "claimed_by", write: nil) { d, v in d.node = v.string },
         DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]

@@ -189,5 +189,11 @@ extension DownloadStore {
         ALTER TABLE downloads ADD COLUMN sequential INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE downloads ADD COLUMN first_last INTEGER NOT NULL DEFAULT 0;
         """,
+        // 22: HLS playlists: the kind of source, the variant asked for, and the playlist's progress.
+        """
+        ALTER TABLE downloads ADD COLUMN kind TEXT NOT NULL DEFAULT 'auto';
+        ALTER TABLE downloads ADD COLUMN variant TEXT;
+        ALTER TABLE downloads ADD COLUMN hls TEXT;
+        """,
     ]
 }

@@ -117,6 +117,9 @@ public enum TransferFailure: Sendable, Equatable {
     case hostKeyUnknown(fingerprint: String)
     /// The SFTP server's host key is not the one known or pinned for it.
     case hostKeyMismatch(fingerprint: String)
+    /// What the source sent cannot be used by its kind of download (a playlist refused, a segment's answer), with the
+    /// stable error code to report and whether another attempt may pass.
+    case source(code: String, retryable: Bool)
     case other
 }
 
@@ -163,6 +166,9 @@ public struct TransferChunk {
         for index in 0..<common where bytes[index] != other[index] { return index }
         return other.count < bytes.count ? other.count : nil
     }
+
+    /// Appends these bytes to `buffer`.
+    public func append(to buffer: inout [UInt8]) { buffer.append(contentsOf: bytes) }
 
     /// The first `count` bytes.
     public func prefix(_ count: Int) -> TransferChunk {

@@ -1,0 +1,460 @@
+import FoundationEssentials
+import HaulLoop
+
+/// One HLS download's transfer, as its runner sees it: a response, then the output's bytes in order, then the end.
+/// Underneath, the playlist is read (a master's variant chosen, then its media playlist), and the pieces (init
+/// sections and segments, or byte ranges of one file) are fetched `window` at a time with the download's own
+/// request settings, decrypted, and handed on in order, each piece's size recorded in the index first. A request
+/// that fails ends the stream with its failure: the machine retries as for any transfer, asking for the rest with
+/// the playlist's fingerprint as If-Range.
+final class HLSStream: FetchDelegate {
+    private enum Piece {
+        case map(Int)
+        case segment(Int)
+    }
+
+    private enum Request {
+        case playlist
+        case piece(Int)
+        case key(Int)
+    }
+
+    let id: TransferID
+    private unowned let owner: HLSTransfers
+    private let template: TransferRequest
+    /// Held until the stream ends or is cancelled, as the fetcher holds a transfer's delegate.
+    private var delegate: FetchDelegate?
+    private let wanted: String?
+    private let window: Int
+    private let index: HLSIndex
+    private weak var observer: HLSObserver?
+
+    private var requests: [TransferID: Request] = [:]
+    private var bodies: [TransferID: [UInt8]] = [:]
+    private var answers: [TransferID: TransferResponse] = [:]
+    /// Why a request was stopped from inside its callback: the failure its end reports.
+    private var refusals: [TransferID: TransferResult] = [:]
+    private var playlistURL: String
+    private var playlistsRead = 0
+    private var firstAnswer: TransferResponse?
+    private var info = HLSInfo()
+    private var media: HLSMediaPlaylist?
+    private var pieces: [Piece] = []
+    private var fingerprint = ""
+    private var response: TransferResponse?
+    private var responded = false
+    private var nextFetch = 0
+    private var nextDeliver = 0
+    /// Bytes of the next piece already handed on (or, resuming, to skip).
+    private var offset: Int64 = 0
+    private var fetched: [Int: [UInt8]] = [:]
+    private var ready: [Int: [UInt8]] = [:]
+    private var keys: [Int: [UInt8]] = [:]
+    private var keysAsked: Set<Int> = []
+    private var held = false
+    private var finished = false
+    private var pumpQueued = false
+    private var delivered: Int64 = 0
+    private var writtenBefore: Int64 = 0
+
+    init(
+        id: TransferID, owner: HLSTransfers, request: TransferRequest, delegate: FetchDelegate, variant: String?,
+        window: Int, index: HLSIndex, observer: HLSObserver?
+    ) {
+        self.id = id
+        self.owner = owner
+        template = request
+        self.delegate = delegate
+        wanted = variant
+        self.window = window
+        self.index = index
+        self.observer = observer
+        playlistURL = request.url
+    }
+
+    /// The largest piece held in memory; a larger one is refused.
+    static let maxPiece = 256 << 20
+    static let maxKey = 64
+
+    func start() { ask(.playlist, url: playlistURL, range: nil) }
+
+    func cancel() {
+        finished = true
+        for request in requests.keys { owner.fetcher.cancel(request) }
+        requests.removeAll()
+        delegate = nil
+    }
+
+    func resume() {
+        guard held else { return }
+        held = false
+        pumpSoon()
+    }
+
+    // MARK: requests
+
+    private func ask(_ what: Request, url: String, range: HLSByteRange?) {
+        var request = template
+        request.url = url
+        request.method = .get
+        request.range = range.map { ($0.offset, $0.offset + $0.length - 1) }
+        request.ifRange = nil
+        // The credentials go only to the host the download names.
+        if host(of: url) != host(of: template.url) { request.credentials = nil }
+        let sub = owner.newRequestID()
+        requests[sub] = what
+        do {
+            try owner.fetcher.start(sub, request, delegate: self)
+        } catch {
+            requests.removeValue(forKey: sub)
+            fail(TransferResult(failure: .other, message: "\(error)", response: nil))
+        }
+    }
+
+    private func host(of url: String) -> String? { URLComponents(string: url)?.host?.lowercased() }
+
+    func transfer(_ sub: TransferID, responded answer: TransferResponse) -> Bool {
+        guard let what = requests[sub] else { return false }
+        answers[sub] = answer
+        guard (200..<300).contains(answer.status) else {
+            let error = DownloadError.http(answer.status, response: answer)
+            refusals[sub] = refusal(
+                error.code.rawValue, "\(describe(what)): the server answered HTTP \(answer.status)",
+                retryable: error.retryable)
+            return false
+        }
+        if case .piece(let piece) = what, let range = range(of: piece) {
+            let content = answer.header("content-range").flatMap(ContentRange.init)
+            guard answer.status == 206, content?.first == range.offset else {
+                refusals[sub] = refusal(
+                    "range_mismatch", "\(describe(what)): the server did not answer its byte range", retryable: false)
+                return false
+            }
+        }
+        if case .playlist = what, firstAnswer == nil { firstAnswer = answer }
+        return true
+    }
+
+    func transfer(_ sub: TransferID, received chunk: TransferChunk) -> ChunkDecision {
+        guard let what = requests[sub] else { return .abort }
+        let limit: Int
+        switch what {
+        case .playlist: limit = HLSParser.maxBytes
+        case .piece: limit = Self.maxPiece
+        case .key: limit = Self.maxKey
+        }
+        guard (bodies[sub]?.count ?? 0) + chunk.count <= limit else {
+            refusals[sub] = refusal(
+                "playlist_invalid", "\(describe(what)) is longer than \(limit) bytes", retryable: false)
+            return .abort
+        }
+        chunk.append(to: &bodies[sub, default: []])
+        return .consumed
+    }
+
+    func transfer(_ sub: TransferID, ended result: TransferResult) {
+        // What follows may start or cancel requests: never from inside the fetcher's callback.
+        owner.turns.later { [self] in requestEnded(sub, result) }
+    }
+
+    private func requestEnded(_ sub: TransferID, _ result: TransferResult) {
+        guard !finished, let what = requests.removeValue(forKey: sub) else { return }
+        let body = bodies.removeValue(forKey: sub) ?? []
+        let answer = answers.removeValue(forKey: sub)
+        if let refused = refusals.removeValue(forKey: sub) { return fail(refused) }
+        if result.failure != nil {
+            var failed = result
+            failed.message = "\(describe(what)): \(result.message)"
+            return fail(failed)
+        }
+        switch what {
+        case .playlist: playlistRead(body, url: answer?.effectiveURL ?? playlistURL)
+        case .key(let key):
+            guard body.count == 16 else {
+                return fail(refusal("playlist_invalid", "the key of segments is not 16 bytes long", retryable: false))
+            }
+            keys[key] = body
+            decryptWaiting()
+        case .piece(let piece):
+            fetched[piece] = body
+            decryptWaiting()
+        }
+        pump()
+    }
+
+    private func describe(_ what: Request) -> String {
+        switch what {
+        case .playlist: return "the playlist"
+        case .key: return "a key"
+        case .piece(let piece):
+            switch pieces[piece] {
+            case .map: return "the init section"
+            case .segment(let n): return "segment \(n + 1)"
+            }
+        }
+    }
+
+    private func refusal(_ code: String, _ message: String, retryable: Bool) -> TransferResult {
+        TransferResult(failure: .source(code: code, retryable: retryable), message: message, response: response)
+    }
+
+    // MARK: the playlist
+
+    private func playlistRead(_ body: [UInt8], url: String) {
+        playlistsRead += 1
+        do throws(PlaylistError) {
+            switch try HLSParser.parse(body, url: url) {
+            case .master(let variants, let renditions):
+                guard playlistsRead == 1 else {
+                    throw .invalid("the variant's playlist is a master playlist again; one level is followed")
+                }
+                let chosen = try HLSVariantChoice.choose(variants, by: wanted)
+                info.variants = variants.count
+                info.variant = HLSInfo.Variant(
+                    bandwidth: chosen.bandwidth, width: chosen.width, height: chosen.height, name: chosen.name,
+                    codecs: chosen.codecs)
+                info.audio = renditions.filter {
+                    $0.type == "AUDIO" && ($0.group == chosen.audio || chosen.audio == nil)
+                }
+                .map { HLSInfo.Audio(name: $0.name, language: $0.language, group: $0.group, isDefault: $0.isDefault) }
+                playlistURL = chosen.uri
+                ask(.playlist, url: chosen.uri, range: nil)
+            case .media(let playlist):
+                guard playlist.endList else {
+                    throw PlaylistError(
+                        "playlist_live",
+                        "the playlist is live (no EXT-X-ENDLIST): Haul downloads video on demand, not live streams")
+                }
+                planned(playlist)
+            }
+        } catch {
+            fail(refusal(error.code, error.message, retryable: false))
+        }
+    }
+
+    private func planned(_ playlist: HLSMediaPlaylist) {
+        media = playlist
+        var lastMap: Int?
+        for (n, segment) in playlist.segments.enumerated() {
+            if let map = segment.map, map != lastMap { pieces.append(.map(map)) }
+            lastMap = segment.map
+            pieces.append(.segment(n))
+        }
+        info.segmentsTotal = playlist.segments.count
+        info.duration = playlist.duration
+        info.encrypted = !playlist.keys.isEmpty
+        info.container = playlist.maps.isEmpty ? "ts" : "mp4"
+        if let exact = playlist.exactBytes {
+            info.size = exact
+            info.sizeExact = true
+        }
+        var identity = playlistURL + "\n"
+        for segment in playlist.segments {
+            identity += segment.uri
+            if let range = segment.range { identity += " \(range.offset)+\(range.length)" }
+            if let key = segment.key { identity += " key " + playlist.keys[key].uri }
+            if let map = segment.map { identity += " map " + playlist.maps[map].uri }
+            identity += "\n"
+        }
+        let digest = Digest.sha256(Array(identity.utf8)).prefix(16).map { String($0, radix: 16).leftPadded(2) }
+        fingerprint = "\"hls-\(digest.joined())\""
+        answer()
+    }
+
+    /// The response the runner hears: from the start (200), or from where it asked (206) when the playlist is the
+    /// version it asked for and the index says where that byte lies.
+    private func answer() {
+        var headers: [(name: String, value: String)] = [
+            ("content-type", info.container == "mp4" ? "video/mp4" : "video/mp2t"),
+            ("etag", fingerprint),
+            ("accept-ranges", "bytes"),
+            ("content-disposition", "attachment; filename=\"\(outputName())\""),
+        ]
+        let start = template.range?.start ?? 0
+        var status = 200
+        if template.method == .head {
+            response = TransferResponse(
+                status: 200, headers: headers, effectiveURL: firstAnswer?.effectiveURL ?? template.url)
+            return pumpSoon()
+        }
+        if start > 0, template.ifRange == fingerprint, let place = index.locate(start, fingerprint: fingerprint) {
+            status = 206
+            headers.append(("content-range", "bytes \(start)-\(start)/*"))
+            nextFetch = place.piece
+            nextDeliver = place.piece
+            offset = place.skip
+            writtenBefore = start - place.skip
+        } else {
+            index.begin(fingerprint)
+        }
+        info.segmentsDone = pieces.prefix(nextDeliver).filter { if case .segment = $0 { true } else { false } }.count
+        response = TransferResponse(
+            status: status, headers: headers, effectiveURL: firstAnswer?.effectiveURL ?? template.url)
+        observer?.playlistProgress(info)
+        pumpSoon()
+    }
+
+    /// The playlist's own name with the container's extension: `index.m3u8` becomes `index.ts`.
+    private func outputName() -> String {
+        let path = URLComponents(string: template.url)?.path ?? ""
+        var stem = path.split(separator: "/").last.map(String.init) ?? "video"
+        if let dot = stem.lastIndex(of: "."), dot != stem.startIndex { stem = String(stem[..<dot]) }
+        let safe = stem.filter { $0 != "\"" && $0 != "\\" && !$0.isNewline }
+        return (safe.isEmpty ? "video" : safe) + "." + info.container
+    }
+
+    private func range(of piece: Int) -> HLSByteRange? {
+        guard let media else { return nil }
+        switch pieces[piece] {
+        case .map(let map): return media.maps[map].range
+        case .segment(let n): return media.segments[n].range
+        }
+    }
+
+    // MARK: pieces
+
+    private func decryptWaiting() {
+        guard let media else { return }
+        for (piece, raw) in fetched {
+            guard case .segment(let n) = pieces[piece], let keyIndex = media.segments[n].key else {
+                ready[piece] = raw
+                fetched.removeValue(forKey: piece)
+                continue
+            }
+            guard let key = keys[keyIndex] else { continue }
+            let iv = media.keys[keyIndex].iv ?? Self.iv(sequence: media.segments[n].sequence)
+            do {
+                ready[piece] = try Cipher.aes128CBCDecrypt(raw, key: key, iv: iv)
+                fetched.removeValue(forKey: piece)
+            } catch {
+                return fail(
+                    refusal(
+                        "decrypt_failed", "segment \(n + 1) does not decrypt with its AES-128 key", retryable: false))
+            }
+        }
+    }
+
+    /// RFC 8216 5.2: without an IV, the media sequence number as a big-endian 128-bit number.
+    static func iv(sequence: Int64) -> [UInt8] {
+        var iv = [UInt8](repeating: 0, count: 16)
+        var value = UInt64(bitPattern: sequence)
+        for index in (8..<16).reversed() {
+            iv[index] = UInt8(value & 0xFF)
+            value >>= 8
+        }
+        return iv
+    }
+
+    private func pumpSoon() {
+        guard !pumpQueued else { return }
+        pumpQueued = true
+        owner.turns.later { [self] in
+            pumpQueued = false
+            pump()
+        }
+    }
+
+    /// Answers first; then asks for what the window allows, and hands on what is ready, in order.
+    private func pump() {
+        guard !finished, let delegate, let response else { return }
+        if !responded {
+            responded = true
+            guard delegate.transfer(id, responded: response) else { return stop() }
+            if template.method == .head { return end() }
+        }
+        launch()
+        while !held, !finished, let bytes = ready[nextDeliver] {
+            if nextDeliver >= index.sizes.count {
+                index.append(Int64(bytes.count))
+            } else if index.sizes[nextDeliver] != Int64(bytes.count) {
+                index.begin(fingerprint + "-changed")
+                return fail(
+                    refusal(
+                        "remote_changed", "a segment changed size since it was written; starting over",
+                        retryable: true))
+            }
+            while offset < Int64(bytes.count) {
+                let count = min(Int(Int64(bytes.count) - offset), 256 << 10)
+                let decision = bytes.withUnsafeBytes { raw in
+                    delegate.transfer(
+                        id,
+                        received: TransferChunk(
+                            bytes: UnsafeRawBufferPointer(rebasing: raw[Int(offset)..<Int(offset) + count])))
+                }
+                switch decision {
+                case .consumed:
+                    offset += Int64(count)
+                    delivered += Int64(count)
+                case .pause:
+                    held = true
+                    return
+                case .abort:
+                    return stop()
+                }
+                guard !finished else { return }
+            }
+            ready.removeValue(forKey: nextDeliver)
+            if case .segment = pieces[nextDeliver] { info.segmentsDone += 1 }
+            nextDeliver += 1
+            offset = 0
+            if !info.sizeExact, info.segmentsDone > 0, let media {
+                let seconds = media.segments.prefix(info.segmentsDone).reduce(0) { $0 + $1.duration }
+                if seconds > 0 { info.size = Int64(Double(writtenBefore + delivered) * media.duration / seconds) }
+            }
+            observer?.playlistProgress(info)
+            launch()
+        }
+        if !finished, nextDeliver == pieces.count { end() }
+    }
+
+    private func launch() {
+        guard let media else { return }
+        while requests.count < window, nextFetch < pieces.count, nextFetch < nextDeliver + 2 * window {
+            let piece = nextFetch
+            nextFetch += 1
+            switch pieces[piece] {
+            case .map(let map): ask(.piece(piece), url: media.maps[map].uri, range: media.maps[map].range)
+            case .segment(let n):
+                let segment = media.segments[n]
+                if let key = segment.key, keys[key] == nil, keysAsked.insert(key).inserted {
+                    ask(.key(key), url: media.keys[key].uri, range: nil)
+                }
+                ask(.piece(piece), url: segment.uri, range: segment.range)
+            }
+            if finished { return }
+        }
+    }
+
+    private func end() {
+        finished = true
+        owner.ended(id)
+        let delegate = self.delegate
+        self.delegate = nil
+        delegate?.transfer(id, ended: TransferResult(failure: nil, response: response, bodyBytes: delivered))
+    }
+
+    /// The runner stopped the stream from its callback: it ends as `.aborted`, on the next turn.
+    private func stop() {
+        fail(TransferResult(failure: .aborted, message: "stopped", response: response))
+    }
+
+    private func fail(_ result: TransferResult) {
+        guard !finished else { return }
+        finished = true
+        for request in requests.keys { owner.fetcher.cancel(request) }
+        requests.removeAll()
+        owner.ended(id)
+        let delegate = self.delegate
+        self.delegate = nil
+        var result = result
+        result.response = result.response ?? response
+        result.bodyBytes = delivered
+        owner.turns.later { delegate?.transfer(self.id, ended: result) }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
