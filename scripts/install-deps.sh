@@ -15,7 +15,8 @@ run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev libssl-dev pkg-c
 # iproute2 brings up loopback in the network namespace the API fuzzing runs in (scripts/schemathesis.sh); tinyproxy
 # (HTTP) and microsocks (SOCKS5) are the proxies the proxy tests go through; tmux is the terminal the client's
 # progress bars are drawn in and read back from; vsftpd serves implicit FTPS (pyftpdlib, from PyPI, the rest of FTP);
-# openssh-server's sshd serves SFTP; ffmpeg makes the videos played while they download (and ffprobe reads them).
+# openssh-server's sshd serves SFTP; ffmpeg makes the videos played while they download (and ffprobe reads them)
+# and the HLS playlists downloaded (its framemd5 is the reference decoder).
 test=(nginx curl ca-certificates aria2 axel wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver
       prometheus postgresql iproute2 tinyproxy microsocks tmux vsftpd openssh-server ffmpeg)
 # mmdebstrap makes the base images from Debian packages, buildah builds and runs the image (chroot isolation) and

@@ -26,7 +26,7 @@ final class Nginx {
             error_log \(prefix)/logs/error.log warn;
             events { worker_connections 256; }
             http {
-                log_format ranges '$status\t$http_range\t$body_bytes_sent\t$server_protocol\t$connection';
+                log_format ranges '$status\t$http_range\t$body_bytes_sent\t$server_protocol\t$connection\t$uri';
                 access_log \(prefix)/logs/access.log ranges;
                 client_body_temp_path \(prefix)/body;
                 proxy_temp_path \(prefix)/proxy;
@@ -70,6 +70,15 @@ final class Nginx {
                 Int(fields.first ?? "") ?? 0, fields.count > 1 ? fields[1] : "", fields.count > 3 ? fields[3] : "",
                 fields.count > 4 ? Int(fields[4]) ?? 0 : 0
             )
+        }
+    }
+
+    /// The path of every request so far, in order.
+    func paths() -> [String] {
+        let log = (try? String(contentsOfFile: prefix + "/logs/access.log", encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").map { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            return fields.count > 5 ? String(fields[5]) : ""
         }
     }
 

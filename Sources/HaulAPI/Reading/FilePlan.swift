@@ -41,6 +41,12 @@ struct FilePlan {
                 throw FileResponse.unsatisfiable(size: size)
             }
             headers.append(("Content-Length", String(max(0, (answer.last ?? -1) - answer.first + 1))))
+        } else if !conditional, case .part(let from, let to) = FileResponse.range(range, size: .max), to < .max - 1 {
+            // The size is not known yet (a playlist's output grows to its end): a range with both ends is answered
+            // as it arrives, its complete length `*` (RFC 9110 14.4); an open one gets the whole stream.
+            (answer.status, answer.first, answer.last) = (206, from, to)
+            headers.append(("Content-Range", "bytes \(from)-\(to)/*"))
+            headers.append(("Content-Length", String(to - from + 1)))
         }
         // Nothing at the first byte asked, and nothing more coming without a client's word: said, not hung on.
         if download.totalBytes != 0, view.available.readable(from: answer.first) == nil, !view.growing {

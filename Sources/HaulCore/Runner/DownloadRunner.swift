@@ -17,7 +17,7 @@ final class DownloadRunner: FetchDelegate {
     private let category: String?
     var file: PartFile?
     /// Transfers running, and those of them holding one of the host's connections.
-    private var transfers: Set<TransferID> = []
+    private(set) var transfers: Set<TransferID> = []
     /// (Each holds a connection of its own source's host: a mirror's is another.)
     private var hostConnections: [TransferID: String] = [:]
     /// The download's cookies, shared by all its transfers while it runs (made at its first fetch).
@@ -47,9 +47,9 @@ final class DownloadRunner: FetchDelegate {
     lazy var playlistIndex = HLSIndex()
     /// First requests of a download of kind `auto` whose answer was a playlist: held until the playlist's stream
     /// takes their place.
-    private var becomingPlaylists: Set<TransferID> = []
+    var becomingPlaylists: Set<TransferID> = []
     /// The first requests out (only those can turn out to be a playlist).
-    private var probes: Set<TransferID> = []
+    var probes: Set<TransferID> = []
     /// `compare` transfers: where the next byte goes in the part file, where they began, and the first that
     /// differed.
     private var comparing: [TransferID: (next: Int64, start: Int64, differsAt: Int64?)] = [:]
@@ -208,43 +208,13 @@ final class DownloadRunner: FetchDelegate {
         }
     }
 
-    private func request(_ kind: FetchKind, url: String, of download: Download) -> TransferRequest {
+    func request(_ kind: FetchKind, url: String, of download: Download) -> TransferRequest {
         let policy = Outbound.policy(
             host.config, for: download, category: download.category.flatMap { host.category($0) },
             url: url)
         // Always a jar: a cookie a redirect sets reaches the request after it, and the segments after that.
         if cookieJar == nil { cookieJar = CookieJar(cookies: download.cookies ?? "", host: origin) }
         return Outbound.fetch(kind, url: url, of: download, cookieJar: cookieJar, policy: policy)
-    }
-
-    /// An HLS download's transfer: the playlist's stream, on `request`'s settings.
-    private func startPlaylist(_ transfer: TransferID, _ request: TransferRequest, of download: Download) {
-        host.playlists.start(
-            transfer, request, delegate: self, variant: download.variant, connections: download.connections,
-            index: playlistIndex, observer: self)
-    }
-
-    /// The first answer of a download of kind `auto` is a playlist: the request is dropped, and the playlist's
-    /// stream answers in its place under the same transfer, so the machine hears one first answer.
-    private func becomePlaylist(_ transfer: TransferID) {
-        becomingPlaylists.insert(transfer)
-        deliver(.becamePlaylist)
-        outsideCallbacks {
-            self.host.fetcher.cancel(transfer)
-            guard self.becomingPlaylists.remove(transfer) != nil, self.transfers.contains(transfer),
-                let download = self.host.download(self.id)
-            else { return }
-            self.startPlaylist(transfer, self.request(.probe, url: download.url, of: download), of: download)
-        }
-    }
-
-    private func resumeTransfer(_ transfer: TransferID) {
-        if host.playlists.isStream(transfer) { host.playlists.resume(transfer) } else { host.fetcher.resume(transfer) }
-    }
-
-    private func cancelTransfer(_ transfer: TransferID) {
-        becomingPlaylists.remove(transfer)
-        if host.playlists.isStream(transfer) { host.playlists.cancel(transfer) } else { host.fetcher.cancel(transfer) }
     }
 
     /// A chunk of a `compare` transfer against the part file's bytes at the same place: none is written.
@@ -399,8 +369,4 @@ final class DownloadRunner: FetchDelegate {
     private func limitDelay(_ count: Int) -> Double? {
         host.bandwidth.delay(for: count, own: &bucket, category: category)
     }
-}
-
-extension DownloadRunner: HLSObserver {
-    func playlistProgress(_ info: HLSInfo) { deliver(.playlist(info)) }
 }

@@ -8,12 +8,12 @@ import HaulLoop
 /// that fails ends the stream with its failure: the machine retries as for any transfer, asking for the rest with
 /// the playlist's fingerprint as If-Range.
 final class HLSStream: FetchDelegate {
-    private enum Piece {
+    enum Piece {
         case map(Int)
         case segment(Int)
     }
 
-    private enum Request {
+    enum Request {
         case playlist
         case piece(Int)
         case key(Int)
@@ -21,32 +21,32 @@ final class HLSStream: FetchDelegate {
 
     let id: TransferID
     private unowned let owner: HLSTransfers
-    private let template: TransferRequest
+    let template: TransferRequest
     /// Held until the stream ends or is cancelled, as the fetcher holds a transfer's delegate.
     private var delegate: FetchDelegate?
-    private let wanted: String?
+    let wanted: String?
     private let window: Int
-    private let index: HLSIndex
-    private weak var observer: HLSObserver?
+    let index: HLSIndex
+    weak var observer: HLSObserver?
 
     private var requests: [TransferID: Request] = [:]
     private var bodies: [TransferID: [UInt8]] = [:]
     private var answers: [TransferID: TransferResponse] = [:]
     /// Why a request was stopped from inside its callback: the failure its end reports.
     private var refusals: [TransferID: TransferResult] = [:]
-    private var playlistURL: String
-    private var playlistsRead = 0
-    private var firstAnswer: TransferResponse?
-    private var info = HLSInfo()
-    private var media: HLSMediaPlaylist?
-    private var pieces: [Piece] = []
-    private var fingerprint = ""
-    private var response: TransferResponse?
+    var playlistURL: String
+    var playlistsRead = 0
+    var firstAnswer: TransferResponse?
+    var info = HLSInfo()
+    var media: HLSMediaPlaylist?
+    var pieces: [Piece] = []
+    var fingerprint = ""
+    var response: TransferResponse?
     private var responded = false
-    private var nextFetch = 0
-    private var nextDeliver = 0
+    var nextFetch = 0
+    var nextDeliver = 0
     /// Bytes of the next piece already handed on (or, resuming, to skip).
-    private var offset: Int64 = 0
+    var offset: Int64 = 0
     private var fetched: [Int: [UInt8]] = [:]
     private var ready: [Int: [UInt8]] = [:]
     private var keys: [Int: [UInt8]] = [:]
@@ -55,7 +55,7 @@ final class HLSStream: FetchDelegate {
     private var finished = false
     private var pumpQueued = false
     private var delivered: Int64 = 0
-    private var writtenBefore: Int64 = 0
+    var writtenBefore: Int64 = 0
 
     init(
         id: TransferID, owner: HLSTransfers, request: TransferRequest, delegate: FetchDelegate, variant: String?,
@@ -93,7 +93,7 @@ final class HLSStream: FetchDelegate {
 
     // MARK: requests
 
-    private func ask(_ what: Request, url: String, range: HLSByteRange?) {
+    func ask(_ what: Request, url: String, range: HLSByteRange?) {
         var request = template
         request.url = url
         request.method = .get
@@ -194,121 +194,8 @@ final class HLSStream: FetchDelegate {
         }
     }
 
-    private func refusal(_ code: String, _ message: String, retryable: Bool) -> TransferResult {
+    func refusal(_ code: String, _ message: String, retryable: Bool) -> TransferResult {
         TransferResult(failure: .source(code: code, retryable: retryable), message: message, response: response)
-    }
-
-    // MARK: the playlist
-
-    private func playlistRead(_ body: [UInt8], url: String) {
-        playlistsRead += 1
-        do throws(PlaylistError) {
-            switch try HLSParser.parse(body, url: url) {
-            case .master(let variants, let renditions):
-                guard playlistsRead == 1 else {
-                    throw .invalid("the variant's playlist is a master playlist again; one level is followed")
-                }
-                let chosen = try HLSVariantChoice.choose(variants, by: wanted)
-                info.variants = variants.count
-                info.variant = HLSInfo.Variant(
-                    bandwidth: chosen.bandwidth, width: chosen.width, height: chosen.height, name: chosen.name,
-                    codecs: chosen.codecs)
-                info.audio = renditions.filter {
-                    $0.type == "AUDIO" && ($0.group == chosen.audio || chosen.audio == nil)
-                }
-                .map { HLSInfo.Audio(name: $0.name, language: $0.language, group: $0.group, isDefault: $0.isDefault) }
-                playlistURL = chosen.uri
-                ask(.playlist, url: chosen.uri, range: nil)
-            case .media(let playlist):
-                guard playlist.endList else {
-                    throw PlaylistError(
-                        "playlist_live",
-                        "the playlist is live (no EXT-X-ENDLIST): Haul downloads video on demand, not live streams")
-                }
-                planned(playlist)
-            }
-        } catch {
-            fail(refusal(error.code, error.message, retryable: false))
-        }
-    }
-
-    private func planned(_ playlist: HLSMediaPlaylist) {
-        media = playlist
-        var lastMap: Int?
-        for (n, segment) in playlist.segments.enumerated() {
-            if let map = segment.map, map != lastMap { pieces.append(.map(map)) }
-            lastMap = segment.map
-            pieces.append(.segment(n))
-        }
-        info.segmentsTotal = playlist.segments.count
-        info.duration = playlist.duration
-        info.encrypted = !playlist.keys.isEmpty
-        info.container = playlist.maps.isEmpty ? "ts" : "mp4"
-        if let exact = playlist.exactBytes {
-            info.size = exact
-            info.sizeExact = true
-        }
-        var identity = playlistURL + "\n"
-        for segment in playlist.segments {
-            identity += segment.uri
-            if let range = segment.range { identity += " \(range.offset)+\(range.length)" }
-            if let key = segment.key { identity += " key " + playlist.keys[key].uri }
-            if let map = segment.map { identity += " map " + playlist.maps[map].uri }
-            identity += "\n"
-        }
-        let digest = Digest.sha256(Array(identity.utf8)).prefix(16).map { String($0, radix: 16).leftPadded(2) }
-        fingerprint = "\"hls-\(digest.joined())\""
-        answer()
-    }
-
-    /// The response the runner hears: from the start (200), or from where it asked (206) when the playlist is the
-    /// version it asked for and the index says where that byte lies.
-    private func answer() {
-        var headers: [(name: String, value: String)] = [
-            ("content-type", info.container == "mp4" ? "video/mp4" : "video/mp2t"),
-            ("etag", fingerprint),
-            ("accept-ranges", "bytes"),
-            ("content-disposition", "attachment; filename=\"\(outputName())\""),
-        ]
-        let start = template.range?.start ?? 0
-        var status = 200
-        if template.method == .head {
-            response = TransferResponse(
-                status: 200, headers: headers, effectiveURL: firstAnswer?.effectiveURL ?? template.url)
-            return pumpSoon()
-        }
-        if start > 0, template.ifRange == fingerprint, let place = index.locate(start, fingerprint: fingerprint) {
-            status = 206
-            headers.append(("content-range", "bytes \(start)-\(start)/*"))
-            nextFetch = place.piece
-            nextDeliver = place.piece
-            offset = place.skip
-            writtenBefore = start - place.skip
-        } else {
-            index.begin(fingerprint)
-        }
-        info.segmentsDone = pieces.prefix(nextDeliver).filter { if case .segment = $0 { true } else { false } }.count
-        response = TransferResponse(
-            status: status, headers: headers, effectiveURL: firstAnswer?.effectiveURL ?? template.url)
-        observer?.playlistProgress(info)
-        pumpSoon()
-    }
-
-    /// The playlist's own name with the container's extension: `index.m3u8` becomes `index.ts`.
-    private func outputName() -> String {
-        let path = URLComponents(string: template.url)?.path ?? ""
-        var stem = path.split(separator: "/").last.map(String.init) ?? "video"
-        if let dot = stem.lastIndex(of: "."), dot != stem.startIndex { stem = String(stem[..<dot]) }
-        let safe = stem.filter { $0 != "\"" && $0 != "\\" && !$0.isNewline }
-        return (safe.isEmpty ? "video" : safe) + "." + info.container
-    }
-
-    private func range(of piece: Int) -> HLSByteRange? {
-        guard let media else { return nil }
-        switch pieces[piece] {
-        case .map(let map): return media.maps[map].range
-        case .segment(let n): return media.segments[n].range
-        }
     }
 
     // MARK: pieces
@@ -345,7 +232,7 @@ final class HLSStream: FetchDelegate {
         return iv
     }
 
-    private func pumpSoon() {
+    func pumpSoon() {
         guard !pumpQueued else { return }
         pumpQueued = true
         owner.turns.later { [self] in
@@ -438,7 +325,7 @@ final class HLSStream: FetchDelegate {
         fail(TransferResult(failure: .aborted, message: "stopped", response: response))
     }
 
-    private func fail(_ result: TransferResult) {
+    func fail(_ result: TransferResult) {
         guard !finished else { return }
         finished = true
         for request in requests.keys { owner.fetcher.cancel(request) }
@@ -454,7 +341,7 @@ final class HLSStream: FetchDelegate {
 }
 
 extension String {
-    fileprivate func leftPadded(_ width: Int) -> String {
+    func leftPadded(_ width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -47,7 +47,8 @@ public enum HLSVariantChoice {
         let number = multiplier == 1 ? lower : String(lower.dropLast())
         guard let value = Double(number), value > 0, value.isFinite else { return nil }
         let bits = value * multiplier
-        guard multiplier > 1 || bits > 10000, bits < 1e15 else { return nil }
+        // (4K is a resolution, not 4000 bits per second.)
+        guard bits > 10000, bits < 1e15 else { return nil }
         return Int64(bits)
     }
 
