@@ -749,6 +749,78 @@ def scenario_p(args, report, work, disk):
     os.remove(src)
 
 
+def scenario_v(args, report, work, disk):
+    """An HLS VOD of 300 one-second segments from an origin that serves each request at a limited rate."""
+    count = 20 if args.quick else 300
+    rate = "4m" if args.quick else "512k"
+    www = work + "/www-v"
+    os.makedirs(www)
+    os.chmod(www, 0o755)
+    # Made by ffmpeg (the fixture tool and the contender): 1 s segments of a 640x360 test pattern with sound.
+    subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    f"testsrc=duration={count}:size=640x360:rate=25", "-f", "lavfi", "-i",
+                    f"sine=frequency=440:duration={count}", "-c:v", "libx264", "-preset", "ultrafast", "-g", "25",
+                    "-b:v", "1500k", "-c:a", "aac", "-f", "hls", "-hls_time", "1", "-hls_playlist_type", "vod",
+                    "-hls_segment_filename", www + "/seg%04d.ts", www + "/index.m3u8"], check=True)
+    names = sorted(n for n in os.listdir(www) if n.endswith(".ts"))
+    h = hashlib.sha256()
+    for name in names:
+        with open(f"{www}/{name}", "rb") as f:
+            h.update(f.read())
+    expected = h.hexdigest()
+    size = sum(os.path.getsize(f"{www}/{n}") for n in names)
+    nginx, origin = start_nginx(www, work + "/nginx-v", server_extra=f"limit_rate {rate};")
+    url = origin + "/index.m3u8"
+    haul = Haul(args.haul, work + "/haul-v", "--max-connections-per-host", "32")
+    venv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".build", "venv", "bin", "yt-dlp")
+    out = work + "/out-v"
+    os.makedirs(out, exist_ok=True)
+
+    def run(name):
+        target = f"{out}/video.ts"
+        if os.path.exists(target):
+            os.remove(target)
+        if name == "haul -c8":
+            wall, cpu, path = haul.download(url, "video.ts", 8)
+            if sha256(path) != expected:
+                raise RuntimeError("haul's file is not the segments joined")
+            os.remove(path)
+            return wall, cpu
+        if name == "ffmpeg -c copy":
+            wall, cpu, _ = timed(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", url, "-c", "copy",
+                                  target])
+        else:
+            wall, cpu, _ = timed([venv, "-q", "--no-part", "--concurrent-fragments", "8", "-o", target, url])
+            if sha256(target) != expected:
+                raise RuntimeError("yt-dlp's file is not the segments joined")
+        if not os.path.exists(target) or os.path.getsize(target) < size // 2:
+            raise RuntimeError(f"{name} wrote no whole file")
+        return wall, cpu
+
+    contenders = ["haul -c8", "ffmpeg -c copy", "yt-dlp -N8"]
+    if not os.access(venv, os.X_OK):
+        contenders.remove("yt-dlp -N8")
+        CONTENDER_FAILURES.append(f"yt-dlp -N8: not installed at {venv} (scripts/venv.sh)")
+    results = rounds(contenders, 1 if args.quick else 3, run, warm_up=False)
+    rows = []
+    for name in contenders:
+        rows.append([name, fmt([r[0] for r in results[name]]), fmt([r[1] for r in results[name]])])
+    haul_wall = statistics.median(r[0] for r in results["haul -c8"])
+    ffmpeg_wall = statistics.median(r[0] for r in results["ffmpeg -c copy"])
+    report.ratios.append(("V HLS wall vs ffmpeg", haul_wall / ffmpeg_wall))
+    note = (f"{count} segments, {size / MIB:.1f} MiB, each request served at {rate}B/s by nginx. Haul fetches 8 "
+            f"segments at once into one .ts (the segments' bytes, checked by sha256); ffmpeg reads one at a time "
+            f"and remuxes; yt-dlp's native downloader fetches 8 at once. Haul/ffmpeg wall: {haul_wall / ffmpeg_wall:.2f}")
+    if "yt-dlp -N8" in contenders:
+        ytdlp_wall = statistics.median(r[0] for r in results["yt-dlp -N8"])
+        note += f"; Haul/yt-dlp: {haul_wall / ytdlp_wall:.2f}"
+    report.section(f"V: an HLS playlist of {count} segments", note + ". CPU: the process's (Haul's server's) own.")
+    report.table(["contender", "wall", "CPU"], rows)
+    haul.stop()
+    nginx.terminate()
+    shutil.rmtree(www, ignore_errors=True)
+
+
 def scenario_j(args, report, work, disk):
     size = (8 if args.quick else 128) * MIB
     src = work + "/www/tls.bin"
@@ -1487,7 +1559,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K,P,W")
+    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K,P,V,W")
     ap.add_argument("--list-counts", default=None, help="scenario K's list lengths (default 1000,10000,100000)")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
@@ -1510,7 +1582,7 @@ def main():
                     + (" --quick" if args.quick else "") + "`"]
     scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "D": scenario_d, "E": scenario_e,
                  "F": scenario_f, "G": scenario_g, "H": scenario_h, "I": scenario_i, "J": scenario_j,
-                 "K": scenario_k, "P": scenario_p, "W": scenario_w}
+                 "K": scenario_k, "P": scenario_p, "V": scenario_v, "W": scenario_w}
     try:
         for key in args.scenarios.split(","):
             try:

@@ -253,6 +253,34 @@ final class HLSTests: HaulTestCase {
             nginx.paths().filter { $0 == "/ts/seg000.ts" }.count, 0, "no refused playlist's segment was fetched")
     }
 
+    func testAria2sAddUriTakesAPlaylistAndTellStatusShowsItsFile() throws {
+        let reply = try api.request(
+            "POST", "/jsonrpc",
+            json: [
+                "jsonrpc": "2.0", "id": "1", "method": "aria2.addUri",
+                "params": [[nginx.baseURL + "/ts/index.m3u8"], ["out": "aria.ts", "split": "4"]],
+            ])
+        let gid = try XCTUnwrap(reply.json["result"] as? String, "\(reply.json)")
+        try waitFor("the playlist to complete", timeout: 60) {
+            let status = try api.request(
+                "POST", "/jsonrpc",
+                json: ["jsonrpc": "2.0", "id": "2", "method": "aria2.tellStatus", "params": [gid, ["status"]]])
+            return (status.json["result"] as? [String: Any])?["status"] as? String == "complete"
+        }
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: sandbox.file("downloads/aria.ts"))),
+            try HLSFixtures.concatenated(fixtures + "/ts", segments()))
+    }
+
+    func testTheAddressGuardHoldsForPlaylistsSegmentsAndKeys() throws {
+        haul.stop(signal: SIGKILL)
+        try startHaul(extra: ["--deny-private-networks"])
+        let id = try add(["url": nginx.baseURL + "/ts/index.m3u8"])
+        let failed = try waitForState(id, "failed")
+        XCTAssertEqual((failed["error"] as? [String: Any])?["code"] as? String, "blocked_address")
+        XCTAssertTrue(nginx.paths().isEmpty, "nothing reached the origin: \(nginx.paths())")
+    }
+
     func testSegmentsArePlayedWhileTheyArrive() throws {
         let id = try add(["url": nginx.baseURL + "/slow/index.m3u8", "connections": 2, "filename": "played.ts"])
         try waitFor("two segments", timeout: 60) {

@@ -552,6 +552,11 @@ function move(id, to) {
 
 /** The text of a size cell: "unknown" for a size the server has not told. */
 function sizeText(d) {
+  if (d.total_bytes === null && d.hls && d.hls.segments_total) {
+    // A playlist's size is known at its end: its segments say how far it is, and its size is estimated.
+    const size = d.hls.size ? ` of ${d.hls.size_estimated ? "about " : ""}${formatBytes(d.hls.size)}` : "";
+    return `${formatBytes(d.received_bytes)}${size}, segment ${d.hls.segments_done} of ${d.hls.segments_total}`;
+  }
   if (d.total_bytes === null) {
     return d.received_bytes > 0 ? `${formatBytes(d.received_bytes)} of unknown` : "size unknown";
   }
@@ -719,6 +724,8 @@ const MEDIA = /\.(mp4|m4v|webm|mkv|mov|ogv|mp3|m4a|aac|ogg|oga|opus|flac|wav)$/i
 
 /** Whether the download is something the browser plays: by its type, else by its name. */
 function isMedia(d) {
+  // MPEG-TS (an HLS download's .ts) is no browser's: it is opened, not played.
+  if (/^video\/mp2t/i.test(d.content_type || "")) return false;
   if (/^(video|audio)\//i.test(d.content_type || "")) return true;
   return MEDIA.test(d.path || "");
 }
@@ -851,6 +858,19 @@ function renderDetail() {
   add("User", d.username);
   add("User agent", d.user_agent);
   add("Referer", d.referer);
+  if (d.hls) {
+    const v = d.hls.variant;
+    add("HLS", `${d.hls.segments_done} of ${d.hls.segments_total} segments, ${formatDuration(d.hls.duration)} of`
+      + ` ${d.hls.container === "mp4" ? "fMP4" : "MPEG-TS"}${d.hls.encrypted ? ", AES-128" : ""}`);
+    if (v) {
+      add("Variant", [v.name, v.resolution, `${formatBytes(v.bandwidth / 8)}/s`].filter(Boolean).join(", ")
+        + ` (${d.variant ? `asked: ${d.variant}` : "the best"} of ${d.hls.variants})`);
+    }
+    if (d.hls.audio.length) {
+      add("Audio", d.hls.audio.map((a) => a.name + (a.language ? ` (${a.language})` : "")
+        + (a.default ? ", default" : "")).join("; "));
+    }
+  }
   if (d.hook) {
     const how = d.hook.pending ? "due" : d.hook.status === 0 ? "ran"
       : d.hook.status !== null ? `exited ${d.hook.status}` : d.hook.error || "did not run";
@@ -1652,7 +1672,7 @@ $("open-webhooks").addEventListener("click", () => {
 });
 
 const ADD_FIELDS = ["filename", "directory", "connections", "max_speed", "checksum", "proxy", "username",
-  "password", "cookies", "referer", "user_agent"];
+  "password", "cookies", "referer", "user_agent", "variant"];
 
 /**
  * The options that stay from one add to the next, said beside "More options" so that a collapsed panel hides none
@@ -1668,6 +1688,7 @@ function showStickyOptions() {
   if ($("cookies").value.trim()) shown.push("cookies");
   if ($("referer").value.trim()) shown.push("referer");
   if ($("user_agent").value.trim()) shown.push("user agent");
+  if ($("variant").value.trim()) shown.push(`HLS variant ${$("variant").value.trim()}`);
   if ($("filename").value.trim()) shown.push(`named ${$("filename").value.trim()}`);
   if ($("checksum").value.trim()) shown.push("checksum");
   $("options-summary").textContent = shown.length ? `(${shown.join(", ")})` : "";
@@ -1688,7 +1709,7 @@ $("add-form").addEventListener("submit", async (event) => {
   }
   const options = {};
   for (const field of ["filename", "directory", "checksum", "proxy", "username", "password", "cookies", "referer",
-                       "user_agent"]) {
+                       "user_agent", "variant"]) {
     const value = $(field).value.trim();
     if (value) options[field] = value;
   }

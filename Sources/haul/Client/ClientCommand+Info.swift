@@ -79,6 +79,23 @@ extension ClientCommand {
         add("user", text("username"))
         add("user agent", text("user_agent"))
         add("referer", text("referer"))
+        if let hls = json["hls"], case .object = hls {
+            let done = hls["segments_done"]?.integerValue ?? 0, total = hls["segments_total"]?.integerValue ?? 0
+            var line = "\(done) of \(total) segments, " + (hls["container"]?.stringValue == "mp4" ? "fMP4" : "MPEG-TS")
+            if hls["encrypted"]?.boolValue == true { line += ", AES-128" }
+            if let size = hls["size"]?.integerValue {
+                line += ", " + (hls["size_estimated"]?.boolValue == true ? "about " : "") + Format.bytes(size)
+            }
+            add("hls", line)
+            if let variant = hls["variant"], case .object = variant {
+                let parts = [variant["name"]?.stringValue, variant["resolution"]?.stringValue]
+                    .compactMap { $0 } + [variant["bandwidth"]?.integerValue.map { Format.bytes($0 / 8) + "/s" } ?? ""]
+                add("variant", parts.filter { !$0.isEmpty }.joined(separator: ", ") + " (asked: \(text("variant") ?? "best"))")
+            }
+            if case .array(let audio)? = hls["audio"], !audio.isEmpty {
+                add("audio", audio.compactMap { $0["name"]?.stringValue }.joined(separator: ", "))
+            }
+        }
         if let error = d.error { add("error", "\(error.code): \(error.message)") }
         if let last = d.lastError, d.error == nil { add("last error", "\(last.code): \(last.message)") }
         if let attempts = json["attempts"]?.integerValue, attempts > 1 { add("attempts", String(attempts)) }

@@ -54,8 +54,8 @@ public enum HLSVariantChoice {
 
     /// Whether `text` is a choice this takes (for validating the option before a playlist is seen).
     public static func isValid(_ text: String) -> Bool {
-        let trimmed = text.trimmingSpaces()
-        return !trimmed.isEmpty && trimmed.count <= 200
-            && trimmed.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
+        // As openapi.yaml says: at most 200 code points, no control character, not only spaces.
+        text.unicodeScalars.count <= 200 && text.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
+            && text.unicodeScalars.contains { $0.value > 0x20 }
     }
 }
