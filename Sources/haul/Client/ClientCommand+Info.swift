@@ -88,9 +88,12 @@ extension ClientCommand {
             }
             add("hls", line)
             if let variant = hls["variant"], case .object = variant {
-                let parts = [variant["name"]?.stringValue, variant["resolution"]?.stringValue]
+                let parts =
+                    [variant["name"]?.stringValue, variant["resolution"]?.stringValue]
                     .compactMap { $0 } + [variant["bandwidth"]?.integerValue.map { Format.bytes($0 / 8) + "/s" } ?? ""]
-                add("variant", parts.filter { !$0.isEmpty }.joined(separator: ", ") + " (asked: \(text("variant") ?? "best"))")
+                add(
+                    "variant",
+                    parts.filter { !$0.isEmpty }.joined(separator: ", ") + " (asked: \(text("variant") ?? "best"))")
             }
             if case .array(let audio)? = hls["audio"], !audio.isEmpty {
                 add("audio", audio.compactMap { $0["name"]?.stringValue }.joined(separator: ", "))
