@@ -73,6 +73,23 @@ final class HLSTests: HaulTestCase {
             try HLSFixtures.concatenated(fixtures + "/ts", segments()))
     }
 
+    func testAPlaylistsFirstBytesMakeItAnHLSDownloadWhateverItsNameAndType() throws {
+        // TestOrigin serves it as bytes of no particular type, under a name without .m3u8.
+        var text = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n"
+        for name in segments() { text += "#EXTINF:2.0,\n\(nginx.baseURL)/ts/\(name)\n" }
+        try (text + "#EXT-X-ENDLIST\n").write(toFile: sandbox.file("www/stream"), atomically: true, encoding: .utf8)
+        let (resource, path) = try completed(["url": originURL("stream")])
+        XCTAssertEqual(resource["kind"] as? String, "hls")
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: path)),
+            try HLSFixtures.concatenated(fixtures + "/ts", segments()))
+        // A file that only looks like text stays a file.
+        try "#EXTM3 not quite\n".write(toFile: sandbox.file("www/notes"), atomically: true, encoding: .utf8)
+        let plain = try completed(["url": originURL("notes")])
+        XCTAssertEqual(plain.resource["kind"] as? String, "file")
+        XCTAssertEqual(try String(contentsOfFile: plain.path, encoding: .utf8), "#EXTM3 not quite\n")
+    }
+
     func testAES128SegmentsAreDecryptedWithTheKeyFFmpegWrote() throws {
         let (resource, path) = try completed(["url": nginx.baseURL + "/aes/index.m3u8"])
         XCTAssertEqual(try HLSFixtures.frames(path), try HLSFixtures.frames(fixtures + "/aes/index.m3u8"))

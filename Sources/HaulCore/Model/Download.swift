@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HaulLoop
 
 /// One download as the engine and the store know it. Runtime-only figures (speed, open connections) live in
 /// `DownloadSnapshot`.
@@ -207,6 +208,17 @@ public enum DownloadKind: String, Sendable, CaseIterable {
     public static func pathNamesPlaylist(_ url: String) -> Bool {
         let path = (URLComponents(string: url)?.path ?? "").lowercased()
         return path.hasSuffix(".m3u8")
+    }
+
+    /// Whether an answer may be a playlist whatever its type says: none, text or bytes of no type, small enough.
+    public static func mayBePlaylist(_ response: TransferResponse) -> Bool {
+        if let length = response.header("content-length").flatMap({ Int64($0) }), length > HLSParser.maxBytes {
+            return false
+        }
+        guard let type = response.header("content-type")?.split(separator: ";").first?.trimmingSpaces().lowercased()
+        else { return true }
+        return ["", "text/plain", "application/octet-stream", "binary/octet-stream", "application/x-unknown"]
+            .contains(type)
     }
 
     /// Whether an answer's Content-Type is a playlist's.

@@ -50,6 +50,8 @@ final class DownloadRunner: FetchDelegate {
     var becomingPlaylists: Set<TransferID> = []
     /// The first requests out (only those can turn out to be a playlist).
     var probes: Set<TransferID> = []
+    /// First answers whose type says nothing, told to the machine with their first bytes (which may be a playlist's).
+    private var sniffing: [TransferID: TransferResponse] = [:]
     /// `compare` transfers: where the next byte goes in the part file, where they began, and the first that
     /// differed.
     private var comparing: [TransferID: (next: Int64, start: Int64, differsAt: Int64?)] = [:]
@@ -306,13 +308,24 @@ final class DownloadRunner: FetchDelegate {
 
     func transfer(_ transfer: TransferID, responded response: TransferResponse) -> Bool {
         guard transfers.contains(transfer), !cancelled.contains(transfer) else { return false }
-        if probes.remove(transfer) != nil, (200..<300).contains(response.status),
-            DownloadKind.isPlaylistType(response.header("content-type"))
+        if probes.remove(transfer) != nil, (200..<300).contains(response.status) {
+            if DownloadKind.isPlaylistType(response.header("content-type"))
                 || DownloadKind.pathNamesPlaylist(response.effectiveURL)
-        {
-            becomePlaylist(transfer)
-            return true
+            {
+                becomePlaylist(transfer)
+                return true
+            }
+            // A type that says nothing: the first bytes tell whether it is a playlist (`#EXTM3U`).
+            if DownloadKind.mayBePlaylist(response) {
+                sniffing[transfer] = response
+                return true
+            }
         }
+        return tell(transfer, response)
+    }
+
+    /// Hands the machine the answer of `transfer`; false when it stopped the transfer.
+    private func tell(_ transfer: TransferID, _ response: TransferResponse) -> Bool {
         inCallback = transfer
         stopRequested = false
         deliver(.responded(transfer, response))
@@ -324,6 +337,15 @@ final class DownloadRunner: FetchDelegate {
         guard transfers.contains(transfer), !cancelled.contains(transfer), !done else { return .abort }
         // Held until the cancel that follows: these bytes are the playlist's text, not the file's.
         if becomingPlaylists.contains(transfer) { return .pause }
+        if let response = sniffing.removeValue(forKey: transfer) {
+            var head: [UInt8] = []
+            chunk.prefix(min(chunk.count, 64)).append(to: &head)
+            if HLSParser.looksLikePlaylist(head) {
+                becomePlaylist(transfer)
+                return .pause
+            }
+            guard tell(transfer, response) else { return .abort }
+        }
         if comparing[transfer] != nil { return compare(transfer, chunk) }
         // Not a byte into the file past the lease's deadline: the bytes wait in the transfer (curl offers them
         // again when it is resumed) until a renewal says this node still holds the download.
@@ -354,6 +376,10 @@ final class DownloadRunner: FetchDelegate {
         releaseHostConnection(transfer)
         cancelled.remove(transfer)
         probes.remove(transfer)
+        // An empty body: the answer as it was.
+        if let response = sniffing.removeValue(forKey: transfer), transfers.contains(transfer) {
+            _ = tell(transfer, response)
+        }
         guard transfers.remove(transfer) != nil else { return }
         if let compared = comparing.removeValue(forKey: transfer) {
             return deliver(
