@@ -289,6 +289,22 @@ final class HLSTests: HaulTestCase {
             try HLSFixtures.concatenated(fixtures + "/ts", segments()))
     }
 
+    func testOneConnectionPerHostStillFetchesEveryKindOfPlaylist() throws {
+        haul.stop(signal: SIGKILL)
+        try startHaul(extra: ["--max-connections-per-host", "1"])
+        // Found by its type (the first request's connection handed over), a master's variant, and keys: each
+        // request waits for the host's one connection.
+        let found = try completed(["url": nginx.baseURL + "/ts/watch", "connections": 4])
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: found.path)),
+            try HLSFixtures.concatenated(fixtures + "/ts", segments()))
+        _ = try completed(["url": nginx.baseURL + "/master/master.m3u8", "connections": 4])
+        _ = try completed([
+            "url": nginx.baseURL + "/rotate/index.m3u8", "referer": "http://player.test/", "cookies": "session=s3",
+            "connections": 4,
+        ])
+    }
+
     func testTheAddressGuardHoldsForPlaylistsSegmentsAndKeys() throws {
         haul.stop(signal: SIGKILL)
         try startHaul(extra: ["--deny-private-networks"])

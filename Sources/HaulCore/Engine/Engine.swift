@@ -65,7 +65,11 @@ public final class Engine {
         persister.host = self
         _ = bandwidth.setLimit(config.maxSpeed)
         bandwidth.connectionCap = config.maxConnectionsPerHost
-        bandwidth.connectionFreed = { [unowned self] in self.pool.deliverToAll(.hostConnectionFreed) }
+        bandwidth.connectionFreed = { [unowned self] in
+            self.pool.deliverToAll(.hostConnectionFreed)
+            self.pool.playlists.connectionFreed()
+        }
+        pool.playlists.bandwidth = bandwidth
     }
 
     /// Loads the stored downloads, puts the ones that were running back in the queue and starts the queue.

@@ -18,6 +18,8 @@ extension DownloadRunner {
         // Inside the transfer's own callback: the fetcher is called on the next turn.
         host.turns.later {
             self.host.fetcher.cancel(transfer)
+            // The stream's requests hold connections of their own.
+            self.releaseHostConnection(transfer)
             guard self.becomingPlaylists.remove(transfer) != nil, self.transfers.contains(transfer),
                 let download = self.host.download(self.id)
             else { return }

@@ -190,14 +190,15 @@ final class DownloadRunner: FetchDelegate {
     private func fetch(_ transfer: TransferID, _ kind: FetchKind, from mirror: String? = nil) {
         guard !done, let download = host.download(id) else { return }
         let origin = mirror.map { URLComponents(string: $0)?.host?.lowercased() ?? "" } ?? self.origin
-        guard host.bandwidth.acquireConnection(to: origin) else { return deliver(.noHostConnection(transfer)) }
-        hostConnections[transfer] = origin
         let request = self.request(kind, url: mirror ?? download.url, of: download)
-        if case .compare(let start, _, _) = kind { comparing[transfer] = (start, start, nil) }
         if download.kind.isPlaylist {
+            // Each request of the playlist's stream holds a connection of its own host.
             transfers.insert(transfer)
             return startPlaylist(transfer, request, of: download)
         }
+        guard host.bandwidth.acquireConnection(to: origin) else { return deliver(.noHostConnection(transfer)) }
+        hostConnections[transfer] = origin
+        if case .compare(let start, _, _) = kind { comparing[transfer] = (start, start, nil) }
         if kind == .probe, download.kind == .auto { probes.insert(transfer) }
         do {
             try host.fetcher.start(transfer, request, delegate: self)
@@ -257,7 +258,7 @@ final class DownloadRunner: FetchDelegate {
         deliver(.ended(transfer, TransferResult(failure: .aborted, message: "stopped", response: nil)))
     }
 
-    private func releaseHostConnection(_ transfer: TransferID) {
+    func releaseHostConnection(_ transfer: TransferID) {
         if let origin = hostConnections.removeValue(forKey: transfer) { host.bandwidth.releaseConnection(to: origin) }
     }
 

@@ -22,7 +22,8 @@ extension HLSStream {
                 }
                 .map { HLSInfo.Audio(name: $0.name, language: $0.language, group: $0.group, isDefault: $0.isDefault) }
                 playlistURL = chosen.uri
-                ask(.playlist, url: chosen.uri, range: nil)
+                pendingPlaylist = chosen.uri
+                pumpSoon()
             case .media(let playlist):
                 guard playlist.endList else {
                     throw PlaylistError(

@@ -30,6 +30,8 @@ final class HLSStream: FetchDelegate {
     weak var observer: HLSObserver?
 
     private var requests: [TransferID: Request] = [:]
+    /// The host each request holds a connection of.
+    private var hosts: [TransferID: String] = [:]
     private var bodies: [TransferID: [UInt8]] = [:]
     private var answers: [TransferID: TransferResponse] = [:]
     /// Why a request was stopped from inside its callback: the failure its end reports.
@@ -54,6 +56,8 @@ final class HLSStream: FetchDelegate {
     private var held = false
     private var finished = false
     private var pumpQueued = false
+    /// A playlist to ask for once its host has a connection to spare.
+    var pendingPlaylist: String?
     private var delivered: Int64 = 0
     var writtenBefore: Int64 = 0
 
@@ -76,11 +80,17 @@ final class HLSStream: FetchDelegate {
     static let maxPiece = 256 << 20
     static let maxKey = 64
 
-    func start() { ask(.playlist, url: playlistURL, range: nil) }
+    func start() {
+        pendingPlaylist = playlistURL
+        pumpSoon()
+    }
 
     func cancel() {
         finished = true
-        for request in requests.keys { owner.fetcher.cancel(request) }
+        for request in requests.keys {
+            owner.fetcher.cancel(request)
+            released(request)
+        }
         requests.removeAll()
         delegate = nil
     }
@@ -93,22 +103,34 @@ final class HLSStream: FetchDelegate {
 
     // MARK: requests
 
-    func ask(_ what: Request, url: String, range: HLSByteRange?) {
+    /// Asks for `what`; false when its host has no connection to spare (it is asked again when one is freed).
+    @discardableResult
+    func ask(_ what: Request, url: String, range: HLSByteRange?) -> Bool {
+        let origin = host(of: url) ?? ""
+        guard owner.acquire(origin) else { return false }
         var request = template
         request.url = url
         request.method = .get
         request.range = range.map { ($0.offset, $0.offset + $0.length - 1) }
         request.ifRange = nil
         // The credentials go only to the host the download names.
-        if host(of: url) != host(of: template.url) { request.credentials = nil }
+        if origin != host(of: template.url) { request.credentials = nil }
         let sub = owner.newRequestID()
         requests[sub] = what
+        hosts[sub] = origin
         do {
             try owner.fetcher.start(sub, request, delegate: self)
         } catch {
             requests.removeValue(forKey: sub)
+            owner.release(hosts.removeValue(forKey: sub) ?? origin)
             fail(TransferResult(failure: .other, message: "\(error)", response: nil))
         }
+        return true
+    }
+
+    /// Gives back the connection `sub` held.
+    private func released(_ sub: TransferID) {
+        if let host = hosts.removeValue(forKey: sub) { owner.release(host) }
     }
 
     private func host(of url: String) -> String? { URLComponents(string: url)?.host?.lowercased() }
@@ -158,6 +180,7 @@ final class HLSStream: FetchDelegate {
     }
 
     private func requestEnded(_ sub: TransferID, _ result: TransferResult) {
+        released(sub)
         guard !finished, let what = requests.removeValue(forKey: sub) else { return }
         let body = bodies.removeValue(forKey: sub) ?? []
         let answer = answers.removeValue(forKey: sub)
@@ -243,7 +266,12 @@ final class HLSStream: FetchDelegate {
 
     /// Answers first; then asks for what the window allows, and hands on what is ready, in order.
     private func pump() {
-        guard !finished, let delegate, let response else { return }
+        guard !finished, let delegate else { return }
+        if let url = pendingPlaylist {
+            if ask(.playlist, url: url, range: nil) { pendingPlaylist = nil }
+            return
+        }
+        guard let response else { return }
         if !responded {
             responded = true
             guard delegate.transfer(id, responded: response) else { return stop() }
@@ -298,16 +326,18 @@ final class HLSStream: FetchDelegate {
         guard let media else { return }
         while requests.count < window, nextFetch < pieces.count, nextFetch < nextDeliver + 2 * window {
             let piece = nextFetch
-            nextFetch += 1
             switch pieces[piece] {
-            case .map(let map): ask(.piece(piece), url: media.maps[map].uri, range: media.maps[map].range)
+            case .map(let map):
+                guard ask(.piece(piece), url: media.maps[map].uri, range: media.maps[map].range) else { return }
             case .segment(let n):
                 let segment = media.segments[n]
-                if let key = segment.key, keys[key] == nil, keysAsked.insert(key).inserted {
-                    ask(.key(key), url: media.keys[key].uri, range: nil)
+                if let key = segment.key, keys[key] == nil, !keysAsked.contains(key) {
+                    guard ask(.key(key), url: media.keys[key].uri, range: nil) else { return }
+                    keysAsked.insert(key)
                 }
-                ask(.piece(piece), url: segment.uri, range: segment.range)
+                guard ask(.piece(piece), url: segment.uri, range: segment.range) else { return }
             }
+            nextFetch += 1
             if finished { return }
         }
     }
@@ -328,7 +358,10 @@ final class HLSStream: FetchDelegate {
     func fail(_ result: TransferResult) {
         guard !finished else { return }
         finished = true
-        for request in requests.keys { owner.fetcher.cancel(request) }
+        for request in requests.keys {
+            owner.fetcher.cancel(request)
+            released(request)
+        }
         requests.removeAll()
         owner.ended(id)
         let delegate = self.delegate

@@ -13,6 +13,8 @@ final class HLSTransfers {
     let turns: TurnQueue
     private var streams: [TransferID: HLSStream] = [:]
     private var counter = 0
+    /// The per-host connection cap each request of a stream holds a connection of (the engine's).
+    weak var bandwidth: Bandwidth?
 
     init(fetcher: Fetcher, turns: TurnQueue) {
         self.fetcher = fetcher
@@ -42,6 +44,16 @@ final class HLSTransfers {
         counter += 1
         return TransferID(-counter)
     }
+
+    /// A connection of some host was given back: streams waiting for one try again.
+    func connectionFreed() {
+        for stream in streams.values { stream.pumpSoon() }
+    }
+
+    /// One of `host`'s connections for a request of a stream; false when the cap is reached.
+    func acquire(_ host: String) -> Bool { bandwidth?.acquireConnection(to: host) ?? true }
+
+    func release(_ host: String) { bandwidth?.releaseConnection(to: host) }
 
     /// The stream `id` ended (its delegate has heard it).
     func ended(_ id: TransferID) { streams.removeValue(forKey: id) }
