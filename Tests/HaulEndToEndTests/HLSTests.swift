@@ -289,6 +289,42 @@ final class HLSTests: HaulTestCase {
             try HLSFixtures.concatenated(fixtures + "/ts", segments()))
     }
 
+    func testTheOperatorsRemuxMakesAnotherContainerBeforeTheDownloadCompletes() throws {
+        func restart(remux: String) throws {
+            try "hls-remux = \(remux)\n".write(toFile: sandbox.file("haul.toml"), atomically: true, encoding: .utf8)
+            haul.stop(signal: SIGKILL)
+            try startHaul(extra: ["--config", sandbox.file("haul.toml")])
+        }
+        try restart(
+            remux:
+                #"["/usr/bin/ffmpeg", "-hide_banner", "-loglevel", "error", "-i", "{input}", "-map", "0", "-c", "copy", "{output.mkv}"]"#
+        )
+        let (resource, path) = try completed(["url": nginx.baseURL + "/ts/index.m3u8"])
+        XCTAssertTrue(path.hasSuffix("/index.mkv"), path)
+        XCTAssertEqual(resource["content_type"] as? String, "video/x-matroska")
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber).int64Value
+        XCTAssertEqual(int(resource["total_bytes"]), size)
+        XCTAssertEqual(int(resource["received_bytes"]), size)
+        let video = { (input: String) in try HLSFixtures.frames(input).filter { $0.hasPrefix("0:") } }
+        XCTAssertEqual(try video(path), try video(fixtures + "/ts/index.m3u8"))
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: sandbox.file("downloads")), ["index.mkv"],
+            "the joined file and the remux's temporary are gone")
+        // A remux that fails leaves the joined file, named as it would have been.
+        try restart(remux: #"["/bin/false", "{input}", "{output.mp4}"]"#)
+        let kept = try completed(["url": nginx.baseURL + "/ts/index.m3u8", "filename": "kept.ts"])
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: kept.path)),
+            try HLSFixtures.concatenated(fixtures + "/ts", segments()))
+        XCTAssertEqual(kept.resource["content_type"] as? String, "video/mp2t")
+        // A command without its placeholders is refused at start.
+        try "hls-remux = [\"/usr/bin/ffmpeg\", \"-i\", \"x\"]\n".write(
+            toFile: sandbox.file("bad.toml"), atomically: true, encoding: .utf8)
+        let refused = try haulCommand(["serve", "--config", sandbox.file("bad.toml"), "--check"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.output.contains("{input}"), refused.output)
+    }
+
     func testOneConnectionPerHostStillFetchesEveryKindOfPlaylist() throws {
         haul.stop(signal: SIGKILL)
         try startHaul(extra: ["--max-connections-per-host", "1"])

@@ -77,11 +77,30 @@ extension DownloadMachine {
     mutating func published(_ name: String, file: FileStamp?) {
         guard phase == .publishing else { return }
         retry = nil
+        if download.kind.isPlaylist, let file, file.size != download.totalBytes {
+            // Remuxed into another container (the config file's hls-remux): the file named is the new one.
+            generation += 1
+            setSegments([Segment(start: 0, end: file.size - 1, received: file.size)])
+            download.totalBytes = file.size
+            download.contentType = Self.containerType(of: name)
+        }
         end(.verified) {
             $0.filename = name
             $0.fileStamp = file
             $0.journal = $0.segments
             $0.error = nil
+        }
+    }
+
+    /// The type of a remuxed file, by its extension.
+    static func containerType(of name: String) -> String? {
+        switch name.split(separator: ".").last?.lowercased() {
+        case "mp4", "m4v": return "video/mp4"
+        case "mkv": return "video/x-matroska"
+        case "mov": return "video/quicktime"
+        case "webm": return "video/webm"
+        case "ts": return "video/mp2t"
+        default: return nil
         }
     }
 

@@ -144,6 +144,9 @@ extension DownloadRunner {
                 file.close()
                 self.file = nil
                 try directory.sync()
+                if download.kind.isPlaylist, let argv = host.config.hooks.remux {
+                    return remux(argv, name: name, stamp: stamp, in: directory, of: download)
+                }
                 return queue.append(.published(name: name, file: stamp))
             }
             queue.append(.publishFailed(DownloadError(.writeFailed, "no free file name for \(base)")))

@@ -8,6 +8,8 @@ final class RunnerPool {
     private let multi: CurlMulti?
     let turns: TurnQueue
     let playlists: HLSTransfers
+    /// The remux program's thread, started when first needed.
+    private var remuxPool: CommandPool?
     private(set) var runners: [String: DownloadRunner] = [:]
     private var tick: ClockTimer?
 
@@ -26,6 +28,12 @@ final class RunnerPool {
     }
 
     subscript(id: String) -> DownloadRunner? { runners[id] }
+
+    /// The pool the operator's remux program runs on, killed after `timeout` seconds.
+    func remuxCommands(timeout: Double) -> CommandPool? {
+        if remuxPool == nil { remuxPool = try? CommandPool(concurrency: 2, timeout: timeout) }
+        return remuxPool
+    }
 
     var count: Int { runners.count }
 

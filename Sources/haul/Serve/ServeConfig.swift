@@ -45,7 +45,7 @@ struct ServeConfig {
     }
 
     /// Options only the config file may give: the programs hooks run.
-    static let fileOnly: Set<String> = ["on-complete", "on-failed"]
+    static let fileOnly: Set<String> = ["on-complete", "on-failed", "hls-remux"]
 
     /// The flags as the command-line reader takes them.
     static let known: [FlagParser.Flag] = ServerOptions.all.map {
@@ -136,7 +136,18 @@ struct ServeConfig {
                 description: "\(entry.place) must be a list whose first item is the program's absolute "
                     + "path, like [\"/usr/local/bin/notify\", \"--done\"] (run without a shell)")
         }
-        if name == "on-complete" { engine.hooks.onComplete = argv } else { engine.hooks.onFailed = argv }
+        switch name {
+        case "on-complete": engine.hooks.onComplete = argv
+        case "on-failed": engine.hooks.onFailed = argv
+        default:
+            guard argv.contains("{input}"), HookConfig.remuxExtension(argv) != nil else {
+                throw Invalid(
+                    description: "\(entry.place) must name {input} (the joined file) and {output.EXT} (the new one, "
+                        + "its extension EXT), like [\"/usr/bin/ffmpeg\", \"-i\", \"{input}\", \"-c\", \"copy\", "
+                        + "\"{output.mp4}\"]")
+            }
+            engine.hooks.remux = argv
+        }
     }
 
     /// What depends on several options: the API's deadline, the address policy, the proxies of the environment and

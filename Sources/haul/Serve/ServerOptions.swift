@@ -15,8 +15,8 @@ enum ServerOptions {
         text(
             "config", "PATH",
             help: "read options from a TOML (or, for `.json`, JSON) file, named as here; flags "
-                + "and the environment win. Only the file names hooks (`on-complete`, `on-failed`): argument lists run "
-                + "without a shell", sample: "/dev/null"
+                + "and the environment win. Only the file names hooks (`on-complete`, `on-failed`) and the HLS remux "
+                + "(`hls-remux`): argument lists run without a shell", sample: "/dev/null"
         ) { given, config throws(ServeConfig.Invalid) in
             config.configPath = given.text
         } show: {
