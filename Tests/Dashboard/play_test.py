@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Play while it downloads, in a real headless Chromium: a video made by Debian's ffmpeg is served slowly by
 TestOrigin (two connections of 40 kB/s, three times the video's rate: about twenty seconds for the file), added to a `haul serve` with a token,
-and played from the dashboard's details while it downloads. The video's time advances, a seek to 80% plays (the
+and played from the dashboard's details while it downloads; then an HLS playlist of fMP4 segments, played as its
+segments arrive. The video's time advances, a seek to 80% plays (the
 player's ranges are fetched first), and both happen before the download completes. ffprobe and ffmpeg read the
 file route mid-download too (ffmpeg -ss to 60 s, one frame), and `haul cat` gives the source's sha256.
 
@@ -101,6 +102,34 @@ def main():
         cat = subprocess.run(f"'{build}/haul' cat {did} --server {base} --token {TOKEN} | sha256sum",
                              shell=True, capture_output=True, text=True, timeout=120)
         assert cat.stdout.split()[0] == hashlib.sha256(source).hexdigest(), cat.stdout + cat.stderr
+
+        # An HLS playlist of fMP4 segments (ffmpeg's), each served at 60 kB/s: joined into one .mp4 that the
+        # details play while its segments arrive, in order.
+        subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=duration=60:size=160x120:rate=25",
+                        "-c:v", "libx264", "-preset", "ultrafast", "-g", "25", "-b:v", "300k", "-f", "hls",
+                        "-hls_time", "2", "-hls_playlist_type", "vod", "-hls_segment_type", "fmp4",
+                        "-hls_segment_filename", f"{work}/www/show%03d.m4s", f"{work}/www/show.m3u8"], check=True)
+        with open(f"{work}/www/show.m3u8") as f:
+            playlist = f.read().replace('URI="init.mp4"', 'URI="init.mp4?rate=60000"')
+        with open(f"{work}/www/show.m3u8", "w") as f:
+            f.write("\n".join(line if line.startswith("#") or not line else line + "?rate=60000"
+                              for line in playlist.splitlines()) + "\n")
+        show = api("POST", "/downloads", {"url": f"{origin_url}/files/show.m3u8", "connections": 2})
+
+        def show_row(_):
+            for item in driver.find_elements(By.CSS_SELECTOR, "#spacer .item"):
+                if item.get_attribute("data-name") == "show.mp4":
+                    return item
+            return False
+        wait.until(show_row).find_element(By.CSS_SELECTOR, ".col-state").click()
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#detail-play").is_displayed())
+        driver.find_element(By.CSS_SELECTOR, "#detail-play").click()
+        wait.until(lambda d: d.execute_script(f"return {video}.currentTime") > 1.0)
+        resource = api("GET", f"/downloads/{show['id']}")
+        assert resource["state"] == "downloading", f"the playlist played only once {resource['state']}"
+        assert resource["kind"] == "hls" and resource["hls"]["container"] == "mp4", resource
+        print(f"play: an HLS playlist played with {resource['hls']['segments_done']} of "
+              f"{resource['hls']['segments_total']} segments on disk")
         ok = True
     finally:
         if driver is not None:

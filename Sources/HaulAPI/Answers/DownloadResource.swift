@@ -27,7 +27,8 @@ enum DownloadResource {
             ("speed", .number(snapshot.speed.rounded())),
             ("eta_seconds", snapshot.etaSeconds.map { .number($0.rounded(.up)) } ?? .null),
             ("active_connections", JSONValue(snapshot.activeConnections)),
-            ("resumable", .bool(d.resumable)),
+            // A playlist's stream resumes too, from the byte the journal vouches for, of the same playlist.
+            ("resumable", .bool(d.resumable || d.streamResumable)),
             ("segments", .array(segments(d))),
             // What a reader may take now: the ranges on disk, [start, end) and merged, and the bytes from 0.
             ("available", .array(d.available.map { .array([JSONValue($0.first), JSONValue($0.last + 1)]) })),

@@ -323,8 +323,9 @@ function scheduleRender() {
   });
 }
 
-/** The scheme of a download's URL, lower case ("https", "sftp", ...). */
+/** The scheme of a download's URL, lower case ("https", "sftp", ...), or "hls" for a playlist's segments. */
 function schemeOf(d) {
+  if (d.kind === "hls") return "hls";
   const colon = d.url.indexOf(":");
   return colon > 0 ? d.url.slice(0, colon).toLowerCase() : "";
 }
@@ -738,6 +739,7 @@ function renderUse(d) {
   $("detail-play").hidden = !isMedia(d);
   $("detail-open").hidden = d.state === "completed" || isMedia(d);
   $("detail-use-note").textContent = d.state === "completed" ? ""
+    : ACTIVE.has(d.state) && d.kind === "hls" ? "while it downloads: as it arrives, in order"
     : ACTIVE.has(d.state) ? "while it downloads: what you ask for is fetched first"
     : "what is on disk so far";
 }
