@@ -77,12 +77,14 @@ def main():
         state = api("GET", f"/downloads/{did}")["state"]
         assert state == "downloading", f"ffprobe and ffmpeg were answered mid-download, but it is {state}"
 
-        def row(_):
-            for item in driver.find_elements(By.CSS_SELECTOR, "#spacer .item"):
-                if item.get_attribute("data-name") == "film.webm":
-                    return item
-            return False
-        wait.until(row).find_element(By.CSS_SELECTOR, ".col-state").click()
+        def row(name):
+            def found(_):
+                for item in driver.find_elements(By.CSS_SELECTOR, "#spacer .item"):
+                    if item.get_attribute("data-name") == name:
+                        return item
+                return False
+            return found
+        wait.until(row("film.webm")).find_element(By.CSS_SELECTOR, ".col-state").click()
         wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#detail-play").is_displayed())
         driver.find_element(By.CSS_SELECTOR, "#detail-play").click()
         video = "document.getElementById('detail-video')"
@@ -115,13 +117,7 @@ def main():
             f.write("\n".join(line if line.startswith("#") or not line else line + "?rate=60000"
                               for line in playlist.splitlines()) + "\n")
         show = api("POST", "/downloads", {"url": f"{origin_url}/files/show.m3u8", "connections": 2})
-
-        def show_row(_):
-            for item in driver.find_elements(By.CSS_SELECTOR, "#spacer .item"):
-                if item.get_attribute("data-name") == "show.mp4":
-                    return item
-            return False
-        wait.until(show_row).find_element(By.CSS_SELECTOR, ".col-state").click()
+        wait.until(row("show.mp4")).find_element(By.CSS_SELECTOR, ".col-state").click()
         wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#detail-play").is_displayed())
         driver.find_element(By.CSS_SELECTOR, "#detail-play").click()
         wait.until(lambda d: d.execute_script(f"return {video}.currentTime") > 1.0)
