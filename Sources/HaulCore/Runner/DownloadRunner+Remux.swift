@@ -25,7 +25,9 @@ extension DownloadRunner {
                 return
             }
             var published = (name: name, stamp: stamp)
-            if result.status == 0, let size = directory.size(temporary), size > 0,
+            // Only what the program wrote as a file of its own is named: never a link planted in its place.
+            if result.status == 0, directory.foreignReason(temporary) == nil, let size = directory.size(temporary),
+                size > 0,
                 let renamed = self.named(temporary, as: Self.stem(name) + "." + ext, in: directory)
             {
                 published = (renamed, directory.identity(renamed).map { FileStamp($0, size: size) } ?? stamp)

@@ -337,8 +337,9 @@ final class DownloadRunner: FetchDelegate {
     func transfer(_ transfer: TransferID, received chunk: TransferChunk) -> ChunkDecision {
         guard transfers.contains(transfer), !cancelled.contains(transfer), !done else { return .abort }
         // Held until the cancel that follows: these bytes are the playlist's text, not the file's.
-        if becomingPlaylists.contains(transfer) { return .pause }
-        if let response = sniffing.removeValue(forKey: transfer) {
+        // (Both are empty but for a first answer of kind auto: no lookup on the way of every other chunk.)
+        if !becomingPlaylists.isEmpty, becomingPlaylists.contains(transfer) { return .pause }
+        if !sniffing.isEmpty, let response = sniffing.removeValue(forKey: transfer) {
             var head: [UInt8] = []
             chunk.prefix(min(chunk.count, 64)).append(to: &head)
             if HLSParser.looksLikePlaylist(head) {

@@ -296,17 +296,16 @@ public enum HLSParser {
     }
 
     private static func hexBytes(_ text: String) -> [UInt8]? {
-        var digits = Substring(text)
-        guard digits.hasPrefix("0x") || digits.hasPrefix("0X") else { return nil }
-        digits = digits.dropFirst(2)
-        guard digits.count % 2 == 0 else { return nil }
+        let digits = Array(text.utf8)
+        guard digits.count > 2, digits.count % 2 == 0, digits[0] == UInt8(ascii: "0"),
+            digits[1] | 0x20 == UInt8(ascii: "x")
+        else { return nil }
         var bytes: [UInt8] = []
-        var index = digits.startIndex
-        while index < digits.endIndex {
-            let next = digits.index(index, offsetBy: 2)
-            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
+        for index in stride(from: 2, to: digits.count, by: 2) {
+            guard let high = PercentEncoding.hexValue(digits[index]),
+                let low = PercentEncoding.hexValue(digits[index + 1])
+            else { return nil }
+            bytes.append(high << 4 | low)
         }
         return bytes
     }

@@ -61,8 +61,7 @@ extension HLSStream {
             if let map = segment.map { identity += " map " + playlist.maps[map].uri }
             identity += "\n"
         }
-        let digest = Digest.sha256(Array(identity.utf8)).prefix(16).map { String($0, radix: 16).leftPadded(2) }
-        fingerprint = "\"hls-\(digest.joined())\""
+        fingerprint = "\"hls-\(Digest.hex(Array(Digest.sha256(Array(identity.utf8)).prefix(16))))\""
         answer()
     }
 
@@ -92,7 +91,11 @@ extension HLSStream {
         } else {
             index.begin(fingerprint)
         }
-        info.segmentsDone = pieces.prefix(nextDeliver).filter { if case .segment = $0 { true } else { false } }.count
+        // Resumed: what the output holds already counts.
+        for case .segment(let n) in pieces.prefix(nextDeliver) {
+            info.segmentsDone += 1
+            secondsDone += media?.segments[n].duration ?? 0
+        }
         response = TransferResponse(
             status: status, headers: headers, effectiveURL: firstAnswer?.effectiveURL ?? template.url)
         observer?.playlistProgress(info)

@@ -22,6 +22,8 @@ final class HLSStream: FetchDelegate {
     let id: TransferID
     private unowned let owner: HLSTransfers
     let template: TransferRequest
+    /// The host of the download's own URL: the only one its credentials go to.
+    private let templateHost: String?
     /// Held until the stream ends or is cancelled, as the fetcher holds a transfer's delegate.
     private var delegate: FetchDelegate?
     let wanted: String?
@@ -59,6 +61,8 @@ final class HLSStream: FetchDelegate {
     /// A playlist to ask for once its host has a connection to spare.
     var pendingPlaylist: String?
     private var delivered: Int64 = 0
+    /// Seconds of media in the segments handed on (from the start of the output): what the size is estimated by.
+    var secondsDone: Double = 0
     var writtenBefore: Int64 = 0
 
     init(
@@ -68,6 +72,7 @@ final class HLSStream: FetchDelegate {
         self.id = id
         self.owner = owner
         template = request
+        templateHost = URLComponents(string: request.url)?.host?.lowercased()
         self.delegate = delegate
         wanted = variant
         self.window = window
@@ -114,7 +119,7 @@ final class HLSStream: FetchDelegate {
         request.range = range.map { ($0.offset, $0.offset + $0.length - 1) }
         request.ifRange = nil
         // The credentials go only to the host the download names.
-        if origin != host(of: template.url) { request.credentials = nil }
+        if origin != templateHost { request.credentials = nil }
         let sub = owner.newRequestID()
         requests[sub] = what
         hosts[sub] = origin
@@ -309,12 +314,14 @@ final class HLSStream: FetchDelegate {
                 guard !finished else { return }
             }
             ready.removeValue(forKey: nextDeliver)
-            if case .segment = pieces[nextDeliver] { info.segmentsDone += 1 }
+            if case .segment(let n) = pieces[nextDeliver], let media {
+                info.segmentsDone += 1
+                secondsDone += media.segments[n].duration
+            }
             nextDeliver += 1
             offset = 0
-            if !info.sizeExact, info.segmentsDone > 0, let media {
-                let seconds = media.segments.prefix(info.segmentsDone).reduce(0) { $0 + $1.duration }
-                if seconds > 0 { info.size = Int64(Double(writtenBefore + delivered) * media.duration / seconds) }
+            if !info.sizeExact, secondsDone > 0, let media {
+                info.size = Int64(Double(writtenBefore + delivered) * media.duration / secondsDone)
             }
             observer?.playlistProgress(info)
             launch()
@@ -370,11 +377,5 @@ final class HLSStream: FetchDelegate {
         result.response = result.response ?? response
         result.bodyBytes = delivered
         owner.turns.later { delegate?.transfer(self.id, ended: result) }
-    }
-}
-
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
