@@ -17,9 +17,21 @@ let package = Package(
         .systemLibrary(name: "CSystem"),
         // One C file: reads a field evhttp 2.1 offers no getter for (see its header).
         .target(name: "CEventRequest", dependencies: ["CEvent"]),
+        // C++17: the extern "C" face of libtorrent-rasterbar (BitTorrent), with the defines its pkg-config file gives
+        // (they change the library's types: they must match how Debian built it).
+        .target(
+            name: "CTorrent",
+            cxxSettings: [
+                .define("TORRENT_LINKING_SHARED"), .define("BOOST_ASIO_ENABLE_CANCELIO"),
+                .define("BOOST_ASIO_NO_DEPRECATED"), .define("TORRENT_USE_OPENSSL"), .define("TORRENT_USE_LIBCRYPTO"),
+                .define("TORRENT_SSL_PEERS"), .define("OPENSSL_NO_SSL2"), .define("BOOST_ALL_NO_LIB"),
+            ],
+            linkerSettings: [.linkedLibrary("torrent-rasterbar"), .linkedLibrary("stdc++")]),
         .target(
             name: "HaulLoop",
-            dependencies: ["CEvent", "CEventRequest", "CCurl", "CSQLite", "CPostgres", "CCrypto", "CSystem"]),
+            dependencies: [
+                "CEvent", "CEventRequest", "CCurl", "CSQLite", "CPostgres", "CCrypto", "CSystem", "CTorrent",
+            ]),
         .target(name: "HaulCore", dependencies: ["HaulLoop"]),
         // What the server serves from its binary: openapi.yaml and the dashboard, compiled in as byte arrays.
         .target(
@@ -42,5 +54,6 @@ let package = Package(
             name: "HaulAPITests", dependencies: ["HaulAPI", "HaulAssets", "HaulCore", "HaulLoop", "HaulTestSupport"]),
         .testTarget(name: "HaulEndToEndTests", dependencies: ["HaulCore", "HaulLoop", "HaulTestSupport"]),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )

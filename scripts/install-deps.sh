@@ -6,8 +6,10 @@ set -euo pipefail
 
 # The C libraries' headers and pkg-config, and the CA certificates HTTPS downloads are verified against. libpq is
 # PostgreSQL's client library (--store); the server itself is only the tests'. tzdata: the speed schedule is read
-# in the server's time zone (TZ), which /settings names.
-run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev libssl-dev pkg-config ca-certificates tzdata)
+# in the server's time zone (TZ), which /settings names. libtorrent-rasterbar is BitTorrent's engine (C++, behind
+# the CTorrent shim).
+run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev libssl-dev pkg-config ca-certificates tzdata
+     libtorrent-rasterbar-dev)
 # nginx is the tests' and benchmarks' origin, aria2 and axel their anchors; wrk, python3 and gnuplot run the
 # benchmark harness; openssl makes the tests' TLS certificate; python3-venv holds the PyPI tools (scripts/venv.sh) in
 # .build/venv; chromium and chromium-driver run the dashboard test; prometheus brings promtool, which checks /metrics;
@@ -16,9 +18,10 @@ run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev libssl-dev pkg-c
 # (HTTP) and microsocks (SOCKS5) are the proxies the proxy tests go through; tmux is the terminal the client's
 # progress bars are drawn in and read back from; vsftpd serves implicit FTPS (pyftpdlib, from PyPI, the rest of FTP);
 # openssh-server's sshd serves SFTP; ffmpeg makes the videos played while they download (and ffprobe reads them)
-# and the HLS playlists downloaded (its framemd5 is the reference decoder).
+# and the HLS playlists downloaded (its framemd5 is the reference decoder); mktorrent makes the torrents downloaded,
+# python3-libtorrent (Debian's python3, not a venv's) seeds them.
 test=(nginx curl ca-certificates aria2 axel wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver
-      prometheus postgresql iproute2 tinyproxy microsocks tmux vsftpd openssh-server ffmpeg)
+      prometheus postgresql iproute2 tinyproxy microsocks tmux vsftpd openssh-server ffmpeg mktorrent python3-libtorrent)
 # mmdebstrap makes the base images from Debian packages, buildah builds and runs the image (chroot isolation) and
 # podman keeps the images; docker-compose checks the compose files (podman-compose has no `config`); iproute2 gives
 # the container a network namespace of its own; nginx and openssl are the origin and the TLS proxy in the test.
