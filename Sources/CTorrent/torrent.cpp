@@ -115,13 +115,16 @@ lt::ip_filter filter_of(char const *ranges) {
     std::istringstream lines(ranges);
     std::string line;
     while (std::getline(lines, line)) {
+        // "+first-last" allows again what an earlier line blocked.
+        bool allowed = !line.empty() && line[0] == '+';
+        if (allowed) line.erase(0, 1);
         auto dash = line.find('-');
         if (dash == std::string::npos) continue;
         lt::error_code ec1, ec2;
         auto first = lt::make_address(line.substr(0, dash), ec1);
         auto last = lt::make_address(line.substr(dash + 1), ec2);
         if (ec1 || ec2 || first.is_v4() != last.is_v4()) continue;
-        filter.add_rule(first, last, lt::ip_filter::blocked);
+        filter.add_rule(first, last, allowed ? 0 : lt::ip_filter::blocked);
     }
     return filter;
 }
@@ -568,7 +571,8 @@ void haul_torrent_status_of(haul_torrent_session *s, uint64_t key, haul_torrent_
     out->list_peers = st.list_peers;
     out->seeding_seconds = std::chrono::duration_cast<std::chrono::seconds>(st.seeding_duration).count();
     out->active_seconds = std::chrono::duration_cast<std::chrono::seconds>(st.active_duration).count();
-    out->num_pieces = st.pieces.size();
+    auto ti = st.has_metadata ? handle->torrent_file() : nullptr;
+    out->num_pieces = ti ? ti->num_pieces() : 0;
     out->pieces_done = st.num_pieces;
     put_hash(out->info_hash, st.info_hashes);
 }

@@ -433,6 +433,8 @@ final class MachineHarness {
         case .cancelTimer(let timer): timers.removeValue(forKey: timer)
         case .saveJournal(let journal): savedJournal = journal
         case .log: break
+        // No torrent in the scripted origin's downloads.
+        case .torrent: break
         case .finished: finished = true
         }
     }

@@ -72,8 +72,9 @@ final class OptionTableTests: XCTestCase {
                 XCTAssertTrue(help.contains(String(flag.help.prefix(30))), "haul add --help lacks \(flag.name)'s help")
             }
         }
-        // The only other members a request takes are its sources, and PATCH's others are the state and the place.
-        XCTAssertEqual(Set(request.keys).subtracting(rows.map(\.name)), ["url", "urls", "mirrors"])
+        // The only other members a request takes are its sources (a .torrent file among them), and PATCH's others are
+        // the state and the place.
+        XCTAssertEqual(Set(request.keys).subtracting(rows.map(\.name)), ["url", "urls", "mirrors", "torrent"])
         XCTAssertEqual(Set(patch.keys).subtracting(rows.filter(\.patchable).map(\.name)), ["state", "queue_position"])
     }
 }

@@ -40,6 +40,9 @@ def main():
     params.save_path = args.data
     params.flags = lt.torrent_flags.seed_mode
     handle = session.add_torrent(params)
+    # The session's limit leaves out peers on the local network (loopback among them); the torrent's own does not.
+    if args.upload_limit:
+        handle.set_upload_limit(args.upload_limit)
 
     deadline = time.time() + 10
     while session.listen_port() == 0 and time.time() < deadline:

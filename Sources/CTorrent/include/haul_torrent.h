@@ -29,7 +29,8 @@ typedef struct {
     int proxy_port;
     const char *_Nullable proxy_user;
     const char *_Nullable proxy_password;
-    // Peers' and trackers' addresses refused: "a.b.c.d-e.f.g.h" ranges, one per line (IPv4 and IPv6).
+    // Peers' and trackers' addresses refused: "a.b.c.d-e.f.g.h" ranges, one per line (IPv4 and IPv6); a line
+    // "+first-last" allows a range again (an exception).
     const char *_Nullable blocked_ranges;
 } haul_torrent_settings;
 

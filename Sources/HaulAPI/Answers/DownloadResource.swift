@@ -35,6 +35,7 @@ enum DownloadResource {
             ("contiguous_bytes", JSONValue(d.contiguousBytes)),
             ("content_type", JSONValue(d.contentType)),
             ("hls", d.hls?.json ?? .null),
+            ("torrent", d.torrent?.json ?? .null),
             (
                 "mirrors",
                 .array(

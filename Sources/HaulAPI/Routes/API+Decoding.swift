@@ -46,10 +46,15 @@ extension API {
         if urls != nil, body.has("url") || body.has("mirrors") {
             body.reject("urls", "give urls, or url with mirrors, not both")
         }
-        let url = urls != nil ? urls?.first ?? nil : body.string("url", required: true)
+        let torrent = body.has("torrent") ? torrentFile(&body) : nil
+        let url = urls != nil ? urls?.first ?? nil : body.string("url", required: !body.has("torrent"))
         if urls?.contains(nil) == true { body.reject("urls", "must be strings") }
-        if let url, let problem = Validate.url(url) { body.reject(urls == nil ? "url" : "urls[0]", problem) }
-        var request = NewDownload(url: url ?? "")
+        if let url, let problem = DownloadKind.isMagnet(url) ? Magnet.problem(url) : Validate.url(url) {
+            body.reject(urls == nil ? "url" : "urls[0]", problem)
+        }
+        if url != nil, body.has("torrent") { body.reject("torrent", "give url or torrent, not both") }
+        var request = NewDownload(url: url ?? torrent?.link ?? "")
+        request.torrent = torrent?.bytes
         let mirrors =
             urls.map { Array($0.dropFirst()) }
             ?? body.array("mirrors", count: 0...API.maxMirrors)?
@@ -71,7 +76,28 @@ extension API {
     }
 
     /// What a new download's JSON may hold: its sources, and the options of the table.
-    static let newDownloadMembers: Set<String> = DownloadOptions.names.union(["url", "urls", "mirrors"])
+    static let newDownloadMembers: Set<String> = DownloadOptions.names.union(["url", "urls", "mirrors", "torrent"])
+
+    /// A .torrent file given as base64 (`torrent`): its bytes and its magnet link, refused when it is not one, is
+    /// too large or has too many files, or names files that would leave its folder.
+    static func torrentFile(_ body: inout RequestBody) -> (bytes: [UInt8], link: String)? {
+        guard let text = body.string("torrent") else { return nil }
+        guard let bytes = Base64.decode(text), !bytes.isEmpty else {
+            body.reject("torrent", "must be a .torrent file in base64")
+            return nil
+        }
+        do {
+            let meta = try TorrentSession.parse(bytes)
+            if let problem = TorrentLayout.problem(meta.files) {
+                body.reject("torrent", problem)
+                return nil
+            }
+            return (bytes, Magnet.link(infoHash: meta.infoHash, name: meta.name))
+        } catch {
+            body.reject("torrent", error.message)
+            return nil
+        }
+    }
 
     /// The most mirrors one download may have.
     static let maxMirrors = 16

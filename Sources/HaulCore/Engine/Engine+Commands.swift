@@ -42,6 +42,7 @@ extension Engine {
         context.defaultConnections = config.defaultConnections
         context.nextSequence = registry.nextSequence
         context.now = clock.wallTime
+        context.bittorrent = config.bittorrent.enabled
         let plan = AdmissionPlan(requests, context)
         if atomic && plan.refusesAny {
             return plan.outcomes.map { outcome in
@@ -49,6 +50,11 @@ extension Engine {
             }
         }
         var fresh = plan.fresh
+        // A .torrent file waits for its download beside where its files will be, written before the download is.
+        for (index, outcome) in plan.outcomes.enumerated() {
+            guard case .new(let at) = outcome, let torrent = requests[index].torrent else { continue }
+            try keepTorrentFile(torrent, for: fresh[at])
+        }
         if !fresh.isEmpty {
             try EngineError.storing {
                 // Several nodes number their downloads from one sequence in the store.
@@ -79,6 +85,17 @@ extension Engine {
             case .same(let id): .existing(snapshot(id)!)
             case .refused(let error): .refused(error)
             }
+        }
+    }
+
+    /// Writes a new torrent download's .torrent file into its staging folder.
+    private func keepTorrentFile(_ bytes: [UInt8], for download: Download) throws(EngineError) {
+        do {
+            let directory = try self.directory(download.directory, create: true)
+            try directory.makeDirectory(TorrentStaging.name(download.id))
+            try directory.subdirectory(TorrentStaging.name(download.id)).writeFile(TorrentStaging.metadata, bytes)
+        } catch {
+            throw .storage("cannot keep the torrent file: \(error)")
         }
     }
 
@@ -161,10 +178,15 @@ extension Engine {
     /// returns those removed. Nothing is removed, and no file deleted, if the store refuses.
     public func remove(batch ids: [String], deleteFile: Bool) throws(EngineError) -> [String] {
         var found: [String] = []
+        // Running torrents' folders are removed by their runners once libtorrent has let go of them.
+        var runningTorrents: Set<String> = []
         for id in ids {
             refresh(id)
             guard machines[id] != nil else { continue }
-            if let runner = pool.remove(id) { runner.deliver(.stop(keepFile: false)) }
+            if let runner = pool.remove(id) {
+                if machines[id]?.machine.download.kind == .torrent { runningTorrents.insert(id) }
+                runner.deliver(.stop(keepFile: false))
+            }
             found.append(id)
         }
         guard !found.isEmpty else { return [] }
@@ -184,7 +206,14 @@ extension Engine {
         for download in last {
             let id = download.id
             _ = webhooks.takeWaiting(id)
-            if let name = download.filename {
+            if download.kind == .torrent, download.state != .completed {
+                // The torrent's staging folder: its files so far, its .torrent and resume data.
+                if !runningTorrents.contains(id) {
+                    try? roots.directory(download.directory, create: false).removeTree(TorrentStaging.name(id))
+                }
+            } else if download.kind == .torrent, deleteFile, let name = download.filename {
+                try? roots.fileDirectory(of: download).removeTree(name)
+            } else if let name = download.filename {
                 let directory = try? roots.fileDirectory(of: download)
                 if download.state != .completed {
                     try? directory?.remove(name + ".part")

@@ -86,6 +86,8 @@ extension Engine: PersisterHost, WebhookHost, FinishingHost, RunnerHost, Tenancy
 
     var playlists: HLSTransfers { pool.playlists }
 
+    var torrents: TorrentTransfers? { pool.torrents }
+
     var remuxCommands: CommandPool? { pool.remuxCommands(timeout: config.hooks.timeout) }
 
     func category(_ name: String) -> Category? { categories[name] }

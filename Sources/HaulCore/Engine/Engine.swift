@@ -63,6 +63,14 @@ public final class Engine {
         settings = SettingsInForce(config: config)
         settings.host = self
         persister.host = self
+        if config.bittorrent.enabled {
+            pool.torrents = TorrentTransfers(loop: loop, log: log) { [unowned self] in
+                let config = self.config
+                let proxy: ProxyServer? = if case .through(let server)? = config.proxy { server } else { nil }
+                return config.bittorrent.settings(
+                    userAgent: config.userAgent, addressPolicy: config.addressPolicy, proxy: proxy)
+            }
+        }
         _ = bandwidth.setLimit(config.maxSpeed)
         bandwidth.connectionCap = config.maxConnectionsPerHost
         bandwidth.connectionFreed = { [unowned self] in

@@ -64,6 +64,8 @@ public struct EngineConfig: Sendable {
     public var lease: Double = 10
     /// How often a node of a shared store looks for downloads to claim.
     public var claimInterval: Double = 1
+    /// BitTorrent: off unless enabled.
+    public var bittorrent = BitTorrentConfig()
 
     public init(downloadRoot: String) { self.downloadRoot = downloadRoot }
 }

@@ -141,6 +141,7 @@ extension DownloadMachine {
 
     /// Cancels every transfer and timer the download has going.
     mutating func cancelEverything() {
+        if download.kind == .torrent, phase == .torrenting || phase == .publishing { emit(.torrent(.stop)) }
         switch phase {
         case .probing(let id, _), .probingHead(let id, _): emit(.cancel(id))
         case .probeBackoff(let timer): emit(.cancelTimer(timer))

@@ -12,6 +12,7 @@ extension DownloadMachine {
         recentRates = []
         headTried = false
         headLength = nil
+        if download.kind == .torrent { return startTorrent() }
         // A download with a journal to resume needs no probe: each segment's request carries If-Range, and a changed
         // file answers it with its new whole body.
         if let name = download.filename,

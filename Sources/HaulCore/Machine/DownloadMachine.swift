@@ -115,6 +115,8 @@ public struct DownloadMachine {
         case transferring
         case verifying
         case publishing
+        /// A torrent in the BitTorrent session (fetching its metadata, checking, downloading).
+        case torrenting
     }
 
     /// One connection fetching one segment.
@@ -201,6 +203,8 @@ public struct DownloadMachine {
     var headLength: Int64?
     var headTried = false
     var meter = RateMeter()
+    /// A torrent's download rate, as libtorrent measures it.
+    var torrentRate: Double = 0
     /// Rates of the last connections that finished their ranges: what a free connection is likely to do.
     var recentRates: [Double] = []
     /// The clock's time of the event being handled.
@@ -228,7 +232,10 @@ public struct DownloadMachine {
     }
 
     /// Bytes per second, smoothed; 0 while nothing runs.
-    public var speed: Double { activeConnections == 0 ? 0 : meter.bytesPerSecond }
+    public var speed: Double {
+        if download.kind == .torrent { return phase == .torrenting ? torrentRate : 0 }
+        return activeConnections == 0 ? 0 : meter.bytesPerSecond
+    }
     /// Connections with a transfer running.
     public var activeConnections: Int { connections.filter { $0.transfer != nil }.count }
     /// Whether the machine holds a running download (it has a slot).
@@ -290,13 +297,20 @@ public struct DownloadMachine {
         case .pause: pause()
         case .resume: resume()
         case .change(let changes): change(changes)
-        case .stop(let keepFile): stopEverything(sync: keepFile)
+        case .stop(let keepFile):
+            // A torrent removed: libtorrent deletes what it wrote before its folder goes.
+            if !keepFile, download.kind == .torrent, phase != .idle { emit(.torrent(.remove)) }
+            stopEverything(sync: keepFile)
         case .interrupted: transition(.interrupt)
         case .wanted(let offset): wanted(offset)
         case .becamePlaylist:
             // Only before a byte is written: the first answer showed a playlist, whose stream answers instead.
             if download.receivedBytes == 0 { download.kind = .hls }
         case .playlist(let info): download.hls = info
+        case .torrentReady(let info): torrentReady(info)
+        case .torrentProgress(let info, let rate): torrentProgress(info, rate: rate)
+        case .torrentFinished: torrentFinished()
+        case .torrentFailed(let error): fail(error)
         }
         defer { pending.removeAll(keepingCapacity: true) }
         return pending

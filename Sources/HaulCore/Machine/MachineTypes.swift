@@ -136,6 +136,28 @@ public enum MachineEvent: Sendable {
     case becamePlaylist
     /// An HLS download's playlist was read, or a piece of it written.
     case playlist(HLSInfo)
+    /// A torrent's metadata is in and its files were checked, nothing asked for yet: what it holds.
+    case torrentReady(TorrentInfo)
+    /// A torrent's swarm and files now, and its download rate (bytes per second).
+    case torrentProgress(TorrentInfo, rate: Double)
+    /// Every wanted piece of the torrent is verified on disk.
+    case torrentFinished
+    /// The torrent cannot go on (its files' names, the quota, the disk, libtorrent's error).
+    case torrentFailed(DownloadError)
+}
+
+/// What the runner does with a download's torrent in the BitTorrent session.
+public enum TorrentStep: Equatable, Sendable {
+    /// Add it (from its stored .torrent or resume data, else its magnet), asking for no piece yet.
+    case start
+    /// Its files passed the checks: fetch them.
+    case release
+    /// Take it out of the session and give its folder or file its final name from `base`; then `published`.
+    case publish(base: String)
+    /// Take it out of the session, saving its resume data (the files stay).
+    case stop
+    /// Take it out of the session and delete its files and staging folder (the download is removed).
+    case remove
 }
 
 /// What the machine asks its runner to do, in order.
@@ -170,6 +192,7 @@ public enum MachineAction: Equatable, Sendable {
     /// Store the journal (what a sync vouched for).
     case saveJournal([Segment])
     case log(Logger.Level, String, [String: String])
+    case torrent(TorrentStep)
     /// The download no longer needs its slot (completed, failed, paused or stopped).
     case finished
 }

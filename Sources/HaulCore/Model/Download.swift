@@ -44,6 +44,8 @@ public struct Download: Sendable, Equatable {
     public var variant: String?
     /// An HLS download's playlist and progress, once read.
     public var hls: HLSInfo?
+    /// A BitTorrent download's swarm and files.
+    public var torrent: TorrentInfo?
     /// The proxy the download itself names (`"none"`: direct); nil leaves it to its category and the settings.
     public var proxy: ProxyChoice?
     /// The origin's user name and password (Basic or Digest), sent only to the URL's own host; never shown.
@@ -143,6 +145,7 @@ public struct Download: Sendable, Equatable {
     /// The name people see: the file's, else the one asked for, else the URL's last path segment, else the URL.
     public var displayName: String {
         if let name = filename ?? requestedFilename { return name }
+        if kind == .torrent { return torrent?.name ?? Magnet.displayName(url) ?? "torrent" }
         let path = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
         let segment = path.split(separator: "/").last.map(String.init) ?? url
         return segment.contains(":") ? url : segment
@@ -196,13 +199,18 @@ public struct DownloadSnapshot: Sendable {
 
 /// What a download's source is. `auto` is a file until its first answer shows a playlist.
 public enum DownloadKind: String, Sendable, CaseIterable {
-    case auto, file, hls
+    case auto, file, hls, torrent
 
     /// An HLS playlist's segments make the file.
     public var isPlaylist: Bool { self == .hls }
 
-    /// What the resource shows: `hls`, else `file`.
-    public var shown: String { self == .hls ? "hls" : "file" }
+    /// What the resource shows: `hls`, `torrent`, else `file`.
+    public var shown: String { self == .auto ? "file" : rawValue }
+
+    /// Whether a URL is a magnet link (BitTorrent).
+    public static func isMagnet(_ url: String) -> Bool {
+        url.utf8.count > 7 && ASCII.equalsIgnoringCase(String(url.prefix(7)), "magnet:")
+    }
 
     /// Whether a URL names a playlist by its path (`.m3u8`, `.m3u`), whatever its query.
     public static func pathNamesPlaylist(_ url: String) -> Bool {
@@ -251,6 +259,12 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable {
     public init(rawValue: String) { self.rawValue = rawValue }
 
     public static let dnsFailed = ErrorCode(rawValue: "dns_failed")
+    /// BitTorrent is off on this server (`--bittorrent` turns it on).
+    public static let bittorrentDisabled = ErrorCode(rawValue: "bittorrent_disabled")
+    /// A torrent's file names would leave its folder or collide (see `TorrentLayout`), or it holds links.
+    public static let torrentUnsafe = ErrorCode(rawValue: "torrent_unsafe")
+    /// libtorrent reported an error for the torrent (its files, its metadata).
+    public static let torrentFailed = ErrorCode(rawValue: "torrent_failed")
     public static let connectFailed = ErrorCode(rawValue: "connect_failed")
     public static let timeout = ErrorCode(rawValue: "timeout")
     public static let tlsFailed = ErrorCode(rawValue: "tls_failed")

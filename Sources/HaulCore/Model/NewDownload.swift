@@ -24,6 +24,8 @@ public struct NewDownload: Sendable {
     public var sequential = false
     public var firstLast = false
     public var kind = DownloadKind.auto
+    /// A .torrent file's bytes (read and checked by the API layer); `url` is then a magnet link of its info-hash.
+    public var torrent: [UInt8]?
     public var variant: String?
     /// nil: the category's, else the settings'.
     public var proxy: ProxyChoice?

@@ -31,6 +31,9 @@ extension Operations {
     public func openForReading(_ id: String) throws(EngineError) -> OpenFile? {
         let view = try readView(id)
         if view.download.state == .completed { return try file(id).file }
+        if view.download.kind == .torrent {
+            throw .conflict("a torrent's files can be read once it has completed")
+        }
         guard let name = view.download.filename else { return nil }
         do {
             return try engine.directory(view.download.directory, create: false).openForReading(name + ".part")

@@ -187,19 +187,23 @@ public enum DownloadOptions {
             apply: { option, value, request, problems in
                 guard let text = checkedString(value, option, &problems) else { return }
                 guard let kind = DownloadKind(rawValue: text) else {
-                    return problems.append((option.name, "must be auto, file or hls"))
+                    return problems.append((option.name, "must be auto, file, hls or torrent"))
                 }
                 request.kind = kind
             },
             carry: { request, download in
                 download.kind =
-                    request.kind == .auto && DownloadKind.pathNamesPlaylist(request.url) ? .hls : request.kind
+                    DownloadKind.isMagnet(request.url) || request.torrent != nil
+                    ? .torrent
+                    : request.kind == .auto && DownloadKind.pathNamesPlaylist(request.url) ? .hls : request.kind
             },
             show: { .string($0.kind.shown) },
             storage: DownloadColumn(name: "kind", write: { .text($0.kind.rawValue) }) { d, v in
                 d.kind = v.string.flatMap(DownloadKind.init(rawValue:)) ?? .auto
             },
-            flag: .init(name: "kind", placeholder: "auto|file|hls", help: "what the URL is (auto: a .m3u8 is HLS)")),
+            flag: .init(
+                name: "kind", placeholder: "auto|file|hls|torrent",
+                help: "what the URL is (auto: a .m3u8 is HLS, a magnet: BitTorrent)")),
         DownloadOption(
             name: "variant", kind: .text, otherwise: "best", column: "variant",
             apply: { option, value, request, problems in

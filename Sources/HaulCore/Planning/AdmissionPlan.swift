@@ -22,6 +22,8 @@ struct AdmissionContext {
     var nextSequence: Int64 = 1
     var now = Date(timeIntervalSince1970: 0)
     var newID: () -> String = HaulID.random
+    /// Whether BitTorrent is on (`--bittorrent`): magnet links and .torrent files are refused otherwise.
+    var bittorrent = false
 }
 
 /// What becomes of a batch of requests to add downloads: for each, a new download, the existing one it names
@@ -82,6 +84,13 @@ struct AdmissionPlan {
         _ request: NewDownload, _ context: AdmissionContext, claimed: [String: Int],
         reserved: Int64, ownerReserved: [String: Int64], fresh: [Download]
     ) -> Step {
+        if !context.bittorrent, request.torrent != nil || DownloadKind.isMagnet(request.url) {
+            return .answered(
+                .refused(
+                    .invalid(
+                        field: request.torrent != nil ? "torrent" : "url",
+                        message: "BitTorrent is off on this server (--bittorrent turns it on)")))
+        }
         var category: Category?
         if let name = request.category {
             // As qBittorrent's API: a category is made before it is used (409), never by a typo.

@@ -52,6 +52,8 @@ final class DownloadRunner: FetchDelegate {
     var probes: Set<TransferID> = []
     /// First answers whose type says nothing, told to the machine with their first bytes (which may be a playlist's).
     private var sniffing: [TransferID: TransferResponse] = [:]
+    /// A torrent download's own (see DownloadRunner+Torrents).
+    var torrent = TorrentRun()
     /// `compare` transfers: where the next byte goes in the part file, where they began, and the first that
     /// differed.
     private var comparing: [TransferID: (next: Int64, start: Int64, differsAt: Int64?)] = [:]
@@ -176,6 +178,7 @@ final class DownloadRunner: FetchDelegate {
         case .cancelTimer(let timer): timers.removeValue(forKey: timer)?.cancel()
         case .saveJournal(let journal): host.saveJournal(id, journal)
         case .log(let level, let message, let extra): host.log.log(level, message, meta.merging(extra) { a, _ in a })
+        case .torrent(let step): torrentStep(step)
         case .finished: finish()
         }
     }
@@ -212,9 +215,8 @@ final class DownloadRunner: FetchDelegate {
     }
 
     func request(_ kind: FetchKind, url: String, of download: Download) -> TransferRequest {
-        let policy = Outbound.policy(
-            host.config, for: download, category: download.category.flatMap { host.category($0) },
-            url: url)
+        let category = download.category.flatMap { host.category($0) }
+        let policy = Outbound.policy(host.config, for: download, category: category, url: url)
         // Always a jar: a cookie a redirect sets reaches the request after it, and the segments after that.
         if cookieJar == nil { cookieJar = CookieJar(cookies: download.cookies ?? "", host: origin) }
         return Outbound.fetch(kind, url: url, of: download, cookieJar: cookieJar, policy: policy)
@@ -264,10 +266,8 @@ final class DownloadRunner: FetchDelegate {
 
     private func write(_ transfer: TransferID, offset: Int64, count: Int) {
         guard transfer == inCallback, let chunk, let file else {
-            return queue.append(
-                .writeFailed(
-                    transfer,
-                    FileError(call: "pwrite", path: "", code: EBADF)))
+            let error = FileError(call: "pwrite", path: "", code: EBADF)
+            return queue.append(.writeFailed(transfer, error))
         }
         do {
             try file.write(count == chunk.count ? chunk : chunk.prefix(count), at: offset)

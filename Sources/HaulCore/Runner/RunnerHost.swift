@@ -7,6 +7,8 @@ protocol RunnerHost: HostServices {
     var bandwidth: Bandwidth { get }
     /// HLS downloads' transfers (each a stream of many requests on the fetcher).
     var playlists: HLSTransfers { get }
+    /// The BitTorrent session's torrents; nil when BitTorrent is off.
+    var torrents: TorrentTransfers? { get }
     /// Where the operator's remux program runs (nil when no thread could be started for it).
     var remuxCommands: CommandPool? { get }
     func download(_ id: String) -> Download?

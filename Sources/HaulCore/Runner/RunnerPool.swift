@@ -8,6 +8,8 @@ final class RunnerPool {
     private let multi: CurlMulti?
     let turns: TurnQueue
     let playlists: HLSTransfers
+    /// BitTorrent downloads' session (nil when BitTorrent is off).
+    var torrents: TorrentTransfers?
     /// The remux program's thread, started when first needed.
     private var remuxPool: CommandPool?
     private(set) var runners: [String: DownloadRunner] = [:]
@@ -56,7 +58,10 @@ final class RunnerPool {
 
     /// Ticks every `interval` seconds: each running download samples its speed and checks for stalls.
     func startTicking(every interval: Double, clock: Clock) {
-        tick = clock.every(interval) { [unowned self] in self.deliverToAll(.tick(now: clock.now)) }
+        tick = clock.every(interval) { [unowned self] in
+            self.deliverToAll(.tick(now: clock.now))
+            self.torrents?.tick()
+        }
     }
 
     /// Stops every transfer, each keeping its part file and checkpointing it; what was deferred has nothing left
@@ -69,5 +74,8 @@ final class RunnerPool {
     }
 
     /// Closes the fetcher: every transfer ends.
-    func close() { multi?.close() }
+    func close() {
+        multi?.close()
+        torrents?.close()
+    }
 }

@@ -93,6 +93,9 @@ struct DownloadColumn: Sendable {
         DownloadColumn(name: "hls", write: { text($0.hls?.json.serialized()) }) { d, v in
             d.hls = v.string.flatMap { try? JSONValue.parse($0) }.flatMap(HLSInfo.init(json:))
         },
+        DownloadColumn(name: "torrent", write: { text($0.torrent?.json.serialized()) }) { d, v in
+            d.torrent = v.string.flatMap { try? JSONValue.parse($0) }.flatMap(TorrentInfo.init(json:))
+        },
         DownloadColumn(name: "claimed_by", write: nil) { d, v in d.node = v.string },
         DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]

@@ -195,5 +195,9 @@ extension DownloadStore {
         ALTER TABLE downloads ADD COLUMN variant TEXT;
         ALTER TABLE downloads ADD COLUMN hls TEXT;
         """,
+        // 23: BitTorrent: the swarm's and the files' progress.
+        """
+        ALTER TABLE downloads ADD COLUMN torrent TEXT;
+        """,
     ]
 }

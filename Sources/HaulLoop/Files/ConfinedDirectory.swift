@@ -4,11 +4,12 @@ import Glibc
 /// A directory inside the download root, opened one component at a time with `O_NOFOLLOW`, and every file operation
 /// in it made relative to its descriptor (`openat`, `linkat`, `unlinkat`, `fstatat` without following links). A
 /// symbolic link planted anywhere under the root, to a directory or in place of a file, is therefore never followed:
-/// nothing Haul writes can land outside the root.
-public final class ConfinedDirectory {
+/// nothing Haul writes can land outside the root. Immutable (a path and a descriptor, closed when the last
+/// reference goes), so a worker thread may use it for a blocking step (a torrent's folder synced and named).
+public final class ConfinedDirectory: @unchecked Sendable {
     /// Relative to the download root ("" for the root), for messages only; operations go through `fd`.
     public let path: String
-    private let fd: Int32
+    let fd: Int32
 
     /// Opens `root/relative`, creating missing directories when `create` is set. `relative` must already be
     /// validated; `.` and `..` are refused here too.
@@ -46,6 +47,20 @@ public final class ConfinedDirectory {
         }
         fd = current
         path = built
+    }
+
+    /// The directory `name` in `parent`, opened without following a link.
+    init(parent: ConfinedDirectory, name: String) throws(FileError) {
+        guard !name.isEmpty, name != ".", name != "..", !name.contains("/") else {
+            throw FileError(call: "open", path: parent.shown(name), code: EACCES)
+        }
+        let next = openat(parent.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard next >= 0 else {
+            if errno == ELOOP { throw FileError(call: "open", path: parent.shown(name), reason: .symbolicLink) }
+            throw FileError(call: "open", path: parent.shown(name), code: errno)
+        }
+        fd = next
+        path = parent.shown(name)
     }
 
     /// `name` in this directory, relative to the root, for messages.

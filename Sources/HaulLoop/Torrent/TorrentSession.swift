@@ -229,6 +229,9 @@ public final class TorrentSession {
 
     // MARK: events
 
+    /// Hands over what libtorrent has said so far, without waiting for the loop (at shutdown).
+    public func poll() { drain() }
+
     private func drain() {
         var bytes = [UInt8](repeating: 0, count: 256)
         while read(wake.read, &bytes, bytes.count) > 0 {}

@@ -1,4 +1,4 @@
-/// What the BitTorrent session is configured with, told and asked: plain values, free of libtorrent's types.
+// What the BitTorrent session is configured with, told and asked: plain values, free of libtorrent's types.
 
 /// How the BitTorrent session meets the network: where it listens, what it announces itself as, which discovery
 /// it takes part in (all off unless enabled), encryption, limits, a proxy and the addresses it never talks to.

@@ -1,0 +1,239 @@
+import Glibc
+import HaulLoop
+
+/// A BitTorrent download's runner: its torrent in the engine's session, in a staging folder of its own until its
+/// files are complete; the names, the quota and the free space checked before a piece is fetched; progress read
+/// each second; the finished files synced and named as a plain download's file is.
+/// What a torrent's runner keeps: whether the machine heard it is ready, the ticks seen, and its files' indexes in
+/// the session (pad files left out).
+struct TorrentRun {
+    var readyTold = false
+    var ticks = 0
+    var fileIndexes: [Int] = []
+}
+
+extension DownloadRunner: TorrentObserver {
+    /// The torrent's key in the session: the download's sequence number (unique in the store).
+    var torrentKey: UInt64 { UInt64(bitPattern: host.download(id)?.sequence ?? 0) }
+
+    func torrentStep(_ step: TorrentStep) {
+        switch step {
+        case .start: startTorrent()
+        case .release: releaseTorrent()
+        case .publish(let base): publishTorrent(base)
+        case .stop: host.torrents?.stop(torrentKey, staging: try? stagingFolder(create: false), deleteFiles: false)
+        case .remove:
+            let parent = try? host.directory(host.download(id)?.directory ?? "", create: false)
+            let name = TorrentStaging.name(id)
+            host.torrents?.stop(torrentKey, staging: nil, deleteFiles: true) { try? parent?.removeTree(name) }
+        }
+    }
+
+    /// The download's staging folder (made with `create`).
+    func stagingFolder(create: Bool) throws(FileError) -> ConfinedDirectory {
+        let directory = try host.directory(host.download(id)?.directory ?? "", create: create)
+        let name = TorrentStaging.name(id)
+        if create { try directory.makeDirectory(name) }
+        return try directory.subdirectory(name)
+    }
+
+    private func startTorrent() {
+        guard let torrents = host.torrents, let download = host.download(id) else {
+            return deliver(
+                .torrentFailed(
+                    DownloadError(.bittorrentDisabled, "BitTorrent is off on this server (--bittorrent turns it on)")))
+        }
+        do {
+            let staging = try stagingFolder(create: true)
+            try staging.makeDirectory(TorrentStaging.data)
+            var add = TorrentAdd(
+                key: torrentKey, savePath: staging.absolute(TorrentStaging.data, root: host.config.downloadRoot))
+            add.magnet = DownloadKind.isMagnet(download.url) ? download.url : nil
+            add.torrent = staging.readFile(TorrentStaging.metadata, limit: Int(TorrentSession.maxMetadataBytes))
+            add.resume = staging.readFile(TorrentStaging.resume, limit: Int(TorrentSession.maxMetadataBytes))
+            // Nothing is fetched before the names, the quota and the disk were looked at.
+            add.hold = true
+            add.sequential = download.sequential
+            add.downloadLimit = download.maxSpeed ?? 0
+            add.maxConnections = max(download.connections * 4, 20)
+            torrent.readyTold = false
+            torrents.start(add, observer: self)
+        } catch {
+            deliver(.torrentFailed(DownloadError.file(error)))
+        }
+    }
+
+    private func releaseTorrent() {
+        guard let session = host.torrents?.current else { return }
+        let key = torrentKey
+        if let download = host.download(id), let files = download.torrent?.files {
+            session.setFilePriorities(key, files.map { $0.wanted ? 4 : 0 })
+            if download.firstLast { session.firstLast(key) }
+        }
+        session.resume(key)
+        // Complete already (every piece was on disk): libtorrent said so while it was held.
+        if session.status(key)?.finished == true {
+            if let info = torrentInfo() { deliver(.torrentProgress(info, rate: 0)) }
+            deliver(.torrentFinished)
+        }
+    }
+
+    // MARK: what the session says
+
+    func torrentEvent(_ event: TorrentEvent) {
+        switch event {
+        case .metadata, .checked:
+            torrentMaybeReady()
+        case .finished:
+            guard torrent.readyTold else { return torrentMaybeReady() }
+            // The files' last progress first: the resource shows them complete.
+            if let info = torrentInfo() { deliver(.torrentProgress(info, rate: 0)) }
+            deliver(.torrentFinished)
+        case .error(_, let message):
+            deliver(.torrentFailed(DownloadError(.torrentFailed, message)))
+        case .resumeData(let key, let data):
+            host.torrents?.saveCheckpoint(data, of: key, into: try? stagingFolder(create: false))
+        default:
+            break
+        }
+    }
+
+    func torrentTick() {
+        // An event may come while libtorrent still says it is checking: the tick looks again.
+        guard torrent.readyTold else { return torrentMaybeReady() }
+        guard let info = torrentInfo(), let status = host.torrents?.status(torrentKey) else { return }
+        deliver(.torrentProgress(info, rate: Double(status.downloadRate)))
+        torrent.ticks += 1
+        // Resume data every half minute: after a crash, what it vouches for is not checked again.
+        if torrent.ticks % 30 == 0 { host.torrents?.checkpoint(torrentKey) }
+    }
+
+    /// The metadata is in and the files checked: their names, the quota and the free space decide whether it
+    /// goes on. The .torrent is kept beside the files (a magnet's metadata is not asked for again).
+    private func torrentMaybeReady() {
+        guard !torrent.readyTold, let session = host.torrents?.current, let status = session.status(torrentKey),
+            status.hasMetadata,
+            status.state != .checkingFiles, status.state != .checkingResumeData,
+            let metadata = session.metadata(torrentKey), let info = torrentInfo()
+        else { return }
+        let meta: TorrentMeta
+        do {
+            meta = try TorrentSession.parse(metadata)
+        } catch {
+            return deliver(.torrentFailed(DownloadError(.torrentUnsafe, error.message)))
+        }
+        if let problem = TorrentLayout.problem(meta.files) {
+            return deliver(.torrentFailed(DownloadError(.torrentUnsafe, problem)))
+        }
+        let staging = try? stagingFolder(create: false)
+        if staging?.exists(TorrentStaging.metadata) == false {
+            try? staging?.writeFile(TorrentStaging.metadata, metadata)
+        }
+        let wanted = info.files.filter(\.wanted).reduce(Int64(0)) { $0 + $1.size }
+        let done = info.files.filter(\.wanted).reduce(Int64(0)) { $0 + $1.done }
+        if let allowance = host.quotaAllowance(for: id), wanted > allowance {
+            return deliver(
+                .torrentFailed(
+                    DownloadError(
+                        .quotaExceeded,
+                        "the torrent's files take \(wanted) bytes; the token's quota leaves \(max(0, allowance))")))
+        }
+        if let free = try? staging?.freeBytes(),
+            let refusal = host.config.space.refusal(total: wanted, needed: wanted - done, free: free)
+        {
+            return deliver(.torrentFailed(refusal))
+        }
+        torrent.readyTold = true
+        deliver(.torrentReady(info))
+    }
+
+    /// What the resource shows of the torrent now.
+    private func torrentInfo() -> TorrentInfo? {
+        guard let session = host.torrents?.current, let status = session.status(torrentKey) else { return nil }
+        var info = host.download(id)?.torrent ?? TorrentInfo(infoHash: status.infoHash)
+        info.infoHash = status.infoHash
+        info.name = session.name(torrentKey) ?? info.name
+        info.phase =
+            !status.hasMetadata
+            ? .metadata
+            : status.state == .checkingFiles || status.state == .checkingResumeData
+                ? .checking : status.seeding ? .seeding : status.finished ? .finished : .downloading
+        info.peers = status.peers
+        info.seeds = status.seeds
+        info.uploadSpeed = Double(status.uploadRate)
+        info.uploaded = status.uploaded
+        info.downloaded = status.downloaded
+        info.pieces = status.pieces
+        info.piecesDone = status.piecesDone
+        if status.hasMetadata, info.files.isEmpty, let files = session.files(torrentKey) {
+            info.files = files.filter { !$0.pad }.map {
+                TorrentInfo.File(path: $0.path, size: $0.size, done: 0, wanted: true)
+            }
+            torrent.fileIndexes = files.indices.filter { !files[$0].pad }
+        }
+        if !info.files.isEmpty {
+            if torrent.fileIndexes.isEmpty, let files = session.files(torrentKey) {
+                torrent.fileIndexes = files.indices.filter { !files[$0].pad }
+            }
+            let progress = session.fileProgress(torrentKey, count: (torrent.fileIndexes.last ?? -1) + 1)
+            for (shown, index) in torrent.fileIndexes.enumerated()
+            where index < progress.count && shown < info.files.count {
+                info.files[shown].done = progress[index]
+            }
+        }
+        return info
+    }
+
+    // MARK: the end
+
+    /// Out of the session (its files closed), then synced and named: a single file as a plain download's, a
+    /// folder the same way; the staging folder goes.
+    private func publishTorrent(_ base: String) {
+        guard let torrents = host.torrents else { return }
+        let key = torrentKey
+        let name = torrents.current?.name(key) ?? base
+        let staging = try? stagingFolder(create: false)
+        torrents.stop(key, staging: staging, deleteFiles: false) { [weak self] in
+            guard let self, !self.done else { return }
+            self.nameTorrent(name, base: base)
+        }
+    }
+
+    private func nameTorrent(_ name: String, base: String) {
+        let directory: ConfinedDirectory
+        let data: ConfinedDirectory
+        do {
+            directory = try host.directory(host.download(id)?.directory ?? "", create: false)
+            data = try stagingFolder(create: false).subdirectory(TorrentStaging.data)
+        } catch {
+            return deliver(.publishFailed(DownloadError.file(error)))
+        }
+        host.loop.offload(
+            { () -> Result<String, FileError> in
+                Result { () throws(FileError) -> String in
+                    try data.syncTree(name)
+                    for n in 0..<10_000 {
+                        let candidate = FileName.candidate(base, n)
+                        if try directory.rename(name, in: data, to: candidate) {
+                            try directory.sync()
+                            return candidate
+                        }
+                    }
+                    throw FileError(call: "rename", path: directory.shown(base), code: EEXIST)
+                }
+            },
+            then: { [weak self] result in
+                guard let self, !self.done else { return }
+                switch result {
+                case .success(let final):
+                    try? directory.removeTree(TorrentStaging.name(self.id))
+                    let stamp = directory.size(final).flatMap { size in
+                        directory.identity(final).map { FileStamp($0, size: size) }
+                    }
+                    self.deliver(.published(name: final, file: stamp))
+                case .failure(let error):
+                    self.deliver(.publishFailed(DownloadError.file(error)))
+                }
+            })
+    }
+}
