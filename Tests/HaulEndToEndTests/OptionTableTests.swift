@@ -42,7 +42,9 @@ final class OptionTableTests: XCTestCase {
         let resource = try properties("Download")
         let help = try execute(buildDirectory + "/haul", ["add", "--help"]).stdout
         // A row names its column, and holds it (or the download's own columns do: `start_paused` is the state).
-        let store = try ["Store/DownloadColumn.swift", "Options/DownloadOptions.swift"].map {
+        let store = try [
+            "Store/DownloadColumn.swift", "Options/DownloadOptions.swift", "Options/DownloadOptions+Kinds.swift",
+        ].map {
             try String(contentsOf: root.appendingPathComponent("Sources/HaulCore/" + $0), encoding: .utf8)
         }.joined()
         for row in rows {

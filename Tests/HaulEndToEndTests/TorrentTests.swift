@@ -202,4 +202,104 @@ final class TorrentTests: HaulTestCase {
         XCTAssertEqual(largeSeeder.uploaded(), 0)
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads/tenant/large.bin")))
     }
+
+    private func rpc(_ method: String, _ params: [Any]) throws -> [String: Any] {
+        let reply = try api.request(
+            "POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": "t", "method": method, "params": params])
+        // aria2 answers an error with 400, and its JSON-RPC error object.
+        XCTAssertEqual(reply.status, reply.json["error"] == nil ? 200 : 400, reply.text)
+        return reply.json
+    }
+
+    func testTheAria2FrontAddsMagnetsAndTorrentFilesAndShowsThemAsBitTorrent() throws {
+        let first = try TorrentFixtures.make(in: sandbox, "first", files: [("a.bin", 900_000), ("b.txt", 100)])
+        let firstSeeder = try TorrentSeeder(torrent: first.torrent, content: first.content, sandbox: sandbox)
+        let magnet = try magnet(first.torrent, name: "first", seeder: firstSeeder)
+        let refused = try rpc("aria2.addUri", [[magnet, "http://127.0.0.1/mirror"]])
+        XCTAssertNotNil(refused["error"], "a magnet link has no mirrors")
+        let byURI = try XCTUnwrap(try rpc("aria2.addUri", [[magnet]])["result"] as? String)
+        var status: [String: Any] = [:]
+        func waitForEnd(_ gid: String) throws {
+            try waitFor("\(gid) to end", timeout: 60) {
+                status = try rpc("aria2.tellStatus", [gid])["result"] as? [String: Any] ?? [:]
+                return status["status"] as? String == "complete" || status["status"] as? String == "error"
+            }
+            XCTAssertEqual(status["status"] as? String, "complete", "\(status)")
+        }
+        try waitForEnd(byURI)
+        XCTAssertEqual(status["infoHash"] as? String, try TorrentFixtures.infoHash(first.torrent))
+        let info = (status["bittorrent"] as? [String: Any])?["info"] as? [String: Any]
+        XCTAssertEqual(info?["name"] as? String, "first")
+        let files = try XCTUnwrap(status["files"] as? [[String: Any]])
+        XCTAssertEqual(
+            files.compactMap { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } }.sorted(),
+            ["a.bin", "b.txt"])
+        XCTAssertEqual(files.map { $0["completedLength"] as? String }, files.map { $0["length"] as? String })
+        XCTAssertEqual(try sha256(sandbox.file("downloads/first/a.bin")), first.sha256["first/a.bin"])
+
+        // A .torrent file (announced to a tracker) through addTorrent.
+        let port = try Nginx.freePort()
+        let second = try TorrentFixtures.make(
+            in: sandbox, "second.bin", files: [("second.bin", 700_000)], tracker: Tracker.announce(port))
+        let tracker = try Tracker(
+            sandbox: sandbox, port: port, infoHashes: [try TorrentFixtures.infoHash(second.torrent)])
+        let secondSeeder = try TorrentSeeder(torrent: second.torrent, content: second.content, sandbox: sandbox)
+        let byFile = try XCTUnwrap(
+            try rpc("aria2.addTorrent", [try base64(second.torrent), [], [:]])["result"] as? String)
+        try waitForEnd(byFile)
+        XCTAssertEqual(try sha256(sandbox.file("downloads/second.bin")), second.sha256["second.bin"])
+        _ = (tracker, secondSeeder)
+        let hostile = Data(
+            ("d4:infod5:filesld6:lengthi1e4:pathl2:..1:xeee4:name1:x12:piece lengthi16384e6:pieces20:"
+                + String(repeating: "a", count: 20) + "ee").utf8)
+        let answer = try rpc("aria2.addTorrent", [hostile.base64EncodedString()])
+        let message = (answer["error"] as? [String: Any])?["message"] as? String ?? ""
+        XCTAssertTrue(message.contains("leaves its folder"), "\(answer)")
+    }
+
+    func testTheClientAddsATorrentFileAndShowsItsSwarm() throws {
+        let port = try Nginx.freePort()
+        let fixture = try TorrentFixtures.make(
+            in: sandbox, "cli.bin", files: [("cli.bin", 500_000)], tracker: Tracker.announce(port))
+        let hash = try TorrentFixtures.infoHash(fixture.torrent)
+        let tracker = try Tracker(sandbox: sandbox, port: port, infoHashes: [hash])
+        let seeder = try TorrentSeeder(torrent: fixture.torrent, content: fixture.content, sandbox: sandbox)
+        _ = (tracker, seeder)
+        let added = try haulCommand(["add", fixture.torrent, "--wait"])
+        XCTAssertEqual(added.status, 0, added.output)
+        let id = try XCTUnwrap(added.stdout.split(separator: "\n").first.map(String.init))
+        XCTAssertEqual(try sha256(sandbox.file("downloads/cli.bin")), fixture.sha256["cli.bin"])
+        let info = try haulCommand(["info", id])
+        XCTAssertTrue(info.stdout.contains(hash), info.stdout)
+        XCTAssertTrue(info.stdout.contains("cli.bin 488.3 KiB of 488.3 KiB"), info.stdout)
+    }
+
+    func testFileSelectionFetchesOnlyTheChosenFilesAndCountsOnlyThem() throws {
+        let files = [("big.mkv", 3 << 20), ("extras/sample.mkv", 1 << 20), ("notes.txt", 300), ("cover.jpg", 50_000)]
+        let fixture = try TorrentFixtures.make(in: sandbox, "show", files: files)
+        let seeder = try TorrentSeeder(torrent: fixture.torrent, content: fixture.content, sandbox: sandbox)
+        let id = try add(["url": try magnet(fixture.torrent, name: "show", seeder: seeder), "files": "*.txt, extras/*"])
+        let resource = try waitForState(id, "completed", timeout: 60)
+        XCTAssertEqual(resource["files"] as? String, "*.txt, extras/*")
+        XCTAssertEqual(int(resource["total_bytes"]), Int64((1 << 20) + 300))
+        for path in ["show/notes.txt", "show/extras/sample.mkv"] {
+            XCTAssertEqual(try sha256(sandbox.file("downloads/" + path)), fixture.sha256[path], path)
+        }
+        for path in ["show/big.mkv", "show/cover.jpg"] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.file("downloads/" + path)), path)
+        }
+        let shown = try XCTUnwrap((resource["torrent"] as? [String: Any])?["files"] as? [[String: Any]])
+        XCTAssertEqual(shown.map { $0["index"] as? Int }, [1, 2, 3, 4])
+        XCTAssertEqual(
+            Set(shown.filter { $0["wanted"] as? Bool == true }.compactMap { $0["path"] as? String }),
+            ["show/notes.txt", "show/extras/sample.mkv"])
+        // The pieces shared with the files left out aside (at most one on each side of each chosen file).
+        XCTAssertLessThan(seeder.uploaded(), Int64((1 << 20) + 300 + 4 * (256 << 10)))
+        // A selection naming no file fails before a piece is fetched.
+        let none = try add([
+            "url": try magnet(fixture.torrent, name: "show", seeder: seeder), "files": "99", "directory": "again",
+        ])
+        let failed = try waitForState(none, "failed", timeout: 60)
+        XCTAssertEqual((failed["error"] as? [String: Any])?["code"] as? String, "torrent_failed", "\(failed)")
+    }
 }

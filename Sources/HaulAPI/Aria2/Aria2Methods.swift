@@ -72,8 +72,8 @@ extension Aria2RPC {
     /// them, the queue, options, statistics, results, the session, and the system's.
     static let methods: [String: Aria2Method] = [
         "aria2.addUri": Aria2Method(.addDownloads) { rpc, call throws(RPCError) in try rpc.addURI(call) },
-        "aria2.addTorrent": Aria2Method(.addDownloads) { _, _ throws(RPCError) in throw noTorrents },
-        "aria2.addMetalink": Aria2Method(.addDownloads) { _, _ throws(RPCError) in throw noTorrents },
+        "aria2.addTorrent": Aria2Method(.addDownloads) { rpc, call throws(RPCError) in try rpc.addTorrent(call) },
+        "aria2.addMetalink": Aria2Method(.addDownloads) { _, _ throws(RPCError) in throw noMetalinks },
         "aria2.remove": Aria2Method(.removeDownload) { rpc, call throws(RPCError) in try rpc.remove(call.gid(0)) },
         "aria2.forceRemove": Aria2Method(.removeDownload) { rpc, call throws(RPCError) in
             try rpc.remove(call.gid(0))
@@ -154,5 +154,5 @@ extension Aria2RPC {
         },
     ]
 
-    static let noTorrents = RPCError("Haul fetches HTTP(S), FTP(S) and SFTP: it has no BitTorrent or Metalink")
+    static let noMetalinks = RPCError("Haul fetches HTTP(S), FTP(S), SFTP, HLS and BitTorrent: it has no Metalink")
 }

@@ -115,7 +115,10 @@ enum Aria2Options {
         var request = NewDownload(url: uris.first ?? "")
         var problems: [FieldProblem] = []
         for (index, uri) in uris.enumerated() {
-            if let problem = Validate.url(uri) {
+            let magnet = DownloadKind.isMagnet(uri)
+            if magnet, uris.count > 1 {
+                problems.append(("urls[\(index)]", "a magnet link is a download of its own, without mirrors"))
+            } else if let problem = magnet ? Magnet.problem(uri) : Validate.url(uri) {
                 problems.append(("urls[\(index)]", problem))
             } else if index > 0, uri != request.url, !request.mirrors.contains(uri) {
                 // A source named twice is one source.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import HaulCore
+import HaulLoop
 
 /// The methods on one download: adding, reading, pausing, changing and removing it.
 extension Aria2RPC {
@@ -51,6 +52,41 @@ extension Aria2RPC {
         } catch {
             throw RPCError(error.message)
         }
+        return try add(request, options: options, position: p.value(2))
+    }
+
+    /// `aria2.addTorrent(torrent, uris, options, position)`: a .torrent file in base64 (its web seeds, `uris`, are
+    /// not used), checked as POST /downloads checks one; the download's URL is the torrent's magnet link.
+    func addTorrent(_ p: Aria2Call) throws(RPCError) -> JSONValue {
+        guard let text = p.value(0)?.stringValue, let bytes = Base64.decode(text), !bytes.isEmpty else {
+            throw RPCError("the torrent must be a .torrent file in base64")
+        }
+        let meta: TorrentMeta
+        do {
+            meta = try TorrentSession.parse(bytes)
+        } catch {
+            throw RPCError(error.message)
+        }
+        if let problem = TorrentLayout.problem(meta.files) { throw RPCError(problem) }
+        let options = try p.object(2)
+        var request: NewDownload
+        do {
+            let link = Magnet.link(infoHash: meta.infoHash, name: meta.name)
+            request = try Aria2Options.newDownload(uris: [link], options: options, root: callersRoot)
+        } catch {
+            throw RPCError(error.message)
+        }
+        request.torrent = bytes
+        return try add(request, options: options, position: p.value(3))
+    }
+
+    /// Adds `request` with aria2's `gid` option and `position`: the new download's GID.
+    private func add(
+        _ request: NewDownload, options: [(String, JSONValue)], position: JSONValue?
+    ) throws(RPCError)
+        -> JSONValue
+    {
+        var request = request
         // aria2's `gid`: the caller names the download's GID (16 hex digits, not all zero, not taken).
         if let gid = options.last(where: { $0.0 == "gid" })?.1 {
             guard let text = gid.stringValue, Aria2GIDs.isGID(text), text != "0000000000000000",
@@ -68,7 +104,7 @@ extension Aria2RPC {
             throw RPCError(Problem(error).detail)
         }
         session.gids.remember(added.download.id)
-        if case .number? = p.value(2), let position = p.value(2)?.integerValue, added.download.isWaiting {
+        if case .number? = position, let position = position?.integerValue, added.download.isWaiting {
             _ = try? operations.move(added.download.id, .position(max(0, Int(position))))
         }
         return .string(Aria2GIDs.gid(of: added.download.id))

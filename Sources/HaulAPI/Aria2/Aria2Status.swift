@@ -32,13 +32,14 @@ enum Aria2Status {
             ("status", .string(status(d.state))),
             ("totalLength", number(total)),
             ("completedLength", number(d.receivedBytes)),
-            ("uploadLength", .string("0")),
+            ("uploadLength", number(d.torrent?.uploaded ?? 0)),
             ("downloadSpeed", number(running ? Int64(snapshot.speed.rounded()) : 0)),
-            ("uploadSpeed", .string("0")),
-            ("connections", number(Int64(running ? snapshot.activeConnections : 0))),
+            ("uploadSpeed", number(running ? Int64(d.torrent?.uploadSpeed ?? 0) : 0)),
+            ("connections", number(Int64(running ? d.torrent?.peers ?? snapshot.activeConnections : 0))),
             ("dir", .string(directory(d, root: root, completedRoot: completedRoot))),
-            ("files", .array([file(d, root: root, completedRoot: completedRoot)])),
+            ("files", .array(files(d, root: root, completedRoot: completedRoot))),
         ]
+        if let torrent = d.torrent { members += bittorrent(torrent) }
         let pieces = total > 0 ? (total + pieceLength - 1) / pieceLength : 0
         members.append(("numPieces", number(pieces)))
         members.append(("pieceLength", number(pieceLength)))
@@ -61,6 +62,40 @@ enum Aria2Status {
     static func select(_ members: [(String, JSONValue)], keys: [String]?) -> JSONValue {
         guard let keys, !keys.isEmpty else { return .object(members) }
         return .object(members.filter { keys.contains($0.0) })
+    }
+
+    /// A torrent's members, as aria2 shows a BitTorrent download: its info-hash, seeders, and its name.
+    static func bittorrent(_ torrent: TorrentInfo) -> [(String, JSONValue)] {
+        [
+            ("infoHash", .string(torrent.infoHash)),
+            ("numSeeders", number(Int64(torrent.seeds))),
+            ("seeder", .string(torrent.phase == .seeding ? "true" : "false")),
+            (
+                "bittorrent",
+                .object([
+                    ("info", .object([("name", .string(torrent.name ?? ""))])),
+                    ("mode", .string(torrent.files.count == 1 ? "single" : "multi")),
+                ])
+            ),
+        ]
+    }
+
+    /// The download's files: a torrent's each (where it lands in the download's folder), else the one file.
+    static func files(_ d: Download, root: String, completedRoot: String? = nil) -> [JSONValue] {
+        guard let torrent = d.torrent, !torrent.files.isEmpty else {
+            return [file(d, root: root, completedRoot: completedRoot)]
+        }
+        let folder = directory(d, root: root, completedRoot: completedRoot)
+        return torrent.files.enumerated().map { index, file in
+            .object([
+                ("index", .string(String(index + 1))),
+                ("path", .string(join(folder, file.path))),
+                ("length", number(file.size)),
+                ("completedLength", number(file.done)),
+                ("selected", .string(file.wanted ? "true" : "false")),
+                ("uris", .array([])),
+            ])
+        }
     }
 
     /// `files[0]`: the one file, its sources as `uris` (the one in use first).

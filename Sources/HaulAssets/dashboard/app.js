@@ -323,15 +323,26 @@ function scheduleRender() {
   });
 }
 
-/** The scheme of a download's URL, lower case ("https", "sftp", ...), or "hls" for a playlist's segments. */
+/** The scheme of a download's URL, lower case ("https", "sftp", ...), "hls" for a playlist's segments, or
+ *  "torrent" for BitTorrent. */
 function schemeOf(d) {
   if (d.kind === "hls") return "hls";
+  if (d.kind === "torrent") return "torrent";
   const colon = d.url.indexOf(":");
   return colon > 0 ? d.url.slice(0, colon).toLowerCase() : "";
 }
 
 function displayName(d) {
   if (d.filename) return d.filename;
+  if (d.kind === "torrent") {
+    const name = d.torrent && d.torrent.name;
+    const dn = /[?&]dn=([^&]*)/.exec(d.url);
+    try {
+      return name || (dn && decodeURIComponent(dn[1].replace(/\+/g, " "))) || "torrent";
+    } catch {
+      return "torrent";
+    }
+  }
   try {
     return decodeURIComponent(new URL(d.url).pathname.split("/").pop() || "") || d.url;
   } catch {
@@ -871,6 +882,20 @@ function renderDetail() {
     if (d.hls.audio.length) {
       add("Audio", d.hls.audio.map((a) => a.name + (a.language ? ` (${a.language})` : "")
         + (a.default ? ", default" : "")).join("; "));
+    }
+  }
+  if (d.torrent) {
+    const t = d.torrent;
+    add("Info-hash", t.info_hash);
+    add("BitTorrent", `${t.phase}, ${t.peers} peer${t.peers === 1 ? "" : "s"} (${t.seeds} seeding)`
+      + `, uploaded ${formatBytes(t.uploaded)} (ratio ${t.ratio.toFixed(2)})`
+      + (t.upload_speed > 0 ? `, ${formatBytes(t.upload_speed)}/s up` : ""));
+    if (t.pieces) add("Pieces", `${t.pieces_done} of ${t.pieces} (${formatBytes(t.piece_length)} each)`);
+    if (t.files.length) {
+      const shown = t.files.slice(0, 50).map((f) => `${f.path}: ${formatBytes(f.done)} of ${formatBytes(f.size)}`
+        + (f.wanted ? "" : " (skipped)"));
+      if (t.files.length > 50) shown.push(`and ${t.files.length - 50} more`);
+      add(`Files (${t.files.length})`, shown.join("\n"));
     }
   }
   if (d.hook) {

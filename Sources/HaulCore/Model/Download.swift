@@ -46,6 +46,8 @@ public struct Download: Sendable, Equatable {
     public var hls: HLSInfo?
     /// A BitTorrent download's swarm and files.
     public var torrent: TorrentInfo?
+    /// A torrent's files to fetch (`TorrentSelection`); nil: all.
+    public var files: String?
     /// The proxy the download itself names (`"none"`: direct); nil leaves it to its category and the settings.
     public var proxy: ProxyChoice?
     /// The origin's user name and password (Basic or Digest), sent only to the URL's own host; never shown.

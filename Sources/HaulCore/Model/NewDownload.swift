@@ -26,6 +26,8 @@ public struct NewDownload: Sendable {
     public var kind = DownloadKind.auto
     /// A .torrent file's bytes (read and checked by the API layer); `url` is then a magnet link of its info-hash.
     public var torrent: [UInt8]?
+    /// A torrent's files to fetch (`TorrentSelection`); nil: all.
+    public var files: String?
     public var variant: String?
     /// nil: the category's, else the settings'.
     public var proxy: ProxyChoice?

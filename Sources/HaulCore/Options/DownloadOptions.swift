@@ -7,7 +7,10 @@ public enum DownloadOptions {
     /// The largest size or speed accepted: 1 PiB.
     public static let maxBytes = Int64(1) << 50
 
-    public static let all: [DownloadOption] = [
+    /// Every option's row: the common ones, then the kinds' (DownloadOptions+Kinds).
+    public static let all: [DownloadOption] = common + kinds
+
+    static let common: [DownloadOption] = [
         DownloadOption(
             name: "filename", kind: .text, otherwise: "from the server's answer",
             column: "requested_filename",
@@ -181,45 +184,6 @@ public enum DownloadOptions {
             flag: .init(
                 name: "first-last", placeholder: nil,
                 help: "fetch the first and last pieces first (where MP4 and MKV keep their index)")),
-        DownloadOption(
-            name: "kind", kind: .text, otherwise: "auto: hls for a .m3u8 URL or a playlist's answer, else file",
-            column: "kind",
-            apply: { option, value, request, problems in
-                guard let text = checkedString(value, option, &problems) else { return }
-                guard let kind = DownloadKind(rawValue: text) else {
-                    return problems.append((option.name, "must be auto, file, hls or torrent"))
-                }
-                request.kind = kind
-            },
-            carry: { request, download in
-                download.kind =
-                    DownloadKind.isMagnet(request.url) || request.torrent != nil
-                    ? .torrent
-                    : request.kind == .auto && DownloadKind.pathNamesPlaylist(request.url) ? .hls : request.kind
-            },
-            show: { .string($0.kind.shown) },
-            storage: DownloadColumn(name: "kind", write: { .text($0.kind.rawValue) }) { d, v in
-                d.kind = v.string.flatMap(DownloadKind.init(rawValue:)) ?? .auto
-            },
-            flag: .init(
-                name: "kind", placeholder: "auto|file|hls|torrent",
-                help: "what the URL is (auto: a .m3u8 is HLS, a magnet: BitTorrent)")),
-        DownloadOption(
-            name: "variant", kind: .text, otherwise: "best", column: "variant",
-            apply: { option, value, request, problems in
-                guard let text = checkedString(value, option, &problems) else { return }
-                guard HLSVariantChoice.isValid(text) else {
-                    return problems.append(
-                        (option.name, "must be best, worst, a height (720), a bandwidth (2500k) or a variant's name"))
-                }
-                request.variant = text
-            },
-            carry: { request, download in download.variant = request.variant },
-            show: { JSONValue($0.variant) },
-            storage: DownloadColumn(name: "variant", write: { text($0.variant) }) { d, v in d.variant = v.string },
-            flag: .init(
-                name: "variant", placeholder: "CHOICE",
-                help: "an HLS master playlist's variant: best, worst, 720, 2500k or a name")),
         DownloadOption(
             name: "proxy", kind: .text, otherwise: "the category's, else the settings' (--proxy)",
             column: "proxy",

@@ -66,8 +66,13 @@ extension DownloadRunner: TorrentObserver {
     private func releaseTorrent() {
         guard let session = host.torrents?.current else { return }
         let key = torrentKey
-        if let download = host.download(id), let files = download.torrent?.files {
-            session.setFilePriorities(key, files.map { $0.wanted ? 4 : 0 })
+        if let download = host.download(id), let files = download.torrent?.files, let all = session.files(key) {
+            // The session's files include pad files (never fetched); the resource's leave them out.
+            var priorities = [UInt8](repeating: 0, count: all.count)
+            for (shown, index) in torrent.fileIndexes.enumerated() where shown < files.count && index < all.count {
+                priorities[index] = files[shown].wanted ? 4 : 0
+            }
+            session.setFilePriorities(key, priorities)
             if download.firstLast { session.firstLast(key) }
         }
         session.resume(key)
@@ -129,6 +134,13 @@ extension DownloadRunner: TorrentObserver {
         if staging?.exists(TorrentStaging.metadata) == false {
             try? staging?.writeFile(TorrentStaging.metadata, metadata)
         }
+        guard info.files.contains(where: \.wanted) else {
+            let given = host.download(id)?.files ?? ""
+            return deliver(
+                .torrentFailed(
+                    DownloadError(
+                        .torrentFailed, "files '\(given)' names none of the torrent's \(info.files.count) files")))
+        }
         let wanted = info.files.filter(\.wanted).reduce(Int64(0)) { $0 + $1.size }
         let done = info.files.filter(\.wanted).reduce(Int64(0)) { $0 + $1.done }
         if let allowance = host.quotaAllowance(for: id), wanted > allowance {
@@ -166,8 +178,10 @@ extension DownloadRunner: TorrentObserver {
         info.pieces = status.pieces
         info.piecesDone = status.piecesDone
         if status.hasMetadata, info.files.isEmpty, let files = session.files(torrentKey) {
-            info.files = files.filter { !$0.pad }.map {
-                TorrentInfo.File(path: $0.path, size: $0.size, done: 0, wanted: true)
+            let selection = host.download(id)?.files.flatMap(TorrentSelection.init)
+            info.files = files.filter { !$0.pad }.enumerated().map { index, file in
+                let wanted = selection?.wants(number: index + 1, path: file.path) ?? true
+                return TorrentInfo.File(path: file.path, size: file.size, done: 0, wanted: wanted)
             }
             torrent.fileIndexes = files.indices.filter { !files[$0].pad }
         }

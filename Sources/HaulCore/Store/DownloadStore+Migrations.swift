@@ -199,5 +199,9 @@ extension DownloadStore {
         """
         ALTER TABLE downloads ADD COLUMN torrent TEXT;
         """,
+        // 24: the files of a torrent to fetch.
+        """
+        ALTER TABLE downloads ADD COLUMN files TEXT;
+        """,
     ]
 }

@@ -84,7 +84,7 @@ extension ClientCommand {
         if urls.count == 1 {
             let (status, json) = try client.exchange(
                 "POST", "/downloads",
-                body: .object([("url", .string(urls[0]))] + shared))
+                body: .object([try source(urls[0])] + shared))
             let download = DownloadView(json)
             printOutput(download.id)
             // 200, not 201: this URL into this place is in the list already, and that download is the answer.
@@ -104,7 +104,9 @@ extension ClientCommand {
         var refused = 0
         for start in stride(from: 0, to: urls.count, by: API.maxBatch) {
             let batch = urls[start..<min(start + API.maxBatch, urls.count)]
-            let body = JSONValue.object([("downloads", .array(batch.map { .object([("url", .string($0))] + shared) }))])
+            var items: [JSONValue] = []
+            for url in batch { items.append(.object([try source(url)] + shared)) }
+            let body = JSONValue.object([("downloads", .array(items))])
             let answer = try client.call("POST", "/downloads", body: body)
             guard case .array(let results)? = answer["results"], results.count == batch.count else {
                 throw Stop(status: .failed, message: "the server's answer to the batch lists no results")
@@ -140,6 +142,19 @@ extension ClientCommand {
 
     /// The text of `path` (standard input for "-"), at most `maxListBytes`.
     private static func readText(_ path: String) throws(Stop) -> String {
+        String(decoding: try readBytes(path), as: UTF8.self)
+    }
+
+    /// What a download's source is in a request: `torrent` and the file's bytes in base64 for a local `.torrent`
+    /// file, else `url`.
+    static func source(_ argument: String) throws(Stop) -> (String, JSONValue) {
+        guard argument.lowercased().hasSuffix(".torrent"), !argument.contains("://"), access(argument, R_OK) == 0
+        else { return ("url", .string(argument)) }
+        return ("torrent", .string(Base64.encode(try readBytes(argument))))
+    }
+
+    /// The bytes of `path` (standard input for "-"), at most `maxListBytes`.
+    private static func readBytes(_ path: String) throws(Stop) -> [UInt8] {
         var bytes: [UInt8] = []
         let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
@@ -159,7 +174,7 @@ extension ClientCommand {
                 throw Stop(status: .failed, message: "\(path) is over \(ClientCommand.maxListBytes >> 20) MiB")
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return bytes
     }
 
     /// What `ls --sort` takes, each also with `-` before it.

@@ -99,6 +99,25 @@ extension ClientCommand {
                 add("audio", audio.compactMap { $0["name"]?.stringValue }.joined(separator: ", "))
             }
         }
+        if let torrent = json["torrent"], case .object = torrent {
+            add("info-hash", torrent["info_hash"]?.stringValue)
+            let peers = torrent["peers"]?.integerValue ?? 0, seeds = torrent["seeds"]?.integerValue ?? 0
+            let uploaded = torrent["uploaded"]?.integerValue ?? 0
+            let ratio = torrent["ratio"].flatMap { value -> Double? in if case .number(let n) = value { n } else { nil }
+            }
+            add(
+                "bittorrent",
+                "\(torrent["phase"]?.stringValue ?? "?"), \(peers) peers (\(seeds) seeding), uploaded "
+                    + Format.bytes(uploaded) + " (ratio \(((ratio ?? 0) * 100).rounded() / 100))")
+            if case .array(let files)? = torrent["files"], !files.isEmpty {
+                add("files", "\(files.count)")
+                for file in files.prefix(20) {
+                    let done = file["done"]?.integerValue ?? 0, size = file["size"]?.integerValue ?? 0
+                    add("", "\(file["path"]?.stringValue ?? "?") \(Format.bytes(done)) of \(Format.bytes(size))")
+                }
+                if files.count > 20 { add("", "and \(files.count - 20) more") }
+            }
+        }
         if let error = d.error { add("error", "\(error.code): \(error.message)") }
         if let last = d.lastError, d.error == nil { add("last error", "\(last.code): \(last.message)") }
         if let attempts = json["attempts"]?.integerValue, attempts > 1 { add("attempts", String(attempts)) }

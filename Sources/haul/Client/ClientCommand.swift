@@ -22,7 +22,8 @@ enum ClientCommand {
     static let commands: [CommandSpec] = [
         CommandSpec(
             name: "add", arguments: "URL...",
-            summary: "Adds downloads (http, https, ftp, ftps or sftp URLs) and prints each one's id on its own line.",
+            summary: "Adds downloads (http, https, ftp, ftps or sftp URLs, magnet links, .torrent files) and prints "
+                + "each one's id on its own line.",
             details: "Several URLs (or -i FILE) go as one batch: each is added or refused on its own, and the exit "
                 + "status is 1 if any was refused. With --wait the command follows the downloads until they end: a "
                 + "progress bar for one on a terminal, a line per change otherwise.",

@@ -60,7 +60,7 @@ public struct TorrentInfo: Equatable, Sendable {
                 .array(
                     files.enumerated().map { index, file in
                         .object([
-                            ("index", .number(Double(index))), ("path", .string(file.path)),
+                            ("index", .number(Double(index + 1))), ("path", .string(file.path)),
                             ("size", .number(Double(file.size))), ("done", .number(Double(file.done))),
                             ("wanted", .bool(file.wanted)),
                         ])
