@@ -1,6 +1,6 @@
 """make bench: Haul against curl and aria2 on the same files, in one run, on loopback.
 
-Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,P,W; --quick shrinks every input so `make test` can run the harness):
+Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,P,T,V,W; --quick shrinks every input so `make test` can run the harness):
   A  one large file, unthrottled: Haul with 1 and 8 connections, curl -o, aria2c -x1 and -x8; the ceilings
      curl -o /dev/null and dd (with and without conv=fdatasync); then the same file over FTP (vsftpd) and SFTP
      (sshd): Haul -c1 and -c8, curl, aria2c -x1 and -x8 (FTP only: no SFTP key login in aria2).
@@ -23,6 +23,8 @@ Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,P,W; --quick shrinks every
      time to the first byte and to the whole MiB at 90% read by Range from Haul's file route at once, against aria2c
      -x8 -k1M with --stream-piece-selector=inorder (the MiB is there once aria2's file holds it), and each
      one's whole download.
+  T  a torrent (1 GiB; 16 MiB with --quick) from one local seeder (python3-libtorrent) found through opentracker:
+     Haul --bittorrent against aria2c --seed-time=0; wall, CPU, peak RSS.
   W  webhook fan-out: 100 webhooks to an nginx answering 204, 1,000 downloads added as one batch, then removed
      with one DELETE: /healthz latency from another process all the while, the time to drain the outbox, the
      store's size and the server's RSS (no anchor: neither aria2 nor curl has webhooks).
@@ -33,10 +35,11 @@ Each contender runs in rotating order after one discarded warm-up; medians with 
 result's sha256 is checked. "wall + sync" adds a `sync` of the written file (Haul fdatasyncs before it reports
 completion, curl does not). Results go to bench/results/latest.md.
 """
-import argparse, datetime, glob, hashlib, json, os, resource, selectors, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
+import argparse, base64, datetime, glob, hashlib, json, os, resource, selectors, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 import http.client
 
 MIB = 1 << 20
+GIB = 1 << 30
 
 # Every process the harness starts, and every stop function (PostgreSQL's), so that each is stopped on every way
 # out of a run: success, a failed scenario, Ctrl-C or SIGTERM. A server left behind would hold the caller's output
@@ -832,6 +835,96 @@ def scenario_v(args, report, work, disk):
     shutil.rmtree(www, ignore_errors=True)
 
 
+def scenario_t(args, report, work, disk):
+    """A torrent from one local seeder (python3-libtorrent) found through a local tracker (opentracker): Haul
+    against aria2c, each fetching it whole into a folder of its own."""
+    size = 16 * MIB if args.quick else GIB
+    base = work + "/t"
+    content = base + "/seed"
+    os.makedirs(content)
+    make_file(content + "/big.bin", size)
+    expected = sha256(content + "/big.bin")
+    port = free_port()
+    torrent = base + "/big.torrent"
+    subprocess.run(["mktorrent", "-l", "20", "-a", f"http://127.0.0.1:{port}/announce", "-o", torrent,
+                    content + "/big.bin"], check=True, stdout=subprocess.DEVNULL)
+    info_hash = subprocess.run(["/usr/bin/python3", "-c", "import libtorrent,sys; "
+                                "print(libtorrent.torrent_info(sys.argv[1]).info_hashes().v1)", torrent],
+                               check=True, capture_output=True, text=True).stdout.strip()
+    # Debian's opentracker tracks only what its whitelist names, read inside its chroot.
+    with open(base + "/whitelist", "w") as f:
+        f.write(info_hash + "\n")
+    os.chmod(base, 0o755)
+    os.chmod(base + "/whitelist", 0o644)
+    spawn(["opentracker", "-i", "127.0.0.1", "-p", str(port), "-P", str(port), "-d", base, "-w", "whitelist"],
+          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_port(port, "opentracker")
+    seeder = spawn(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests",
+                                                    "Servers", "torrent_seeder.py"),
+                    "--torrent", torrent, "--data", content, "--status", base + "/seeder.json"],
+                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    seeder.stdout.readline()
+    with open(torrent, "rb") as f:
+        encoded = base64.b64encode(f.read()).decode()
+    haul = Haul(args.haul, base + "/haul", "--bittorrent", "--bittorrent-listen", "127.0.0.1:0")
+    peaks = {}
+
+    def run(name):
+        out = f"{base}/out-{name.split()[0]}"
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        if name == "haul":
+            cpu0 = proc_stat(haul.proc.pid)[0]
+            start = time.time()
+            d = haul.call("POST", "/downloads", {"torrent": encoded})
+            while d["state"] not in ("completed", "failed"):
+                if time.time() - start > 600:
+                    raise RuntimeError("haul did not finish the torrent in 10 minutes")
+                time.sleep(0.02)
+                d = haul.call("GET", "/downloads/" + d["id"])
+            if d["state"] != "completed":
+                raise RuntimeError(f"haul failed: {d['error']}")
+            wall = datetime.datetime.fromisoformat(d["completed_at"].replace("Z", "+00:00")).timestamp() - start
+            cpu = proc_stat(haul.proc.pid)[0] - cpu0
+            path = f"{haul.root}/dl/big.bin"
+            if sha256(path) != expected:
+                raise RuntimeError("haul's file differs from the seeder's")
+            haul.call("DELETE", f"/downloads/{d['id']}?delete_file=true")
+            peaks[name] = haul.peak_rss()
+            return wall, cpu
+        else:
+            wall, cpu, peak = timed(["aria2c", "-q", "--enable-dht=false", "--enable-dht6=false",
+                                     "--bt-enable-lpd=false", "--enable-peer-exchange=false", "--seed-time=0",
+                                     "--bt-stop-timeout=60",
+                                     "--file-allocation=none", f"--listen-port={free_port()}", "-d", out, torrent])
+        if sha256(out + "/big.bin") != expected:
+            raise RuntimeError(f"{name}'s file differs from the seeder's")
+        peaks[name] = peak
+        return wall, cpu
+
+    contenders = ["haul", "aria2c"]
+    results = rounds(contenders, 1 if args.quick else 3, run, warm_up=False)
+    rows = [[name, fmt([r[0] for r in results[name]]), fmt([r[1] for r in results[name]]),
+             f"{peaks.get(name, 0) / 1024:.1f} MiB"] for name in contenders]
+    haul_wall = statistics.median(r[0] for r in results["haul"])
+    ratios = {name: haul_wall / statistics.median(r[0] for r in results[name])
+              for name in contenders[1:] if name in results}
+    for name, ratio in ratios.items():
+        report.ratios.append((f"T torrent wall vs {name}", ratio))
+    report.section(
+        f"T: a {size // MIB} MiB torrent from a local seeder",
+        "One seeder (a libtorrent session of Debian's python3-libtorrent) on 127.0.0.1, found through opentracker; "
+        "no DHT, local discovery or peer exchange anywhere; 1 MiB pieces. Each contender fetches the whole file "
+        "into a folder of its own (sha256 checked). Wall: Haul's from the POST to completed_at, aria2c's process "
+        "until it exits (--seed-time=0). CPU: the process's own; "
+        "peak RSS: the process's (Haul's over the whole run). "
+        + "; ".join(f"Haul/{name} wall: {ratio:.2f}" for name, ratio in ratios.items()))
+    report.table(["contender", "wall", "CPU", "peak RSS"], rows)
+    haul.stop()
+    seeder.stdin.close()
+    seeder.wait(timeout=10)
+
+
 def scenario_j(args, report, work, disk):
     size = (8 if args.quick else 128) * MIB
     src = work + "/www/tls.bin"
@@ -1570,7 +1663,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--haul", required=True)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K,P,V,W")
+    ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K,P,T,V,W")
     ap.add_argument("--list-counts", default=None, help="scenario K's list lengths (default 1000,10000,100000)")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
@@ -1593,7 +1686,7 @@ def main():
                     + (" --quick" if args.quick else "") + "`"]
     scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "D": scenario_d, "E": scenario_e,
                  "F": scenario_f, "G": scenario_g, "H": scenario_h, "I": scenario_i, "J": scenario_j,
-                 "K": scenario_k, "P": scenario_p, "V": scenario_v, "W": scenario_w}
+                 "K": scenario_k, "P": scenario_p, "T": scenario_t, "V": scenario_v, "W": scenario_w}
     try:
         for key in args.scenarios.split(","):
             try:
