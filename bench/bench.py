@@ -838,7 +838,7 @@ def scenario_v(args, report, work, disk):
 def scenario_t(args, report, work, disk):
     """A torrent from one local seeder (python3-libtorrent) found through a local tracker (opentracker): Haul
     against aria2c, each fetching it whole into a folder of its own."""
-    size = 16 * MIB if args.quick else GIB
+    size = 16 * MIB if args.quick else int(os.environ.get("BENCH_TORRENT_MIB", "1024")) * MIB
     base = work + "/t"
     content = base + "/seed"
     os.makedirs(content)
