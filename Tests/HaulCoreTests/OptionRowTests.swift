@@ -30,6 +30,7 @@ final class OptionRowTests: XCTestCase {
             case "host_key": return .string("SHA256:" + String(repeating: "A", count: 43))
             case "kind": return .string("hls")
             case "variant": return .string("720")
+            case "files": return .string("1,3-4,*.mkv")
             default:
                 XCTFail("no sample for \(option.name): add one here")
                 return .null
