@@ -106,7 +106,7 @@ extension DownloadRunner: TorrentObserver {
     func torrentTick() {
         // An event may come while libtorrent still says it is checking: the tick looks again.
         guard torrent.readyTold else { return torrentMaybeReady() }
-        guard let info = torrentInfo(), let status = host.torrents?.status(torrentKey) else { return }
+        guard let status = host.torrents?.status(torrentKey), let info = torrentInfo(status) else { return }
         deliver(.torrentProgress(info, rate: Double(status.downloadRate)))
         torrent.ticks += 1
         // Resume data every half minute: after a crash, what it vouches for is not checked again.
@@ -119,7 +119,7 @@ extension DownloadRunner: TorrentObserver {
         guard !torrent.readyTold, let session = host.torrents?.current, let status = session.status(torrentKey),
             status.hasMetadata,
             status.state != .checkingFiles, status.state != .checkingResumeData,
-            let metadata = session.metadata(torrentKey), let info = torrentInfo()
+            let metadata = session.metadata(torrentKey), let info = torrentInfo(status)
         else { return }
         let meta: TorrentMeta
         do {
@@ -159,12 +159,16 @@ extension DownloadRunner: TorrentObserver {
         deliver(.torrentReady(info))
     }
 
-    /// What the resource shows of the torrent now.
-    private func torrentInfo() -> TorrentInfo? {
-        guard let session = host.torrents?.current, let status = session.status(torrentKey) else { return nil }
+    /// What the resource shows of the torrent, from `status` when the caller read it already (each read is a
+    /// round trip to libtorrent's thread).
+    private func torrentInfo(_ known: TorrentStatus? = nil) -> TorrentInfo? {
+        guard let session = host.torrents?.current, let status = known ?? session.status(torrentKey) else {
+            return nil
+        }
         var info = host.download(id)?.torrent ?? TorrentInfo(infoHash: status.infoHash)
         info.infoHash = status.infoHash
-        info.name = session.name(torrentKey) ?? info.name
+        // The name is the metadata's, fixed once it is in: asked for until then only.
+        if info.files.isEmpty { info.name = session.name(torrentKey) ?? info.name }
         info.phase =
             !status.hasMetadata
             ? .metadata
