@@ -417,6 +417,15 @@ int haul_torrent_add(haul_torrent_session *s, haul_torrent_add_params const *par
         ec.clear();
     }
     atp.save_path = params->save_path;
+    if (params->root != nullptr && params->root[0] != '\0' && atp.ti) {
+        lt::file_storage const &files = atp.ti->files();
+        for (auto index : files.file_range()) {
+            std::string path = files.file_path(index);
+            auto slash = path.find('/');
+            std::string renamed = std::string(params->root) + (slash == std::string::npos ? "" : path.substr(slash));
+            if (renamed != path) atp.renamed_files[index] = renamed;
+        }
+    }
     atp.flags &= ~lt::torrent_flags::auto_managed;
     atp.flags &= ~lt::torrent_flags::paused;
     if (params->paused) atp.flags |= lt::torrent_flags::paused;

@@ -13,6 +13,7 @@ final class OptionRowTests: XCTestCase {
         switch option.kind {
         case .integer(let range): return JSONValue(range.upperBound)
         case .bytes: return JSONValue(Int64(123_456))
+        case .decimal: return .number(1.5)
         case .boolean: return .bool(true)
         case .headers: return .object([("X-Sample", .string("1"))])
         case .text:

@@ -52,6 +52,7 @@ final class OptionTableTests: XCTestCase {
             let type: String
             switch row.kind {
             case .integer, .bytes: type = "integer"
+            case .decimal: type = "number"
             case .boolean: type = "boolean"
             case .text: type = "string"
             case .headers: type = "object"

@@ -46,7 +46,9 @@ final class TorrentSeeder {
     let port: Int
     private let status: String
 
-    init(torrent: String, content: String, sandbox: Sandbox, uploadLimit: Int = 0) throws {
+    /// Seeds `torrent` from `content`; with `leechFrom` (a peer's port on 127.0.0.1) it starts with nothing in
+    /// `content` and downloads from that peer instead.
+    init(torrent: String, content: String, sandbox: Sandbox, uploadLimit: Int = 0, leechFrom: Int? = nil) throws {
         status = sandbox.file("seeder-\(UUID().uuidString).json")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -54,6 +56,7 @@ final class TorrentSeeder {
         process.arguments = [
             script, "--torrent", torrent, "--data", content, "--status", status, "--upload-limit", "\(uploadLimit)",
         ]
+        if let leechFrom { process.arguments! += ["--leech", "--peer", "127.0.0.1:\(leechFrom)"] }
         let output = Pipe()
         process.standardOutput = output
         process.standardInput = input
@@ -88,11 +91,16 @@ final class TorrentSeeder {
         return last
     }
 
-    private func read() -> Int64 {
+    /// Whether a leecher has every piece (its files complete and checked).
+    var finished: Bool { state()["finished"] as? Bool ?? false }
+
+    private func read() -> Int64 { (state()["uploaded"] as? NSNumber)?.int64Value ?? 0 }
+
+    private func state() -> [String: Any] {
         guard let data = FileManager.default.contents(atPath: status),
             let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-        else { return 0 }
-        return (json["uploaded"] as? NSNumber)?.int64Value ?? 0
+        else { return [:] }
+        return json
     }
 }
 

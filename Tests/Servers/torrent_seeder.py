@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """A BitTorrent seeder on loopback for the tests: a libtorrent session (Debian's python3-libtorrent) seeding one
 torrent from a folder, with no DHT, no local peer discovery, no UPnP or NAT-PMP. Prints {"port": N} once it
-listens, then writes {"uploaded": bytes, "peers": n} to --status every 0.1 s, until stdin closes or SIGTERM."""
+listens, then writes {"uploaded": bytes, "peers": n, "done": bytes, "finished": bool} to --status every 0.1 s,
+until stdin closes or SIGTERM. With --leech it starts with nothing and downloads into the folder from --peer."""
 
 import argparse
 import json
@@ -21,6 +22,8 @@ def main():
     parser.add_argument("--status", required=True)
     parser.add_argument("--upload-limit", type=int, default=0, help="bytes per second, 0 for none")
     parser.add_argument("--interface", default="127.0.0.1")
+    parser.add_argument("--leech", action="store_true", help="download the torrent instead of seeding it")
+    parser.add_argument("--peer", help="ip:port to connect to at once")
     args = parser.parse_args()
 
     settings = {
@@ -38,8 +41,12 @@ def main():
     params = lt.add_torrent_params()
     params.ti = info
     params.save_path = args.data
-    params.flags = lt.torrent_flags.seed_mode
+    if not args.leech:
+        params.flags = lt.torrent_flags.seed_mode
     handle = session.add_torrent(params)
+    if args.peer:
+        host, port = args.peer.rsplit(":", 1)
+        handle.connect_peer((host, int(port)))
     # The session's limit leaves out peers on the local network (loopback among them); the torrent's own does not.
     if args.upload_limit:
         handle.set_upload_limit(args.upload_limit)
@@ -56,7 +63,15 @@ def main():
         status = handle.status()
         temporary = args.status + ".tmp"
         with open(temporary, "w") as out:
-            json.dump({"uploaded": status.all_time_upload, "peers": status.num_peers}, out)
+            json.dump(
+                {
+                    "uploaded": status.all_time_upload,
+                    "peers": status.num_peers,
+                    "done": status.total_wanted_done,
+                    "finished": status.is_finished,
+                },
+                out,
+            )
         os.replace(temporary, args.status)
         stop.wait(0.1)
 

@@ -83,6 +83,8 @@ typedef struct {
     int max_connections;
     const char *_Nullable trackers;  // more tracker URLs, one per line
     const char *_Nullable peers;     // "ip:port" per line, connected to at once
+    // The files' first path element (the torrent's name) on disk, when they were given another name.
+    const char *_Nullable root;
 } haul_torrent_add_params;
 
 // Adds a torrent under `key`: 0, or -1 with `error` said (freed by the caller).

@@ -87,7 +87,10 @@ extension API {
             throw Problem.invalid([("download", "must be 1 (an attachment, the default) or 0 (shown where it can be)")])
         }
         let view = try attempt(c.operations.readView(id))
-        guard view.download.state == .completed else { return try unfinishedFile(c, view) }
+        // A seeding torrent's files are complete and named.
+        guard view.download.state == .completed || view.download.state == .seeding else {
+            return try unfinishedFile(c, view)
+        }
         return .response(try finishedFile(c))
     }
 

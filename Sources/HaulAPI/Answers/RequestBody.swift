@@ -107,6 +107,16 @@ struct RequestBody {
         return integer(field, in: range).map { .some($0) }
     }
 
+    /// A number (a fraction allowed) in `range`; null as none.
+    mutating func nullableNumber(_ field: String, in range: ClosedRange<Double>) -> Double? {
+        guard let value = value(field), !value.isNull else { return nil }
+        guard case .number(let number) = value, range.contains(number) else {
+            reject(field, "must be a number from \(Int(range.lowerBound)) to \(Int(range.upperBound))")
+            return nil
+        }
+        return number
+    }
+
     /// `"none"` or a proxy URL; `.some(nil)` for null.
     mutating func nullableProxy(_ field: String) -> ProxyChoice?? {
         guard let value = value(field) else { return nil }

@@ -171,6 +171,11 @@ enum Aria2Options {
                 throw Refusal(message: "option \(name) must be a number of bytes (1M, 500K): \(text)")
             }
             return .number(Double(number))
+        case .decimal:
+            guard let number = Double(text), number.isFinite else {
+                throw Refusal(message: "option \(name) must be a number: \(text)")
+            }
+            return .number(number)
         case .boolean where name == "stream-piece-selector":
             // aria2's piece selectors: only inorder is Haul's sequential; the others spread the connections.
             guard ["default", "inorder", "random", "geom"].contains(text) else {

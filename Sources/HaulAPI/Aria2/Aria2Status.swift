@@ -10,7 +10,7 @@ enum Aria2Status {
     /// aria2's `status` for a download's state.
     static func status(_ state: DownloadState) -> String {
         switch state {
-        case .probing, .downloading, .verifying: return "active"
+        case .probing, .downloading, .verifying, .seeding: return "active"
         case .queued: return "waiting"
         case .paused: return "paused"
         case .failed: return "error"
@@ -27,6 +27,7 @@ enum Aria2Status {
         let d = snapshot.download
         let total = d.totalBytes ?? 0
         let running = d.state.isActive
+        let uploading = running || d.state == .seeding
         var members: [(String, JSONValue)] = [
             ("gid", .string(gid)),
             ("status", .string(status(d.state))),
@@ -34,8 +35,8 @@ enum Aria2Status {
             ("completedLength", number(d.receivedBytes)),
             ("uploadLength", number(d.torrent?.uploaded ?? 0)),
             ("downloadSpeed", number(running ? Int64(snapshot.speed.rounded()) : 0)),
-            ("uploadSpeed", number(running ? Int64(d.torrent?.uploadSpeed ?? 0) : 0)),
-            ("connections", number(Int64(running ? d.torrent?.peers ?? snapshot.activeConnections : 0))),
+            ("uploadSpeed", number(uploading ? Int64(d.torrent?.uploadSpeed ?? 0) : 0)),
+            ("connections", number(Int64(uploading ? d.torrent?.peers ?? snapshot.activeConnections : 0))),
             ("dir", .string(directory(d, root: root, completedRoot: completedRoot))),
             ("files", .array(files(d, root: root, completedRoot: completedRoot))),
         ]

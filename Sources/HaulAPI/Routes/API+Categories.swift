@@ -41,7 +41,8 @@ extension API {
         if let problem = Validate.categoryName(name) { throw Problem.invalid([("name", problem)]) }
         var body = try RequestBody(c.request)
         body.rejectUnknown(except: [
-            "directory", "connections", "max_speed", "priority", "proxy", "completed_directory",
+            "directory", "connections", "max_speed", "priority", "proxy", "completed_directory", "seed_ratio",
+            "seed_time",
         ])
         var category = HaulCore.Category(name: name, directory: name)
         if let directory = body.string("directory") {
@@ -59,6 +60,8 @@ extension API {
             .flatMap { $0 == 0 ? nil : $0 }
         category.priority = body.nullableInteger("priority", in: -1000...1000).flatMap { $0 }.map(Int.init)
         category.proxy = body.nullableProxy("proxy") ?? nil
+        category.seedRatio = body.nullableNumber("seed_ratio", in: 0...10_000)
+        category.seedTime = body.nullableInteger("seed_time", in: 0...315_360_000).flatMap { $0 }
         try body.finish()
         let created = try attempt(c.operations.putCategory(category))
         return API.json(
@@ -75,6 +78,8 @@ extension API {
             ("priority", JSONValue(c.priority.map(Int64.init))),
             ("proxy", JSONValue(c.proxy?.shown)),
             ("completed_directory", JSONValue(c.completedDirectory)),
+            ("seed_ratio", c.seedRatio.map { .number($0) } ?? .null),
+            ("seed_time", JSONValue(c.seedTime)),
         ])
     }
 

@@ -1033,7 +1033,8 @@ function renderFilters(counts, byCategory) {
   const category = $("category-filter").value;
   const states = [["", "All", counts.all], ["active", "Running", counts.active], ["retrying", "Retrying", counts.retrying],
     ["queued", "Queued", counts.queued || 0], ["paused", "Paused", counts.paused || 0],
-    ["completed", "Completed", counts.completed || 0], ["failed", "Failed", counts.failed || 0]];
+    ["seeding", "Seeding", counts.seeding || 0], ["completed", "Completed", counts.completed || 0],
+    ["failed", "Failed", counts.failed || 0]];
   syncList($("state-filters"), states.map(([value, label, count]) => ({
     key: value, label, count, pressed: value === filter,
     pick: () => { $("filter").value = value; render(); },

@@ -154,7 +154,8 @@ extension Engine {
             case .queued: event = .resume
             default: throw .conflict("a download cannot be put in state '\(target.rawValue)' by a client")
             }
-            guard download.state.next(after: event) != nil else {
+            // Pausing a seeding torrent ends its seeding: it is completed.
+            guard download.state.next(after: event) != nil || download.state == .seeding && event == .pause else {
                 throw .conflict("a \(download.state.rawValue) download cannot become \(target.rawValue)")
             }
             stateEvent = event == .pause ? .pause : .resume
@@ -206,7 +207,7 @@ extension Engine {
         for download in last {
             let id = download.id
             _ = webhooks.takeWaiting(id)
-            if download.kind == .torrent, download.state != .completed {
+            if download.kind == .torrent, download.state != .completed, download.state != .seeding {
                 // The torrent's staging folder: its files so far, its .torrent and resume data.
                 if !runningTorrents.contains(id) {
                     try? roots.directory(download.directory, create: false).removeTree(TorrentStaging.name(id))

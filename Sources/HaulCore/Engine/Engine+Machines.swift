@@ -109,6 +109,8 @@ extension Engine {
         }
     }
 
+    func slotFreed() { schedule() }
+
     /// A runner's download no longer needs its slot.
     func runnerFinished(_ id: String) {
         pool.remove(id)

@@ -10,7 +10,7 @@ extension Engine {
         if let cluster { return cluster.claimWork() }
         tenancy.releaseSetAside(into: &registry.runQueue, where: waiting)
         // Checked for each: starting one may finish it at once (found complete) and start others meanwhile.
-        while pool.count < config.maxActive, let next = registry.runQueue.popFirst(where: waiting) {
+        while pool.busy < config.maxActive, let next = registry.runQueue.popFirst(where: waiting) {
             // A token running as many as it may: set aside, and the next in the queue goes instead.
             guard let download = machines[next.id]?.machine.download, tenancy.mayStart(download, next) else { continue }
             pool.start(DownloadRunner(host: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed))

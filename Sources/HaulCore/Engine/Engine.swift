@@ -102,8 +102,10 @@ public final class Engine {
         // Written once the rows are read: no update while the table is being stepped through.
         for download in interrupted { try store.save(download) }
         registry.sortOrder()
-        for box in machines.values where box.machine.download.state == .failed {
-            releaseUnwritten(box.machine.download)
+        var seeding: [Download] = []
+        for box in machines.values {
+            if box.machine.download.state == .failed { releaseUnwritten(box.machine.download) }
+            if box.machine.download.state == .seeding, !shared { seeding.append(box.machine.download) }
         }
         pool.startTicking(every: config.progressInterval, clock: clock)
         if shared {
@@ -112,6 +114,10 @@ public final class Engine {
             try membership.join()
         }
         for observer in observers { try observer.engineStarted() }
+        // Seeding torrents go back to their swarms; they hold no slot.
+        for download in seeding {
+            pool.start(DownloadRunner(host: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed))
+        }
         schedule()
     }
 

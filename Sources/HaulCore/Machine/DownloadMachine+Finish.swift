@@ -105,7 +105,7 @@ extension DownloadMachine {
     }
 
     /// Leaves the running phases for good with `event`'s transition: the slot is given back.
-    private mutating func end(_ event: DownloadEvent, _ change: (inout Download) -> Void) {
+    mutating func end(_ event: DownloadEvent, _ change: (inout Download) -> Void) {
         phase = .idle
         connections.removeAll()
         checkpointInFlight = false
@@ -141,7 +141,9 @@ extension DownloadMachine {
 
     /// Cancels every transfer and timer the download has going.
     mutating func cancelEverything() {
-        if download.kind == .torrent, phase == .torrenting || phase == .publishing { emit(.torrent(.stop)) }
+        if download.kind == .torrent, phase == .torrenting || phase == .publishing || phase == .seeding {
+            emit(.torrent(.stop))
+        }
         switch phase {
         case .probing(let id, _), .probingHead(let id, _): emit(.cancel(id))
         case .probeBackoff(let timer): emit(.cancelTimer(timer))
@@ -163,6 +165,8 @@ extension DownloadMachine {
     // MARK: clients
 
     mutating func pause() {
+        // Pausing a seeding torrent ends its seeding: its files are complete, so it is.
+        if phase == .seeding { return torrentSeeded() }
         if phase != .idle {
             stopEverything(sync: true)
             transition(.pause)

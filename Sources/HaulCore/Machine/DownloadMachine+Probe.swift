@@ -4,6 +4,7 @@ import HaulLoop
 /// retries, and the part file it leads to.
 extension DownloadMachine {
     mutating func start(now: Double) {
+        if download.state == .seeding { return resumeSeeding() }
         transition(.start) {
             $0.error = nil
             $0.attempts += 1

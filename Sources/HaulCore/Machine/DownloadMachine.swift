@@ -117,6 +117,8 @@ public struct DownloadMachine {
         case publishing
         /// A torrent in the BitTorrent session (fetching its metadata, checking, downloading).
         case torrenting
+        /// A complete torrent with its files named, uploading to its swarm.
+        case seeding
     }
 
     /// One connection fetching one segment.
@@ -298,8 +300,7 @@ public struct DownloadMachine {
         case .resume: resume()
         case .change(let changes): change(changes)
         case .stop(let keepFile):
-            // A torrent removed: libtorrent deletes what it wrote before its folder goes.
-            if !keepFile, download.kind == .torrent, phase != .idle { emit(.torrent(.remove)) }
+            if !keepFile, download.kind == .torrent { torrentRemoved() }
             stopEverything(sync: keepFile)
         case .interrupted: transition(.interrupt)
         case .wanted(let offset): wanted(offset)
@@ -311,6 +312,8 @@ public struct DownloadMachine {
         case .torrentProgress(let info, let rate): torrentProgress(info, rate: rate)
         case .torrentFinished: torrentFinished()
         case .torrentFailed(let error): fail(error)
+        case .torrentSeeding(let name, let file): torrentSeeding(name, file: file)
+        case .torrentSeeded: torrentSeeded()
         }
         defer { pending.removeAll(keepingCapacity: true) }
         return pending

@@ -120,6 +120,10 @@ public enum MachineEvent: Sendable {
     case verified(String?)
     case published(name: String, file: FileStamp?)
     case publishFailed(DownloadError)
+    /// A torrent's files are named (`published`'s news) and it seeds.
+    case torrentSeeding(name: String, file: FileStamp?)
+    /// A seeding torrent met its limit (or cannot seed): it is completed.
+    case torrentSeeded
     case timer(TimerID)
     /// The periodic tick: speed samples, stall watch, checkpoints.
     case tick(now: Double)
@@ -158,6 +162,10 @@ public enum TorrentStep: Equatable, Sendable {
     case stop
     /// Take it out of the session and delete its files and staging folder (the download is removed).
     case remove
+    /// Add it again from its named files `name` in the download's folder, to upload until a seeding limit is met.
+    case seed(name: String)
+    /// Take the seeding torrent out of the session and remove its staging folder; its files stay.
+    case unseed
 }
 
 /// What the machine asks its runner to do, in order.

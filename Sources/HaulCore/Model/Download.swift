@@ -48,6 +48,12 @@ public struct Download: Sendable, Equatable {
     public var torrent: TorrentInfo?
     /// A torrent's files to fetch (`TorrentSelection`); nil: all.
     public var files: String?
+    /// A torrent's seeding limits (`SeedLimits`): the share ratio and the seconds of seeding after which it stops;
+    /// nil takes its category's, then the server's.
+    public var seedRatio: Double?
+    public var seedTime: Int64?
+    /// A torrent's upload limit in bytes per second; nil: only the server's.
+    public var uploadLimit: Int64?
     /// The proxy the download itself names (`"none"`: direct); nil leaves it to its category and the settings.
     public var proxy: ProxyChoice?
     /// The origin's user name and password (Basic or Digest), sent only to the URL's own host; never shown.

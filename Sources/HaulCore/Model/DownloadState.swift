@@ -2,20 +2,22 @@
 /// table below; `DownloadMachine` applies it and treats a transition the table lacks as a programming error.
 ///
 /// ```
-///               start    probed   transf.  verified fail    pause   resume  restart interrupt finished
-/// queued        probing  -        -        -        -       paused  -       -       -         completed
-/// probing       -        downl.   -        -        failed  paused  -       -       queued    -
-/// downloading   -        -        verif.   -        failed  paused  -       probing queued    -
-/// verifying     -        -        -        compl.   failed  -       -       -       queued    -
-/// completed     -        -        -        -        -       -       -       -       -         -
-/// paused        -        -        -        -        -       -       queued  -       -         -
-/// failed        -        -        -        -        -       -       queued  -       -         -
+///               start    probed   transf.  verified fail    pause   resume  restart interrupt finished seed
+/// queued        probing  -        -        -        -       paused  -       -       -         completed -
+/// probing       -        downl.   -        -        failed  paused  -       -       queued    -         -
+/// downloading   -        -        verif.   -        failed  paused  -       probing queued    -         -
+/// verifying     -        -        -        compl.   failed  -       -       -       queued    -         seeding
+/// seeding       -        -        -        compl.   -       -       -       -       -         -         -
+/// completed     -        -        -        -        -       -       -       -       -         -         -
+/// paused        -        -        -        -        -       -       queued  -       -         -         -
+/// failed        -        -        -        -        -       -       queued  -       -         -         -
 /// ```
 /// (`DownloadStateTests` walks this table and checks it against `next(after:)`.)
 public enum DownloadState: String, Sendable, CaseIterable, Codable {
-    case queued, probing, downloading, verifying, completed, paused, failed
+    case queued, probing, downloading, verifying, seeding, completed, paused, failed
 
-    /// Running states hold one of the `max_active` slots.
+    /// Running states hold one of the `max_active` slots. A seeding torrent holds none: its files are complete and
+    /// named, and it only uploads.
     public var isActive: Bool { self == .probing || self == .downloading || self == .verifying }
     /// States a download never leaves on its own.
     public var isFinished: Bool { self == .completed || self == .failed }
@@ -30,6 +32,8 @@ public enum DownloadEvent: String, Sendable, Equatable, CaseIterable {
     case interrupt
     /// A download about to start turns out finished already: its file got its name just before a crash.
     case finished
+    /// A torrent's files are complete and named; it stays in the swarm, uploading, until a seeding limit is met.
+    case seed
 }
 
 extension DownloadState {
@@ -42,8 +46,10 @@ extension DownloadState {
         case (.probing, .probed): return .downloading
         /// Every byte is in the part file; it is synced and its checksum checked.
         case (.downloading, .transferred): return .verifying
-        /// The file passed its checks and has its final name.
-        case (.verifying, .verified): return .completed
+        /// The file passed its checks and has its final name; a seeding torrent met its ratio or time limit.
+        case (.verifying, .verified), (.seeding, .verified): return .completed
+        /// A torrent's files are named; it uploads to the swarm for a while before it is completed.
+        case (.verifying, .seed): return .seeding
         /// The user pauses before or during the transfer; the part file stays.
         case (.queued, .pause), (.probing, .pause), (.downloading, .pause): return .paused
         /// The user resumes a paused download or retries a failed one; it waits for a slot.

@@ -28,6 +28,12 @@ public struct NewDownload: Sendable {
     public var torrent: [UInt8]?
     /// A torrent's files to fetch (`TorrentSelection`); nil: all.
     public var files: String?
+    /// A torrent's seeding limits (`SeedLimits`): the share ratio and the seconds of seeding after which it stops;
+    /// nil takes its category's, then the server's.
+    public var seedRatio: Double?
+    public var seedTime: Int64?
+    /// A torrent's upload limit in bytes per second; nil: only the server's.
+    public var uploadLimit: Int64?
     public var variant: String?
     /// nil: the category's, else the settings'.
     public var proxy: ProxyChoice?

@@ -16,6 +16,8 @@ public struct DownloadOption: Sendable {
         case integer(ClosedRange<Int64>)
         /// Bytes (per second): a JSON integer in the range; the CLI takes 500k, 1.5M.
         case bytes(ClosedRange<Int64>)
+        /// A JSON number (a fraction allowed) in the range.
+        case decimal(ClosedRange<Double>)
         case boolean
         /// A JSON string, checked by its own rule (a name, a folder, a digest).
         case text

@@ -2,7 +2,7 @@ import FoundationEssentials
 import HaulLoop
 
 /// The rows of the kinds of download beyond a single file: what a URL is (`kind`), an HLS master playlist's
-/// variant, and a torrent's files.
+/// variant, and a torrent's files and seeding.
 extension DownloadOptions {
     static let kinds: [DownloadOption] = [
         DownloadOption(
@@ -65,5 +65,47 @@ extension DownloadOptions {
                 name: "files", placeholder: "LIST",
                 help: "a torrent's files to fetch: numbers from 1 (1,3,5-7) or globs (*.mkv), comma-separated"),
             aria2: ["select-file"]),
+        DownloadOption(
+            name: "seed_ratio", kind: .decimal(0...10_000),
+            otherwise: "the category's, else --bittorrent-seed-ratio", column: "seed_ratio",
+            apply: { option, value, request, problems in
+                guard case .number(let ratio) = value, ratio >= 0, ratio <= 10_000 else {
+                    return problems.append((option.name, "must be a number from 0 to 10000"))
+                }
+                request.seedRatio = ratio
+            },
+            carry: { request, download in download.seedRatio = request.seedRatio },
+            show: { $0.seedRatio.map { .number($0) } ?? .null },
+            storage: DownloadColumn(name: "seed_ratio", write: { $0.seedRatio.map { .real($0) } ?? .null }) { d, v in
+                d.seedRatio = v.double
+            },
+            flag: .init(
+                name: "seed-ratio", placeholder: "RATIO",
+                help: "a torrent seeds until it uploaded RATIO times its size (0: no ratio limit)"),
+            aria2: ["seed-ratio"]),
+        DownloadOption(
+            name: "seed_time", kind: .integer(0...315_360_000),
+            otherwise: "the category's, else --bittorrent-seed-time", column: "seed_time",
+            apply: { option, value, request, problems in
+                request.seedTime = checkedInteger(value, option, &problems)
+            },
+            carry: { request, download in download.seedTime = request.seedTime },
+            show: { JSONValue($0.seedTime) },
+            storage: DownloadColumn(name: "seed_time", write: { integer($0.seedTime) }) { d, v in d.seedTime = v.int },
+            flag: .init(
+                name: "seed-time", placeholder: "SECONDS",
+                help: "a torrent seeds at most SECONDS after it completes (0: no time limit)")),
+        DownloadOption(
+            name: "upload_limit", kind: .bytes(0...maxBytes), otherwise: "none (0 is none)", column: "upload_limit",
+            apply: { option, value, request, problems in
+                request.uploadLimit = checkedInteger(value, option, &problems).flatMap { $0 == 0 ? nil : $0 }
+            },
+            carry: { request, download in download.uploadLimit = request.uploadLimit },
+            show: { JSONValue($0.uploadLimit) },
+            storage: DownloadColumn(name: "upload_limit", write: { integer($0.uploadLimit) }) { d, v in
+                d.uploadLimit = v.int
+            },
+            flag: .init(name: "upload-limit", placeholder: "SIZE", help: "a torrent's upload, bytes per second"),
+            aria2: ["max-upload-limit"]),
     ]
 }

@@ -8,6 +8,8 @@ import HaulLoop
 /// the session (pad files left out).
 struct TorrentRun {
     var readyTold = false
+    /// Complete and named, uploading: it holds no slot.
+    var seeding = false
     var ticks = 0
     var fileIndexes: [Int] = []
 }
@@ -26,6 +28,12 @@ extension DownloadRunner: TorrentObserver {
             let parent = try? host.directory(host.download(id)?.directory ?? "", create: false)
             let name = TorrentStaging.name(id)
             host.torrents?.stop(torrentKey, staging: nil, deleteFiles: true) { try? parent?.removeTree(name) }
+        case .seed(let name): seedTorrent(name)
+        case .unseed:
+            let parent = try? host.directory(host.download(id)?.directory ?? "", create: false)
+            let name = TorrentStaging.name(id)
+            torrent.seeding = false
+            host.torrents?.stop(torrentKey, staging: nil, deleteFiles: false) { try? parent?.removeTree(name) }
         }
     }
 
@@ -90,10 +98,15 @@ extension DownloadRunner: TorrentObserver {
         case .metadata, .checked:
             torrentMaybeReady()
         case .finished:
+            if torrent.seeding { return }
             guard torrent.readyTold else { return torrentMaybeReady() }
             // The files' last progress first: the resource shows them complete.
             if let info = torrentInfo() { deliver(.torrentProgress(info, rate: 0)) }
             deliver(.torrentFinished)
+        case .error(_, let message) where torrent.seeding:
+            // Its files are complete and named: an error (a file gone) ends the seeding, not the download.
+            host.log.warning("seeding stopped", ["download.id": id, "error.message": message])
+            deliver(.torrentSeeded)
         case .error(_, let message):
             deliver(.torrentFailed(DownloadError(.torrentFailed, message)))
         case .resumeData(let key, let data):
@@ -104,6 +117,7 @@ extension DownloadRunner: TorrentObserver {
     }
 
     func torrentTick() {
+        if torrent.seeding { return seedingTick() }
         // An event may come while libtorrent still says it is checking: the tick looks again.
         guard torrent.readyTold else { return torrentMaybeReady() }
         guard let status = host.torrents?.status(torrentKey), let info = torrentInfo(status) else { return }
@@ -161,7 +175,7 @@ extension DownloadRunner: TorrentObserver {
 
     /// What the resource shows of the torrent, from `status` when the caller read it already (each read is a
     /// round trip to libtorrent's thread).
-    private func torrentInfo(_ known: TorrentStatus? = nil) -> TorrentInfo? {
+    fileprivate func torrentInfo(_ known: TorrentStatus? = nil) -> TorrentInfo? {
         guard let session = host.torrents?.current, let status = known ?? session.status(torrentKey) else {
             return nil
         }
@@ -179,6 +193,7 @@ extension DownloadRunner: TorrentObserver {
         info.uploadSpeed = Double(status.uploadRate)
         info.uploaded = status.uploaded
         info.downloaded = status.downloaded
+        info.seedingTime = status.seedingSeconds
         info.pieces = status.pieces
         info.piecesDone = status.piecesDone
         if status.hasMetadata, info.files.isEmpty, let files = session.files(torrentKey) {
@@ -244,14 +259,78 @@ extension DownloadRunner: TorrentObserver {
                 guard let self, !self.done else { return }
                 switch result {
                 case .success(let final):
-                    try? directory.removeTree(TorrentStaging.name(self.id))
                     let stamp = directory.size(final).flatMap { size in
                         directory.identity(final).map { FileStamp($0, size: size) }
                     }
-                    self.deliver(.published(name: final, file: stamp))
+                    guard self.seedLimits?.seeds == true else {
+                        try? directory.removeTree(TorrentStaging.name(self.id))
+                        return self.deliver(.published(name: final, file: stamp))
+                    }
+                    // The .torrent and the resume data stay beside it while it seeds (a restart seeds again).
+                    try? (try? self.stagingFolder(create: false))?.removeTree(TorrentStaging.data)
+                    self.deliver(.torrentSeeding(name: final, file: stamp))
                 case .failure(let error):
                     self.deliver(.publishFailed(DownloadError.file(error)))
                 }
             })
+    }
+}
+
+// MARK: seeding
+
+extension DownloadRunner {
+    /// The download's seeding limits: its own, else its category's, else the server's.
+    var seedLimits: SeedLimits? {
+        guard let download = host.download(id) else { return nil }
+        return SeedLimits.of(
+            download, category: download.category.flatMap(host.category), server: host.config.bittorrent.seeding)
+    }
+
+    /// Adds the torrent again from its named files, in upload mode (a piece missing is never fetched again): the
+    /// .torrent and the resume data (what is verified, what was uploaded, how long it seeded) come from the
+    /// staging folder, and the files' first path element becomes the name they were given.
+    fileprivate func seedTorrent(_ name: String) {
+        guard let torrents = host.torrents, let download = host.download(id) else {
+            return deliver(.torrentSeeded)
+        }
+        do throws(FileError) {
+            let staging = try stagingFolder(create: false)
+            let directory = try host.directory(download.directory, create: false)
+            guard let metadata = staging.readFile(TorrentStaging.metadata, limit: Int(TorrentSession.maxMetadataBytes))
+            else { throw FileError(call: "open", path: staging.shown(TorrentStaging.metadata), code: ENOENT) }
+            var add = TorrentAdd(key: torrentKey, savePath: directory.absolute("", root: host.config.downloadRoot))
+            add.torrent = metadata
+            add.resume = staging.readFile(TorrentStaging.resume, limit: Int(TorrentSession.maxMetadataBytes))
+            add.root = name
+            add.hold = true
+            add.uploadLimit = download.uploadLimit ?? 0
+            add.maxConnections = max(download.connections * 4, 20)
+            torrent.readyTold = true
+            torrent.seeding = true
+            torrents.start(add, observer: self)
+            host.slotFreed()
+        } catch {
+            host.log.warning("cannot seed", ["download.id": id, "error.message": "\(error)"])
+            deliver(.torrentSeeded)
+        }
+    }
+
+    /// Each second while seeding: the swarm's figures, and whether a limit is met (or a piece went missing: a
+    /// seeding torrent never fetches one again).
+    fileprivate func seedingTick() {
+        guard let status = host.torrents?.status(torrentKey) else { return }
+        if status.state == .checkingFiles || status.state == .checkingResumeData { return }
+        guard let info = torrentInfo(status) else { return }
+        deliver(.torrentProgress(info, rate: 0))
+        let size = info.files.filter(\.wanted).reduce(Int64(0)) { $0 + $1.size }
+        if !status.finished && !status.seeding {
+            host.log.warning("seeding stopped: files changed on disk", ["download.id": id])
+            return deliver(.torrentSeeded)
+        }
+        if seedLimits?.met(uploaded: status.uploaded, size: size, seeding: status.seedingSeconds) ?? true {
+            return deliver(.torrentSeeded)
+        }
+        torrent.ticks += 1
+        if torrent.ticks % 30 == 0 { host.torrents?.checkpoint(torrentKey) }
     }
 }

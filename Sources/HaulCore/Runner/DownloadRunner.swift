@@ -68,9 +68,9 @@ final class DownloadRunner: FetchDelegate {
 
     private var meta: [String: String] { ["download.id": id] }
 
-    /// Starts the download: finished already (a crash after its file got its name), else probe.
+    /// Starts the download: found finished (a crash after its file got its name), seeding again, else probe.
     func begin() {
-        if let name = finishedBeforeACrash() {
+        if host.download(id)?.state != .seeding, let name = finishedBeforeACrash() {
             let file = try? host.directory(host.download(id)?.directory ?? "", create: false)
             let stamp = file.flatMap { directory in
                 directory.identity(name).map { FileStamp($0, size: directory.size(name) ?? 0) }

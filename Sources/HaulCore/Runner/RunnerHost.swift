@@ -28,4 +28,6 @@ protocol RunnerHost: HostServices {
     func renewLeaseSoon()
     /// The runner of `id` is done: its slot is free.
     func runnerFinished(_ id: String)
+    /// A runner's download gave its slot back but goes on (a torrent seeding).
+    func slotFreed()
 }

@@ -38,6 +38,8 @@ final class RunnerPool {
     }
 
     var count: Int { runners.count }
+    /// The runners holding a slot (a seeding torrent holds none).
+    var busy: Int { runners.values.reduce(0) { $0 + ($1.torrent.seeding ? 0 : 1) } }
 
     var ids: Dictionary<String, DownloadRunner>.Keys { runners.keys }
 

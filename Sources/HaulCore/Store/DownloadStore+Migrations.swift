@@ -203,5 +203,13 @@ extension DownloadStore {
         """
         ALTER TABLE downloads ADD COLUMN files TEXT;
         """,
+        // 25: a torrent's seeding limits and upload limit.
+        """
+        ALTER TABLE downloads ADD COLUMN seed_ratio REAL;
+        ALTER TABLE downloads ADD COLUMN seed_time INTEGER;
+        ALTER TABLE downloads ADD COLUMN upload_limit INTEGER;
+        ALTER TABLE categories ADD COLUMN seed_ratio REAL;
+        ALTER TABLE categories ADD COLUMN seed_time INTEGER;
+        """,
     ]
 }

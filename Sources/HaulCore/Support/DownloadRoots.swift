@@ -28,7 +28,8 @@ struct DownloadRoots {
     /// The finished file of `download`, opened for reading, only while it is still the file Haul wrote (`sameNode`:
     /// its device numbers mean what they meant where it was written).
     func openFinished(_ download: Download, sameNode: Bool) throws(EngineError) -> OpenFile {
-        guard download.state == .completed, let name = download.filename else {
+        // A seeding torrent's files are complete and named.
+        guard download.state == .completed || download.state == .seeding, let name = download.filename else {
             throw .conflict("the download is \(download.state.rawValue), not completed: it has no file yet")
         }
         let file: OpenFile

@@ -117,7 +117,10 @@ public final class TorrentSession {
                             params.peers = peers
                             return withOptionalCString(add.magnet) { magnet in
                                 params.magnet = magnet
-                                return haul_torrent_add(session, &params, &error)
+                                return withOptionalCString(add.root) { root in
+                                    params.root = root
+                                    return haul_torrent_add(session, &params, &error)
+                                }
                             }
                         }
                     }

@@ -101,6 +101,8 @@ public struct TorrentAdd: Sendable {
     public var trackers: [String] = []
     /// `ip:port` of peers connected to at once.
     public var peers: [String] = []
+    /// The name its files' first path element has on disk, when not the torrent's own (a name taken).
+    public var root: String?
 
     public init(key: UInt64, savePath: String) {
         self.key = key

@@ -20,6 +20,12 @@ extension ClientCommand {
                 throw .usage("--\(flag.name) takes a number, not '\(text)'", command: options.spec)
             }
             return JSONValue(n)
+        case .decimal:
+            guard let text = options.value(flag.name) else { return nil }
+            guard let n = Double(text), n.isFinite else {
+                throw .usage("--\(flag.name) takes a number, not '\(text)'", command: options.spec)
+            }
+            return .number(n)
         case .bytes:
             guard let text = options.value(flag.name) else { return nil }
             guard let bytes = ByteSize.parse(text) else {

@@ -4,7 +4,9 @@ import HaulCore
 /// category, as transmission-remote and qBittorrent's users name them.
 extension ClientCommand {
     /// The states a download can be in, as `--state` takes them.
-    static let states = ["queued", "probing", "downloading", "verifying", "paused", "completed", "failed"]
+    static let states = [
+        "queued", "probing", "downloading", "verifying", "seeding", "paused", "completed", "failed",
+    ]
 
     static let selectionOptions: [CommandSpec.Option] = [
         .init(
@@ -34,7 +36,7 @@ extension ClientCommand {
         /// What `all` (or --category alone) means.
         var defaultStates: [String] {
             switch self {
-            case .pause: ["queued", "probing", "downloading", "verifying"]
+            case .pause: ["queued", "probing", "downloading", "verifying", "seeding"]
             case .resume: ["paused", "failed"]
             case .remove: ClientCommand.states
             }

@@ -100,7 +100,9 @@ enum ListTable {
         guard !downloads.isEmpty else { return "no downloads" }
         var counts: [String: Int] = [:]
         for d in downloads { counts[d.retryIn != nil ? "retrying" : d.state, default: 0] += 1 }
-        let order = ["downloading", "probing", "verifying", "retrying", "queued", "paused", "completed", "failed"]
+        let order = [
+            "downloading", "probing", "verifying", "seeding", "retrying", "queued", "paused", "completed", "failed",
+        ]
         let parts = order.compactMap { state in counts[state].map { "\($0) \(state)" } }
         let speed = downloads.filter(\.isRunning).reduce(0.0) { $0 + $1.speed }
         return "\(downloads.count) download\(downloads.count == 1 ? "" : "s"): " + parts.joined(separator: ", ")

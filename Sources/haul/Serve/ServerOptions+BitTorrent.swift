@@ -65,5 +65,31 @@ extension ServerOptions {
             "bittorrent-upload-limit", 0...(Int64(1) << 40), default: "0", shown: "none",
             help: "bytes per second uploaded to peers over all torrents; 0 for none", sample: "1M",
             sampleShown: "1048576", \.engine.bittorrent.uploadLimit),
+        text(
+            "bittorrent-seed-ratio", "RATIO", default: "0",
+            help: "a complete torrent seeds until it uploaded RATIO times its size (0: no ratio limit; with no "
+                + "time limit either, it does not seed); a download or category may say otherwise",
+            sample: "1.5"
+        ) { given, config throws(ServeConfig.Invalid) in
+            guard let ratio = Double(given.text), ratio >= 0, ratio <= 10_000 else {
+                throw given.invalid("must be a number from 0 to 10000, not '\(given.text)'")
+            }
+            config.engine.bittorrent.seeding.ratio = ratio
+        } show: {
+            ServerOption.number($0.engine.bittorrent.seeding.ratio)
+        },
+        integer(
+            "bittorrent-seed-time", 0...315_360_000, "SECONDS", default: "0",
+            help: "a complete torrent seeds at most this long (0: no time limit; with no ratio limit either, it "
+                + "does not seed); a download or category may say otherwise", sample: "3600",
+            \.bittorrentSeedTime),
     ]
+}
+
+extension ServeConfig {
+    /// The seeding time limit as the integer row sets it.
+    var bittorrentSeedTime: Int {
+        get { Int(engine.bittorrent.seeding.seconds) }
+        set { engine.bittorrent.seeding.seconds = Int64(newValue) }
+    }
 }

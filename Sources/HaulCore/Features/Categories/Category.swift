@@ -19,6 +19,9 @@ public struct Category: Sendable, Equatable {
     /// Where its downloads' files go once verified, relative to the completed root (`--completed-root`, else the
     /// download root); nil leaves them where they were written.
     public var completedDirectory: String?
+    /// Its torrents' seeding limits (`SeedLimits`), where their downloads give none; nil: the server's.
+    public var seedRatio: Double?
+    public var seedTime: Int64?
 
     public init(
         name: String, directory: String, connections: Int? = nil, maxSpeed: Int64? = nil,

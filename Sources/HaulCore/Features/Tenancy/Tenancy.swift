@@ -122,7 +122,12 @@ public final class Tenancy {
     /// How many more downloads of `owner` may run now (`max_active`; .max for none).
     func freeSlots(of owner: String) -> Int {
         guard let limit = self.owner(owner)?.maxActive else { return .max }
-        return limit - host.runningIDs.count(where: { registry.machines[$0]?.machine.download.owner == owner })
+        // A seeding torrent runs but holds no slot.
+        return limit
+            - host.runningIDs.count(where: {
+                guard let download = registry.machines[$0]?.machine.download else { return false }
+                return download.owner == owner && download.state != .seeding
+            })
     }
 
     /// Whether `download` may start now; one whose token runs as many as it may is set aside (`entry` is its place

@@ -15,6 +15,8 @@ public struct BitTorrentConfig: Sendable, Equatable {
     public var encryption = TorrentSettings.Encryption.prefer
     /// Bytes per second uploaded over all torrents, 0 for none.
     public var uploadLimit: Int64 = 0
+    /// When a complete torrent stops seeding, unless its download or category says otherwise (default: at once).
+    public var seeding = SeedLimits()
 
     public init() {}
 

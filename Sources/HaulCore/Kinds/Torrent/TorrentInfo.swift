@@ -28,6 +28,8 @@ public struct TorrentInfo: Equatable, Sendable {
     /// Payload bytes uploaded and downloaded over the download's life.
     public var uploaded: Int64 = 0
     public var downloaded: Int64 = 0
+    /// Seconds spent seeding (every wanted piece in), over restarts.
+    public var seedingTime: Int64 = 0
     public var pieces = 0
     public var piecesDone = 0
     public var pieceLength: Int64 = 0
@@ -52,6 +54,7 @@ public struct TorrentInfo: Equatable, Sendable {
             ("uploaded", .number(Double(uploaded))),
             ("downloaded", .number(Double(downloaded))),
             ("ratio", .number((ratio * 1000).rounded() / 1000)),
+            ("seeding_time", .number(Double(seedingTime))),
             ("pieces", .number(Double(pieces))),
             ("pieces_done", .number(Double(piecesDone))),
             ("piece_length", .number(Double(pieceLength))),
@@ -78,6 +81,7 @@ public struct TorrentInfo: Equatable, Sendable {
         seeds = Int(json["seeds"]?.integerValue ?? 0)
         uploaded = json["uploaded"]?.integerValue ?? 0
         downloaded = json["downloaded"]?.integerValue ?? 0
+        seedingTime = json["seeding_time"]?.integerValue ?? 0
         pieces = Int(json["pieces"]?.integerValue ?? 0)
         piecesDone = Int(json["pieces_done"]?.integerValue ?? 0)
         pieceLength = json["piece_length"]?.integerValue ?? 0
