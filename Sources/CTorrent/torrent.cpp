@@ -560,6 +560,46 @@ void haul_torrent_want_range(haul_torrent_session *s, uint64_t key, int index, i
     }
 }
 
+int haul_torrent_file_have(haul_torrent_session *s, uint64_t key, int index, int64_t *ranges, int capacity) {
+    auto *handle = find(s, key);
+    if (handle == nullptr || capacity <= 0) return 0;
+    auto ti = handle->torrent_file();
+    if (!ti || index < 0 || index >= ti->num_files()) return 0;
+    lt::file_index_t file(index);
+    int64_t size = ti->files().file_size(file);
+    if (size <= 0) return 0;
+    int64_t start = ti->files().file_offset(file);
+    int64_t piece_length = ti->piece_length();
+    lt::torrent_status st = handle->status(lt::torrent_handle::query_pieces);
+    // A seed's bitfield may be left empty: it has every piece.
+    bool all = st.pieces.empty() && st.is_seeding;
+    auto first = lt::piece_index_t(int(start / piece_length));
+    auto last = lt::piece_index_t(int((start + size - 1) / piece_length));
+    int n = 0;
+    int64_t open = -1, end = -1;
+    for (auto piece = first; piece <= last; ++piece) {
+        int64_t piece_start = int64_t(static_cast<int>(piece)) * piece_length;
+        int64_t from = std::max<int64_t>(piece_start, start) - start;
+        int64_t to = std::min<int64_t>(piece_start + ti->piece_size(piece), start + size) - start - 1;
+        bool have = all || (static_cast<int>(piece) < st.pieces.size() && st.pieces[piece]);
+        if (have) {
+            if (open < 0) open = from;
+            end = to;
+        } else if (open >= 0) {
+            ranges[2 * n] = open;
+            ranges[2 * n + 1] = end;
+            open = -1;
+            if (++n == capacity) return n;
+        }
+    }
+    if (open >= 0) {
+        ranges[2 * n] = open;
+        ranges[2 * n + 1] = end;
+        ++n;
+    }
+    return n;
+}
+
 void haul_torrent_force_recheck(haul_torrent_session *s, uint64_t key) {
     if (auto *handle = find(s, key)) handle->force_recheck();
 }

@@ -53,6 +53,9 @@ final class SeedingTests: HaulTestCase {
         try startHaul()
         resource = try download(id)
         XCTAssertEqual(resource["state"] as? String, "seeding", "\(resource)")
+        let metrics = try api.get("/metrics").text
+        XCTAssertTrue(metrics.contains("haul_downloads{state=\"seeding\"} 1"), metrics)
+        XCTAssertTrue(metrics.contains("haul_torrent_uploaded_bytes "), metrics)
 
         // The only peer with the pieces is Haul now.
         try FileManager.default.createDirectory(

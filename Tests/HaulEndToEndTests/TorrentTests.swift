@@ -110,6 +110,47 @@ final class TorrentTests: HaulTestCase {
             "POST", "/downloads", json: ["url": "magnet:?xt=urn:btih:" + String(repeating: "a", count: 40)])
         XCTAssertEqual(reply.status, 422, reply.text)
         XCTAssertTrue(reply.text.contains("--bittorrent"), reply.text)
+        let byKind = try api.request("POST", "/downloads", json: ["url": originURL("a.torrent"), "kind": "torrent"])
+        XCTAssertEqual(byKind.status, 422, byKind.text)
+        // Off, a .torrent URL is a file like any other.
+        try Data("d4:infod4:name1:aee".utf8).write(to: URL(fileURLWithPath: sandbox.file("www/plain.torrent")))
+        let plain = try add(["url": originURL("plain.torrent")])
+        let resource = try waitForState(plain, "completed")
+        XCTAssertEqual(resource["kind"] as? String, "file")
+        XCTAssertEqual(
+            try String(contentsOfFile: sandbox.file("downloads/plain.torrent"), encoding: .utf8), "d4:infod4:name1:aee")
+    }
+
+    func testATorrentByURLIsFetchedThroughTheServersOwnRequestsThenItsFiles() throws {
+        let port = try Nginx.freePort()
+        let fixture = try TorrentFixtures.make(
+            in: sandbox, "film.mkv", files: [("film.mkv", 3 << 20)], tracker: Tracker.announce(port))
+        let tracker = try Tracker(
+            sandbox: sandbox, port: port, infoHashes: [try TorrentFixtures.infoHash(fixture.torrent)])
+        let seeder = try TorrentSeeder(torrent: fixture.torrent, content: fixture.content, sandbox: sandbox)
+        _ = (tracker, seeder)
+        try FileManager.default.copyItem(atPath: fixture.torrent, toPath: sandbox.file("www/film.torrent"))
+        // BitTorrent on: a URL whose path names a .torrent is a torrent.
+        let id = try add(["url": originURL("film.torrent", "k=1")])
+        let resource = try waitForState(id, "completed", timeout: 120)
+        XCTAssertEqual(resource["kind"] as? String, "torrent")
+        XCTAssertEqual(resource["path"] as? String, "film.mkv")
+        XCTAssertEqual(try sha256(sandbox.file("downloads/film.mkv")), fixture.sha256["film.mkv"])
+        // Fetched by the server's own request: the origin saw it.
+        XCTAssertTrue(
+            try originRequests().contains { ($0["path"] as? String)?.hasPrefix("/files/film.torrent") == true })
+        // kind file fetches the .torrent itself; a .torrent the origin lacks fails as any file would.
+        let file = try add(["url": originURL("film.torrent", "k=2"), "kind": "file", "filename": "copy.torrent"])
+        try waitForState(file, "completed")
+        XCTAssertEqual(try sha256(sandbox.file("downloads/copy.torrent")), try sha256(fixture.torrent))
+        let missing = try add(["url": originURL("missing.torrent")])
+        let failed = try waitForState(missing, "failed")
+        XCTAssertEqual((failed["error"] as? [String: Any])?["code"] as? String, "http_404", "\(failed)")
+        // Not a torrent at all: refused as a hostile one is, nothing left behind.
+        try Data("<html>not found</html>".utf8).write(to: URL(fileURLWithPath: sandbox.file("www/page.torrent")))
+        let page = try add(["url": originURL("page.torrent")])
+        let refused = try waitForState(page, "failed")
+        XCTAssertEqual((refused["error"] as? [String: Any])?["code"] as? String, "torrent_unsafe", "\(refused)")
     }
 
     func testKillMidDownloadResumesWithoutFetchingVerifiedPiecesAgain() throws {
@@ -301,5 +342,37 @@ final class TorrentTests: HaulTestCase {
         ])
         let failed = try waitForState(none, "failed", timeout: 60)
         XCTAssertEqual((failed["error"] as? [String: Any])?["code"] as? String, "torrent_failed", "\(failed)")
+    }
+
+    func testAnUnfinishedTorrentsFileIsReadItsAskedPiecesFirst() throws {
+        let size = 16 << 20
+        let fixture = try TorrentFixtures.make(in: sandbox, "clip.mkv", files: [("clip.mkv", size)])
+        // 2 MiB/s: the whole takes 8 s, the part asked for far less.
+        let seeder = try TorrentSeeder(
+            torrent: fixture.torrent, content: fixture.content, sandbox: sandbox, uploadLimit: 2 << 20)
+        let id = try add(["url": try magnet(fixture.torrent, name: "clip.mkv", seeder: seeder)])
+        try waitForState(id, "downloading", timeout: 60)
+        let offset = 12 << 20
+        let part = try api.request(
+            "GET", "/downloads/\(id)/file", headers: ["Range": "bytes=\(offset)-\(offset + (1 << 20) - 1)"])
+        let received = int(try download(id)["received_bytes"])
+        XCTAssertEqual(part.status, 206, part.text)
+        XCTAssertEqual(part.header("Content-Type"), "video/x-matroska")
+        let source = try Data(contentsOf: URL(fileURLWithPath: fixture.content + "/clip.mkv"))
+        XCTAssertEqual(part.body, source.subdata(in: offset..<(offset + (1 << 20))))
+        // Its pieces came first: the read was answered before the torrent had every byte.
+        XCTAssertLessThan(received, Int64(size), "the read waited for the whole torrent")
+        try waitForState(id, "completed", timeout: 120)
+        XCTAssertEqual(try sha256(sandbox.file("downloads/clip.mkv")), fixture.sha256["clip.mkv"])
+
+        // Several files fetched: which one is not said, so none is read before they are complete.
+        let album = try TorrentFixtures.make(in: sandbox, "pair", files: [("a.bin", 1 << 20), ("b.bin", 1 << 20)])
+        let other = try TorrentSeeder(
+            torrent: album.torrent, content: album.content, sandbox: sandbox, uploadLimit: 256 << 10)
+        let pair = try add(["url": try magnet(album.torrent, name: "pair", seeder: other)])
+        try waitForState(pair, "downloading", timeout: 60)
+        let refused = try api.get("/downloads/\(pair)/file")
+        XCTAssertEqual(refused.status, 409, refused.text)
+        XCTAssertTrue(refused.text.contains("fetches one file"), refused.text)
     }
 }

@@ -107,6 +107,10 @@ void haul_torrent_first_last(haul_torrent_session *_Nonnull session, uint64_t ke
 // Asks for the pieces holding [offset, offset+length) of file `index` first.
 void haul_torrent_want_range(haul_torrent_session *_Nonnull session, uint64_t key, int index, int64_t offset,
                              int64_t length);
+// The verified bytes of file `index` as ranges of its own offsets, first and last byte of each, `capacity` pairs at
+// most into `ranges`; the number written.
+int haul_torrent_file_have(haul_torrent_session *_Nonnull session, uint64_t key, int index, int64_t *_Nonnull ranges,
+                           int capacity);
 void haul_torrent_force_recheck(haul_torrent_session *_Nonnull session, uint64_t key);
 
 typedef struct {

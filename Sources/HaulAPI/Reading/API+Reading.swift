@@ -18,6 +18,11 @@ extension API {
                 : limits.startOnRead && c.query["start"] != "0" && (try? serverOperations.startForReading(id)) == true
             if started { view = try attempt(c.operations.readView(id)) }
         }
+        if view.download.kind == .torrent, let files = view.download.torrent?.files,
+            files.filter(\.wanted).count > 1
+        {
+            throw Problem(EngineError.conflict(TorrentInfo.severalFiles))
+        }
         let plan = FilePlan(
             range: c.request.header("Range"), conditional: c.request.header("If-Range") != nil,
             headers: fileHeaders(c, view.download) + [("Cache-Control", "no-store")])

@@ -97,6 +97,18 @@ extension API {
             "haul_download_connections", type: "gauge",
             help: "Connections to origins open for running downloads.", Double(totals.activeConnections))
         out.single(
+            "haul_torrent_peers", type: "gauge",
+            help: "BitTorrent peers connected to the running and seeding torrents.",
+            Double(totals.torrentPeers))
+        out.single(
+            "haul_upload_speed_bytes_per_second", type: "gauge",
+            help: "Current upload speed to BitTorrent peers over the running and seeding torrents.",
+            totals.uploadSpeed.rounded())
+        out.single(
+            "haul_torrent_uploaded_bytes", type: "gauge",
+            help: "Payload bytes the running and seeding torrents uploaded over their lives.",
+            Double(totals.uploadedBytes))
+        out.single(
             "haul_event_streams", type: "gauge", help: "Server-sent event clients connected.",
             Double(events.streamCount))
         out.single(

@@ -196,6 +196,11 @@ final class DownloadRegistry {
             guard let box = machines[id] else { continue }
             totals.speed += box.machine.speed
             totals.activeConnections += box.machine.activeConnections
+            if let torrent = box.machine.download.torrent {
+                totals.torrentPeers += torrent.peers
+                totals.uploadSpeed += torrent.uploadSpeed
+                totals.uploadedBytes += torrent.uploaded
+            }
         }
         return totals
     }

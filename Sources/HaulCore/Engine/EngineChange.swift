@@ -14,6 +14,10 @@ public struct EngineTotals: Sendable {
     public var receivedBytes: Int64 = 0
     public var speed = 0.0
     public var activeConnections = 0
+    /// Over the running torrents (seeding ones too): peers connected, upload speed, payload bytes uploaded.
+    public var torrentPeers = 0
+    public var uploadSpeed = 0.0
+    public var uploadedBytes: Int64 = 0
 
     public func count(_ state: DownloadState) -> Int { byState[state] ?? 0 }
     public var active: Int { byState.filter { $0.key.isActive }.values.reduce(0, +) }

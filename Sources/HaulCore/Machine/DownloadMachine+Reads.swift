@@ -7,6 +7,12 @@ extension DownloadMachine {
     static let nearEnough: Int64 = 64 << 10
 
     mutating func wanted(_ offset: Int64) {
+        if download.kind == .torrent {
+            if phase == .torrenting, download.state == .downloading, offset >= 0 {
+                emit(.torrent(.want(offset: offset)))
+            }
+            return
+        }
         guard phase == .transferring, download.state == .downloading, download.resumable,
             let total = download.totalBytes, offset >= 0, offset < total,
             let index = download.segments.firstIndex(where: { $0.start <= offset && offset <= ($0.end ?? .max) })

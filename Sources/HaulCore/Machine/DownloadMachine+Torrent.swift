@@ -16,6 +16,8 @@ extension DownloadMachine {
         guard phase == .torrenting, download.state == .probing else { return }
         showTorrent(info)
         download.filename = info.name ?? download.filename
+        // One file fetched is read as a file while it downloads: its type from its name.
+        if let path = info.readablePath { download.contentType = Self.containerType(of: path) }
         transition(.probed)
         emit(.torrent(.release))
     }

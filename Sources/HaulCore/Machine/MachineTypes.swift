@@ -166,6 +166,8 @@ public enum TorrentStep: Equatable, Sendable {
     case seed(name: String)
     /// Take the seeding torrent out of the session and remove its staging folder; its files stay.
     case unseed
+    /// A reader waits for byte `offset` of its one file fetched: its pieces first.
+    case want(offset: Int64)
 }
 
 /// What the machine asks its runner to do, in order.

@@ -7,8 +7,8 @@ extension Download {
             let size = totalBytes ?? receivedBytes
             return size > 0 ? [ByteRange(0, size - 1)] : []
         }
-        // A torrent's verified pieces lie anywhere in its files: none is offered as a range yet.
-        if kind == .torrent { return [] }
+        // A torrent's verified pieces lie anywhere in its files: those of its one file fetched, if it fetches one.
+        if kind == .torrent { return torrent?.readable ?? [] }
         var merged: [ByteRange] = []
         for segment in segments.filter({ $0.received > 0 }).sorted(by: { $0.start < $1.start }) {
             let range = ByteRange(segment.start, segment.start + segment.received - 1)

@@ -220,6 +220,13 @@ public enum DownloadKind: String, Sendable, CaseIterable {
         url.utf8.count > 7 && ASCII.equalsIgnoringCase(String(url.prefix(7)), "magnet:")
     }
 
+    /// Whether a URL fetched over HTTP or FTP names a .torrent file by its path, whatever its query.
+    public static func pathNamesTorrent(_ url: String) -> Bool {
+        let components = URLComponents(string: url)
+        return ["http", "https", "ftp", "ftps"].contains(components?.scheme?.lowercased() ?? "")
+            && (components?.path ?? "").lowercased().hasSuffix(".torrent")
+    }
+
     /// Whether a URL names a playlist by its path (`.m3u8`, `.m3u`), whatever its query.
     public static func pathNamesPlaylist(_ url: String) -> Bool {
         let path = (URLComponents(string: url)?.path ?? "").lowercased()

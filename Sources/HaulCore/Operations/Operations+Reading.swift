@@ -31,15 +31,31 @@ extension Operations {
     public func openForReading(_ id: String) throws(EngineError) -> OpenFile? {
         let view = try readView(id)
         if view.download.state == .completed { return try file(id).file }
-        if view.download.kind == .torrent {
-            throw .conflict("a torrent's files can be read once it has completed")
-        }
+        if view.download.kind == .torrent { return try openTorrentFile(view.download) }
         guard let name = view.download.filename else { return nil }
         do {
             return try engine.directory(view.download.directory, create: false).openForReading(name + ".part")
         } catch {
             if error.isMissing { return nil }
             throw .conflict("the part file cannot be read: \(error)")
+        }
+    }
+
+    /// A torrent's one file fetched, in its staging folder while it downloads (nil before libtorrent made it); its
+    /// files once they are named.
+    private func openTorrentFile(_ download: Download) throws(EngineError) -> OpenFile? {
+        if download.state == .seeding { return try file(download.id).file }
+        guard let path = download.torrent?.readablePath else { throw .conflict(TorrentInfo.severalFiles) }
+        let parts = path.split(separator: "/").map(String.init)
+        guard let name = parts.last else { return nil }
+        do {
+            var directory = try engine.directory(download.directory, create: false)
+                .subdirectory(TorrentStaging.name(download.id)).subdirectory(TorrentStaging.data)
+            for part in parts.dropLast() { directory = try directory.subdirectory(part) }
+            return try directory.openForReading(name)
+        } catch {
+            if error.isMissing { return nil }
+            throw .conflict("the torrent's file cannot be read: \(error)")
         }
     }
 

@@ -84,11 +84,17 @@ struct AdmissionPlan {
         _ request: NewDownload, _ context: AdmissionContext, claimed: [String: Int],
         reserved: Int64, ownerReserved: [String: Int64], fresh: [Download]
     ) -> Step {
-        if !context.bittorrent, request.torrent != nil || DownloadKind.isMagnet(request.url) {
+        var request = request
+        // With BitTorrent on, a URL whose path names a .torrent is a torrent (kind file fetches the file itself).
+        if context.bittorrent, request.kind == .auto, DownloadKind.pathNamesTorrent(request.url) {
+            request.kind = .torrent
+        }
+        if !context.bittorrent, request.torrent != nil || DownloadKind.isMagnet(request.url) || request.kind == .torrent
+        {
             return .answered(
                 .refused(
                     .invalid(
-                        field: request.torrent != nil ? "torrent" : "url",
+                        field: request.torrent != nil ? "torrent" : request.kind == .torrent ? "kind" : "url",
                         message: "BitTorrent is off on this server (--bittorrent turns it on)")))
         }
         var category: Category?

@@ -12,9 +12,19 @@ struct TorrentRun {
     var seeding = false
     var ticks = 0
     var fileIndexes: [Int] = []
+    /// The .torrent being fetched by URL, before the torrent is added.
+    var fileFetch: (id: TransferID, fetch: TorrentFileFetch)?
 }
 
 extension DownloadRunner: TorrentObserver {
+    /// The session's index of the torrent's one file fetched, if it fetches one.
+    var readableIndex: Int? {
+        guard let files = host.download(id)?.torrent?.files else { return nil }
+        let wanted = files.indices.filter { files[$0].wanted }
+        guard wanted.count == 1, let shown = wanted.first, shown < torrent.fileIndexes.count else { return nil }
+        return torrent.fileIndexes[shown]
+    }
+
     /// The torrent's key in the session: the download's sequence number (unique in the store).
     var torrentKey: UInt64 { UInt64(bitPattern: host.download(id)?.sequence ?? 0) }
 
@@ -23,11 +33,18 @@ extension DownloadRunner: TorrentObserver {
         case .start: startTorrent()
         case .release: releaseTorrent()
         case .publish(let base): publishTorrent(base)
-        case .stop: host.torrents?.stop(torrentKey, staging: try? stagingFolder(create: false), deleteFiles: false)
+        case .stop:
+            cancelTorrentFileFetch()
+            host.torrents?.stop(torrentKey, staging: try? stagingFolder(create: false), deleteFiles: false)
         case .remove:
+            cancelTorrentFileFetch()
             let parent = try? host.directory(host.download(id)?.directory ?? "", create: false)
             let name = TorrentStaging.name(id)
             host.torrents?.stop(torrentKey, staging: nil, deleteFiles: true) { try? parent?.removeTree(name) }
+        case .want(let offset):
+            // The pieces of the next few MiB from the reader's byte, each with a deadline.
+            guard let index = readableIndex else { return }
+            host.torrents?.current?.want(torrentKey, file: index, offset: offset, length: 8 << 20)
         case .seed(let name): seedTorrent(name)
         case .unseed:
             let parent = try? host.directory(host.download(id)?.directory ?? "", create: false)
@@ -45,7 +62,7 @@ extension DownloadRunner: TorrentObserver {
         return try directory.subdirectory(name)
     }
 
-    private func startTorrent() {
+    fileprivate func startTorrent() {
         guard let torrents = host.torrents, let download = host.download(id) else {
             return deliver(
                 .torrentFailed(
@@ -53,6 +70,10 @@ extension DownloadRunner: TorrentObserver {
         }
         do {
             let staging = try stagingFolder(create: true)
+            // A .torrent by URL: fetched first, kept beside the files (never asked for again).
+            if !DownloadKind.isMagnet(download.url), !staging.exists(TorrentStaging.metadata) {
+                return fetchTorrentFile(download, into: staging)
+            }
             try staging.makeDirectory(TorrentStaging.data)
             var add = TorrentAdd(
                 key: torrentKey, savePath: staging.absolute(TorrentStaging.data, root: host.config.downloadRoot))
@@ -214,6 +235,17 @@ extension DownloadRunner: TorrentObserver {
                 info.files[shown].done = progress[index]
             }
         }
+        // One file fetched: where a reader finds it, and what of it is verified.
+        let wanted = info.files.indices.filter { info.files[$0].wanted }
+        if wanted.count == 1, let shown = wanted.first, shown < torrent.fileIndexes.count {
+            info.readablePath = info.files[shown].path
+            info.readable = session.fileHave(torrentKey, index: torrent.fileIndexes[shown]).map {
+                ByteRange($0.first, $0.last)
+            }
+        } else {
+            info.readablePath = nil
+            info.readable = []
+        }
         return info
     }
 
@@ -332,5 +364,50 @@ extension DownloadRunner {
         }
         torrent.ticks += 1
         if torrent.ticks % 30 == 0 { host.torrents?.checkpoint(torrentKey) }
+    }
+}
+
+// MARK: a .torrent by URL
+
+extension DownloadRunner {
+    /// Fetches the .torrent at the download's URL with the download's own requests' options and policy, checks it
+    /// as a posted one is checked, keeps it in the staging folder, and starts the torrent from it.
+    fileprivate func fetchTorrentFile(_ download: Download, into staging: ConfinedDirectory) {
+        let transfer = host.playlists.newRequestID()
+        let request = self.request(.whole, url: download.url, of: download)
+        let fetch = TorrentFileFetch(limit: Int(TorrentSession.maxMetadataBytes)) { [weak self] result in
+            guard let self, !self.done, self.torrent.fileFetch?.id == transfer else { return }
+            self.torrent.fileFetch = nil
+            switch result {
+            case .success(let bytes):
+                do throws(TorrentError) {
+                    _ = try TorrentSession.parse(bytes)
+                } catch {
+                    return self.deliver(
+                        .torrentFailed(DownloadError(.torrentUnsafe, "not a usable .torrent: \(error.message)")))
+                }
+                do throws(FileError) {
+                    try staging.writeFile(TorrentStaging.metadata, bytes)
+                } catch {
+                    return self.deliver(.torrentFailed(DownloadError.file(error)))
+                }
+                self.startTorrent()
+            case .failure(let error):
+                self.deliver(.torrentFailed(error))
+            }
+        }
+        do {
+            torrent.fileFetch = (transfer, fetch)
+            try host.fetcher.start(transfer, request, delegate: fetch)
+        } catch {
+            torrent.fileFetch = nil
+            deliver(.torrentFailed(DownloadError(.torrentFailed, "the .torrent could not be asked for: \(error)")))
+        }
+    }
+
+    fileprivate func cancelTorrentFileFetch() {
+        guard let fetch = torrent.fileFetch else { return }
+        torrent.fileFetch = nil
+        host.fetcher.cancel(fetch.id)
     }
 }

@@ -34,6 +34,15 @@ public struct TorrentInfo: Equatable, Sendable {
     public var piecesDone = 0
     public var pieceLength: Int64 = 0
     public var files: [File] = []
+    /// With one file fetched: its path under the staging folder's `data/`, and its verified bytes as ranges of its
+    /// offsets (what a reader of the unfinished torrent may read). Not stored: the next progress says them again.
+    public var readablePath: String?
+    public var readable: [ByteRange] = []
+
+    /// Why a torrent fetching several files cannot be read while it downloads.
+    public static let severalFiles =
+        "a torrent's file can be read while it downloads when the torrent fetches one file (choose it with "
+        + "files); this one fetches several: read them once they are complete"
 
     public init(infoHash: String) { self.infoHash = infoHash }
 
