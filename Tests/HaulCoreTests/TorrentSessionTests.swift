@@ -1,13 +1,14 @@
 import Foundation
 import HaulCore
 import HaulLoop
+import HaulTestSupport
 import XCTest
 
 /// libtorrent through the CTorrent shim, on a real loop, against a real seeder: Debian's python3-libtorrent
 /// seeding on 127.0.0.1 what Debian's mktorrent made. No DHT, no local peer discovery: the peer is named.
 final class TorrentSessionTests: XCTestCase {
     private var directory = ""
-    private var seeders: [Process] = []
+    private var seeders: [TorrentPeer] = []
 
     static let available: Bool = {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mktorrent") else { return false }
@@ -27,10 +28,7 @@ final class TorrentSessionTests: XCTestCase {
     }
 
     override func tearDownWithError() throws {
-        for seeder in seeders where seeder.isRunning {
-            seeder.terminate()
-            seeder.waitUntilExit()
-        }
+        seeders.removeAll()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -67,47 +65,13 @@ final class TorrentSessionTests: XCTestCase {
         XCTAssertEqual(process.terminationStatus, 0, "\(program) \(arguments)")
     }
 
-    /// A seeder of `torrent` from `content`: its port and where it writes what it uploaded.
-    private func seed(
-        _ torrent: String, from content: String, uploadLimit: Int = 0
-    ) throws -> (
-        port: Int, status: String
-    ) {
-        let status = directory + "/seeder-\(seeders.count).json"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../Servers/torrent_seeder.py").standardized.path
-        process.arguments = [
-            script, "--torrent", torrent, "--data", content, "--status", status, "--upload-limit", "\(uploadLimit)",
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = Pipe()
-        try process.run()
-        seeders.append(process)
-        let line = output.fileHandleForReading.availableLine()
-        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-        return (try XCTUnwrap(json["port"] as? Int), status)
-    }
-
-    /// What the seeder uploaded once its count (libtorrent's, updated each second) stops moving.
-    private func settledUpload(_ status: String) -> Int64 {
-        var last = uploaded(status)
-        var stableSince = Date()
-        while Date().timeIntervalSince(stableSince) < 2.5 {
-            Thread.sleep(forTimeInterval: 0.1)
-            let now = uploaded(status)
-            if now != last { (last, stableSince) = (now, Date()) }
-        }
-        return last
-    }
-
-    private func uploaded(_ status: String) -> Int64 {
-        guard let data = FileManager.default.contents(atPath: status),
-            let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-        else { return 0 }
-        return (json["uploaded"] as? NSNumber)?.int64Value ?? 0
+    /// A seeder of `torrent` from `content`, kept until the test ends.
+    private func seed(_ torrent: String, from content: String, uploadLimit: Int = 0) throws -> TorrentPeer {
+        let seeder = try TorrentPeer(
+            torrent: torrent, content: content, status: directory + "/seeder-\(seeders.count).json",
+            uploadLimit: uploadLimit)
+        seeders.append(seeder)
+        return seeder
     }
 
     private func sha256(_ path: String) throws -> String {
@@ -196,7 +160,7 @@ final class TorrentSessionTests: XCTestCase {
         run(loop) { events.contains(.finished(1)) }
         XCTAssertEqual(try sha256(directory + "/out/pick/wanted.bin"), try sha256(content + "/pick/wanted.bin"))
         // The skipped file's pieces shared with the wanted one may be fetched; the rest of it is not.
-        XCTAssertLessThan(uploaded(seeder.status), 600_000 + 2 * 65_536 + 100_000)
+        XCTAssertLessThan(seeder.uploadedNow, 600_000 + 2 * 65_536 + 100_000)
         XCTAssertEqual(session.fileProgress(1, count: 2).last, 600_000)
         session.close()
     }
@@ -226,7 +190,7 @@ final class TorrentSessionTests: XCTestCase {
             }
             session.close()
         }
-        let uploadedBefore = settledUpload(seeder.status)
+        let uploadedBefore = seeder.uploaded()
         XCTAssertFalse(resume.isEmpty)
         let loop = try EventLoop()
         var events: [TorrentEvent] = []
@@ -239,7 +203,7 @@ final class TorrentSessionTests: XCTestCase {
         run(loop) { events.contains(.finished(2)) }
         XCTAssertEqual(try sha256(directory + "/out/big.bin"), try sha256(content + "/big.bin"))
         // At most what was missing, plus pieces that were in flight.
-        let again = settledUpload(seeder.status) - uploadedBefore
+        let again = seeder.uploaded() - uploadedBefore
         XCTAssertLessThanOrEqual(again, Int64(size) - doneBefore + 4 * 65_536, "fetched again: \(again)")
         session.close()
     }
@@ -277,18 +241,5 @@ final class TorrentSessionTests: XCTestCase {
         XCTAssertThrowsError(try TorrentSession.parse(many, maxBytes: 1 << 20))
         XCTAssertThrowsError(try TorrentSession.parse(Array("not a torrent".utf8)))
         XCTAssertThrowsError(try TorrentSession.parse([]))
-    }
-}
-
-extension FileHandle {
-    /// Bytes up to the first newline (blocking).
-    fileprivate func availableLine() -> String {
-        var line = Data()
-        while true {
-            let byte = readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        return String(decoding: line, as: UTF8.self)
     }
 }

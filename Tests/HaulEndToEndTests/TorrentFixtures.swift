@@ -1,4 +1,5 @@
 import Foundation
+import HaulTestSupport
 import XCTest
 
 /// Torrents for the tests, made by Debian's mktorrent from random files, seeded on 127.0.0.1 by a libtorrent
@@ -39,68 +40,16 @@ enum TorrentFixtures {
     }
 }
 
-/// A seeder of one torrent on 127.0.0.1; stopped (by its pid) when released.
-final class TorrentSeeder {
-    private let process = Process()
-    private let input = Pipe()
-    let port: Int
-    private let status: String
+/// The tests' BitTorrent peers (HaulTestSupport's), their status in the sandbox.
+typealias TorrentSeeder = TorrentPeer
 
-    /// Seeds `torrent` from `content`; with `leechFrom` (a peer's port on 127.0.0.1) it starts with nothing in
-    /// `content` and downloads from that peer instead.
-    init(torrent: String, content: String, sandbox: Sandbox, uploadLimit: Int = 0, leechFrom: Int? = nil) throws {
-        status = sandbox.file("seeder-\(UUID().uuidString).json")
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../Servers/torrent_seeder.py").standardized.path
-        process.arguments = [
-            script, "--torrent", torrent, "--data", content, "--status", status, "--upload-limit", "\(uploadLimit)",
-        ]
-        if let leechFrom { process.arguments! += ["--leech", "--peer", "127.0.0.1:\(leechFrom)"] }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        try process.run()
-        var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        let json = try JSONSerialization.jsonObject(with: line) as? [String: Any]
-        guard let port = json?["port"] as? Int, port > 0 else {
-            throw HarnessError("the seeder did not start: \(String(decoding: line, as: UTF8.self))")
-        }
-        self.port = port
-    }
-
-    deinit {
-        process.terminate()
-        process.waitUntilExit()
-    }
-
-    /// Payload bytes it uploaded, once libtorrent's count (updated each second) has settled.
-    func uploaded() -> Int64 {
-        var last = read()
-        var stableSince = Date()
-        while Date().timeIntervalSince(stableSince) < 2.5 {
-            usleep(100_000)
-            let now = read()
-            if now != last { (last, stableSince) = (now, Date()) }
-        }
-        return last
-    }
-
-    /// Whether a leecher has every piece (its files complete and checked).
-    var finished: Bool { state()["finished"] as? Bool ?? false }
-
-    private func read() -> Int64 { (state()["uploaded"] as? NSNumber)?.int64Value ?? 0 }
-
-    private func state() -> [String: Any] {
-        guard let data = FileManager.default.contents(atPath: status),
-            let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-        else { return [:] }
-        return json
+extension TorrentPeer {
+    convenience init(
+        torrent: String, content: String, sandbox: Sandbox, uploadLimit: Int = 0, leechFrom: Int? = nil
+    ) throws {
+        try self.init(
+            torrent: torrent, content: content, status: sandbox.file("peer-\(UUID().uuidString).json"),
+            uploadLimit: uploadLimit, leechFrom: leechFrom)
     }
 }
 
