@@ -23,13 +23,11 @@ extension DownloadRunner {
             let directory = try host.directory(download.directory, create: false)
             guard let metadata = staging.readFile(TorrentStaging.metadata, limit: Int(TorrentSession.maxMetadataBytes))
             else { throw FileError(call: "open", path: staging.shown(TorrentStaging.metadata), code: ENOENT) }
-            var add = TorrentAdd(key: torrentKey, savePath: directory.absolute("", root: host.config.downloadRoot))
+            var add = torrentAdd(savePath: directory.absolute("", root: host.config.downloadRoot), of: download)
             add.torrent = metadata
             add.resume = staging.readFile(TorrentStaging.resume, limit: Int(TorrentSession.maxMetadataBytes))
             add.root = name
             add.hold = true
-            add.uploadLimit = download.uploadLimit ?? 0
-            add.maxConnections = max(download.connections * 4, 20)
             torrent.readyTold = true
             torrent.seeding = true
             torrents.start(add, observer: self)

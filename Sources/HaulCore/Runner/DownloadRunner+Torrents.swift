@@ -12,19 +12,13 @@ struct TorrentRun {
     var seeding = false
     var ticks = 0
     var fileIndexes: [Int] = []
+    /// The session's index of its one file fetched (nil when it fetches several), set with the files' progress.
+    var readableIndex: Int?
     /// The .torrent being fetched by URL, before the torrent is added.
     var fileFetch: (id: TransferID, fetch: TorrentFileFetch)?
 }
 
 extension DownloadRunner: TorrentObserver {
-    /// The session's index of the torrent's one file fetched, if it fetches one.
-    var readableIndex: Int? {
-        guard let files = host.download(id)?.torrent?.files else { return nil }
-        let wanted = files.indices.filter { files[$0].wanted }
-        guard wanted.count == 1, let shown = wanted.first, shown < torrent.fileIndexes.count else { return nil }
-        return torrent.fileIndexes[shown]
-    }
-
     /// The torrent's key in the session: the download's sequence number (unique in the store).
     var torrentKey: UInt64 { UInt64(bitPattern: host.download(id)?.sequence ?? 0) }
 
@@ -38,20 +32,33 @@ extension DownloadRunner: TorrentObserver {
             host.torrents?.stop(torrentKey, staging: try? stagingFolder(create: false), deleteFiles: false)
         case .remove:
             cancelTorrentFileFetch()
-            let parent = try? host.directory(host.download(id)?.directory ?? "", create: false)
-            let name = TorrentStaging.name(id)
-            host.torrents?.stop(torrentKey, staging: nil, deleteFiles: true) { try? parent?.removeTree(name) }
+            leaveSession(deleteFiles: true)
         case .want(let offset):
             // The pieces of the next few MiB from the reader's byte, each with a deadline.
-            guard let index = readableIndex else { return }
+            guard let index = torrent.readableIndex else { return }
             host.torrents?.current?.want(torrentKey, file: index, offset: offset, length: 8 << 20)
         case .seed(let name): seedTorrent(name)
         case .unseed:
-            let parent = try? host.directory(host.download(id)?.directory ?? "", create: false)
-            let name = TorrentStaging.name(id)
             torrent.seeding = false
-            host.torrents?.stop(torrentKey, staging: nil, deleteFiles: false) { try? parent?.removeTree(name) }
+            leaveSession(deleteFiles: false)
         }
+    }
+
+    /// Takes the torrent out of the session (deleting what libtorrent wrote with `deleteFiles`), then removes its
+    /// staging folder.
+    private func leaveSession(deleteFiles: Bool) {
+        let parent = try? host.directory(host.download(id)?.directory ?? "", create: false)
+        let name = TorrentStaging.name(id)
+        host.torrents?.stop(torrentKey, staging: nil, deleteFiles: deleteFiles) { try? parent?.removeTree(name) }
+    }
+
+    /// What every add of the download's torrent says: its key, its files' place, its upload limit and how many
+    /// peers it may have.
+    func torrentAdd(savePath: String, of download: Download) -> TorrentAdd {
+        var add = TorrentAdd(key: torrentKey, savePath: savePath)
+        add.uploadLimit = download.uploadLimit ?? 0
+        add.maxConnections = max(download.connections * 4, 20)
+        return add
     }
 
     /// The download's staging folder (made with `create`).
@@ -75,8 +82,8 @@ extension DownloadRunner: TorrentObserver {
                 return fetchTorrentFile(download, into: staging)
             }
             try staging.makeDirectory(TorrentStaging.data)
-            var add = TorrentAdd(
-                key: torrentKey, savePath: staging.absolute(TorrentStaging.data, root: host.config.downloadRoot))
+            var add = torrentAdd(
+                savePath: staging.absolute(TorrentStaging.data, root: host.config.downloadRoot), of: download)
             add.magnet = DownloadKind.isMagnet(download.url) ? download.url : nil
             add.torrent = staging.readFile(TorrentStaging.metadata, limit: Int(TorrentSession.maxMetadataBytes))
             add.resume = staging.readFile(TorrentStaging.resume, limit: Int(TorrentSession.maxMetadataBytes))
@@ -84,7 +91,6 @@ extension DownloadRunner: TorrentObserver {
             add.hold = true
             add.sequential = download.sequential
             add.downloadLimit = download.maxSpeed ?? 0
-            add.maxConnections = max(download.connections * 4, 20)
             torrent.readyTold = false
             torrents.start(add, observer: self)
         } catch {
@@ -215,6 +221,7 @@ extension DownloadRunner: TorrentObserver {
         info.uploaded = status.uploaded
         info.downloaded = status.downloaded
         info.seedingTime = status.seedingSeconds
+        let piecesBefore = info.piecesDone
         info.pieces = status.pieces
         info.piecesDone = status.piecesDone
         if status.hasMetadata, info.files.isEmpty, let files = session.files(torrentKey) {
@@ -235,16 +242,24 @@ extension DownloadRunner: TorrentObserver {
                 info.files[shown].done = progress[index]
             }
         }
-        // One file fetched: where a reader finds it, and what of it is verified.
+        // One file fetched: where a reader finds it, and what of it is verified (read again only when a piece
+        // came; at most one range per two pieces).
         let wanted = info.files.indices.filter { info.files[$0].wanted }
         if wanted.count == 1, let shown = wanted.first, shown < torrent.fileIndexes.count {
-            info.readablePath = info.files[shown].path
-            info.readable = session.fileHave(torrentKey, index: torrent.fileIndexes[shown]).map {
-                ByteRange($0.first, $0.last)
+            let index = torrent.fileIndexes[shown]
+            if info.readablePath != info.files[shown].path || index != torrent.readableIndex
+                || status.piecesDone != piecesBefore || info.readable.isEmpty
+            {
+                info.readable = session.fileHave(torrentKey, index: index, capacity: status.pieces / 2 + 1).map {
+                    ByteRange($0.first, $0.last)
+                }
             }
+            info.readablePath = info.files[shown].path
+            torrent.readableIndex = index
         } else {
             info.readablePath = nil
             info.readable = []
+            torrent.readableIndex = nil
         }
         return info
     }

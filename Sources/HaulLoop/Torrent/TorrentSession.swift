@@ -232,8 +232,8 @@ public final class TorrentSession {
 
     /// The verified bytes of file `index` (the session's numbering, pad files in), as (first, last) offsets in
     /// the file, in order; at most `capacity` ranges.
-    public func fileHave(_ key: UInt64, index: Int, capacity: Int = 4096) -> [(first: Int64, last: Int64)] {
-        guard let session else { return [] }
+    public func fileHave(_ key: UInt64, index: Int, capacity: Int) -> [(first: Int64, last: Int64)] {
+        guard let session, capacity > 0 else { return [] }
         var ranges = [Int64](repeating: 0, count: capacity * 2)
         let count = ranges.withUnsafeMutableBufferPointer {
             Int(haul_torrent_file_have(session, key, Int32(index), $0.baseAddress!, Int32(capacity)))
