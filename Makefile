@@ -36,6 +36,7 @@ test: deps
 	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/cors_test.py .build/debug
 	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/extension_test.py .build/debug
 	$$(./scripts/venv.sh)/bin/python Tests/Dashboard/play_test.py .build/debug
+	$$(./scripts/venv.sh)/bin/python Tests/QBittorrent/qbittorrent_test.py .build/debug
 	./docker/check.sh
 	python3 docker/nginx_log_test.py .build/debug
 	.build/debug/HaulFuzz Tests/Fuzz/corpus

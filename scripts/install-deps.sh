@@ -19,9 +19,11 @@ run=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libpq-dev libssl-dev pkg-c
 # progress bars are drawn in and read back from; vsftpd serves implicit FTPS (pyftpdlib, from PyPI, the rest of FTP);
 # openssh-server's sshd serves SFTP; ffmpeg makes the videos played while they download (and ffprobe reads them)
 # and the HLS playlists downloaded (its framemd5 is the reference decoder); mktorrent makes the torrents downloaded,
-# python3-libtorrent (Debian's python3, not a venv's) seeds them and opentracker announces them.
+# python3-libtorrent (Debian's python3, not a venv's) seeds them and opentracker announces them; qbittorrent-nox
+# is what the qBittorrent front's answers are compared with.
 test=(nginx curl ca-certificates aria2 axel wrk python3 python3-venv gnuplot-nox openssl chromium chromium-driver
-      prometheus postgresql iproute2 tinyproxy microsocks tmux vsftpd openssh-server ffmpeg mktorrent python3-libtorrent opentracker)
+      prometheus postgresql iproute2 tinyproxy microsocks tmux vsftpd openssh-server ffmpeg mktorrent python3-libtorrent opentracker
+      qbittorrent-nox)
 # mmdebstrap makes the base images from Debian packages, buildah builds and runs the image (chroot isolation) and
 # podman keeps the images; docker-compose checks the compose files (podman-compose has no `config`); iproute2 gives
 # the container a network namespace of its own; nginx and openssl are the origin and the TLS proxy in the test.

@@ -96,7 +96,7 @@ func serve(_ arguments: [String]) -> Int32 {
             corsOrigins: Set(config.corsOrigins))
         let api = API(
             engine: engine, loop: loop, events: config.events, access: access, limits: config.limits,
-            aria2: config.aria2, log: log)
+            aria2: config.aria2, qbittorrent: config.qbittorrent, log: log)
         let connections = config.connectionPolicy
         let server = try HTTPServer(
             loop: loop, timeout: Int32(config.httpTimeout),
@@ -124,6 +124,11 @@ func serve(_ arguments: [String]) -> Int32 {
         if let rpc = config.rpcListen {
             let rpcPort = try server.bind(host: rpc.host, port: rpc.port)
             log.info("aria2 JSON-RPC also listening", ["http.address": "\(rpc.host):\(rpcPort)"])
+        }
+        if let qbittorrent = config.qbittorrentListen {
+            let qbittorrentPort = try server.bind(host: qbittorrent.host, port: qbittorrent.port)
+            log.info(
+                "qBittorrent Web API also listening", ["http.address": "\(qbittorrent.host):\(qbittorrentPort)"])
         }
         try engine.start()
         if let watchDir {

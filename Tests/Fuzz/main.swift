@@ -5,7 +5,7 @@ import HaulLoop
 
 // The parsers that read what strangers send: origins (header lines, Content-Disposition, Content-Range,
 // Retry-After-like dates, file names) and API clients (JSON bodies of POST /downloads, request targets, network
-// lists, Host headers, header fields for origins) and operators (config files, switch values), and aria2 clients (addUri's options). The first byte of an input picks the parser; the rest is its input.
+// lists, Host headers, header fields for origins) and operators (config files, switch values), aria2 clients (addUri's options) and qBittorrent clients (form and multipart bodies). The first byte of an input picks the parser; the rest is its input.
 //
 // Built with `make fuzz` (`swift build --sanitize=fuzzer -Xswiftc -DFUZZING`), this is a libFuzzer target. Built
 // normally it replays the files given as arguments, so the corpus in Tests/Fuzz/corpus stays a regression test.
@@ -43,6 +43,11 @@ func exercise(_ data: [UInt8]) {
         let request = HTTPRequest(
             method: "POST", target: "/downloads",
             headers: [("Content-Type", "application/json")], body: input)
+        // The same bytes as a qBittorrent call's body: a multipart one (boundary `x`) and a form.
+        let multipart = API.decodeQBittorrentForm(input, contentType: "multipart/form-data; boundary=x")
+        precondition([200, 400].contains(multipart.status) && multipart.count <= 1000, "\(multipart)")
+        let form = API.decodeQBittorrentForm(input, contentType: "application/x-www-form-urlencoded")
+        precondition(form.status == 200 && form.count <= input.count + 1, "\(form)")
         let (download, status) = API.decodeNewDownload(request)
         precondition([201, 400, 413, 415, 422].contains(status), "status \(status)")
         // The same bytes as the elements of a batch: each is checked as a download on its own.

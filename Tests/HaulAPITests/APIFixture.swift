@@ -20,7 +20,8 @@ final class APIFixture {
 
     init(
         access: AccessPolicy = AccessPolicy(), events: EventStreamConfig = EventStreamConfig(),
-        maxActive: Int = 5, limits: APILimits = APILimits(), aria2: Aria2Config = Aria2Config()
+        maxActive: Int = 5, limits: APILimits = APILimits(), aria2: Aria2Config = Aria2Config(),
+        qbittorrent: QBittorrentConfig = QBittorrentConfig()
     ) throws {
         directory = NSTemporaryDirectory() + "haul-api-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory + "/downloads", withIntermediateDirectories: true)
@@ -33,15 +34,17 @@ final class APIFixture {
             loop: loop, store: store, config: config, log: Logger(minimum: .error), fetcher: fetcher,
             clock: clock)
         try engine.start()
-        api = API(engine: engine, loop: loop, events: events, access: access, limits: limits, aria2: aria2)
+        api = API(
+            engine: engine, loop: loop, events: events, access: access, limits: limits, aria2: aria2,
+            qbittorrent: qbittorrent)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     /// The answer to one request, as a client would send it (`Host` included unless given).
     func call(
-        _ method: String, _ target: String, json: String? = nil, headers: [(String, String)] = [],
-        peer: String = "127.0.0.1"
+        _ method: String, _ target: String, json: String? = nil, body: [UInt8]? = nil,
+        headers: [(String, String)] = [], peer: String = "127.0.0.1"
     ) -> HTTPResponse {
         var all = headers.map { (name: $0.0, value: $0.1) }
         if !all.contains(where: { $0.name.lowercased() == "host" }) { all.append(("Host", "127.0.0.1:8080")) }
@@ -49,7 +52,7 @@ final class APIFixture {
             all.append(("Content-Type", "application/json"))
         }
         let request = HTTPRequest(
-            method: method, target: target, headers: all, body: Array((json ?? "").utf8),
+            method: method, target: target, headers: all, body: body ?? Array((json ?? "").utf8),
             peer: peer)
         switch api.handle(request) {
         case .response(let response): return response

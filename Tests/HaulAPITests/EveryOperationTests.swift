@@ -93,6 +93,9 @@ final class EveryOperationTests: XCTestCase {
                 method: "GET", target: "/jsonrpc?method=aria2.tellWaiting&id=2&params=WzAsIDEwXQ==",
                 status: 200)
         ),
+        // qBittorrent's calls, parameters in the query (a form or multipart body takes them too).
+        ("GET /api/v2/{area}/{name}", Call(method: "GET", target: "/api/v2/app/webapiVersion", status: 200)),
+        ("POST /api/v2/{area}/{name}", Call(method: "POST", target: "/api/v2/torrents/pause?hashes=all", status: 200)),
     ]
 
     func testEveryRouteHasACallHere() throws {

@@ -32,6 +32,7 @@ final class OptionRowTests: XCTestCase {
             case "kind": return .string("hls")
             case "variant": return .string("720")
             case "files": return .string("1,3-4,*.mkv")
+            case "tags": return .string("hd,tv")
             default:
                 XCTFail("no sample for \(option.name): add one here")
                 return .null

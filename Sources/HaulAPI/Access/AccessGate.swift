@@ -188,6 +188,15 @@ final class AccessGate {
             || AccessPolicy.isExtensionOrigin(origin) || (origin == "null" && hasToken)
     }
 
+    /// Whether a page of `origin` is one --cors-origin names.
+    func allowsConfiguredOrigin(_ origin: String) -> Bool { policy.corsOrigins.contains(origin) }
+
+    /// Whether `address` presented too many wrong secrets lately to have another looked at.
+    func isBlocked(_ address: String, now: Double) -> Bool { retryAfter(address, now: now) != nil }
+
+    /// Counts a wrong credential from `address` that is not a secret (qBittorrent's wrong user name).
+    func countFailure(_ address: String, now: Double) { recordFailure(address, now: now) }
+
     /// Whether the server has a token at all.
     var hasToken: Bool { tokenDigest != nil }
 

@@ -37,6 +37,12 @@ struct RequestBody {
 
     func has(_ field: String) -> Bool { value(field) != nil }
 
+    /// Whether the field is given as `null`.
+    func isNull(_ field: String) -> Bool {
+        if case .null? = value(field) { return true }
+        return false
+    }
+
     /// Every member, for a body read by rules of its own (the settings').
     var allMembers: [(String, JSONValue)] { members }
 

@@ -30,6 +30,18 @@ extension API {
         if let speed = body.nullableInteger("max_speed", in: DownloadOptions.range("max_speed")) {
             changes.maxSpeed = .some(speed.flatMap { $0 == 0 ? nil : $0 })
         }
+        if body.has("tags") {
+            // A string of comma-separated tags replaces them; "" or null clears them.
+            if body.isNull("tags") {
+                changes.tags = .some(nil)
+            } else if let text = body.string("tags") {
+                if let tags = DownloadTags.parse(text) {
+                    changes.tags = .some(DownloadTags.joined(tags))
+                } else {
+                    body.reject("tags", DownloadTags.problem)
+                }
+            }
+        }
         let position = body.integer("queue_position", in: 0...Int64(Int32.max)).map { Int($0) }
         try body.finish()
         var snapshot = try attempt(c.operations.change(id, changes))

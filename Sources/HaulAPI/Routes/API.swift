@@ -16,6 +16,8 @@ public final class API {
     let metrics = RequestMetrics()
     /// The aria2-compatible JSON-RPC front.
     let aria2: Aria2RPC
+    /// The qBittorrent-compatible Web API front.
+    let qbittorrent: QBittorrentAPI
     /// Readers of unfinished files.
     let readers: FileReaders
     private let loop: EventLoop
@@ -32,7 +34,7 @@ public final class API {
     public init(
         engine: Engine, loop: EventLoop, events: EventStreamConfig = EventStreamConfig(),
         access: AccessPolicy = AccessPolicy(), limits: APILimits = APILimits(),
-        aria2: Aria2Config = Aria2Config(), log: Logger? = nil
+        aria2: Aria2Config = Aria2Config(), qbittorrent: QBittorrentConfig = QBittorrentConfig(), log: Logger? = nil
     ) {
         self.loop = loop
         serverOperations = Operations(engine: engine, maxDownloads: limits.maxDownloads)
@@ -40,6 +42,7 @@ public final class API {
         self.log = log
         gate = AccessGate(policy: access)
         self.aria2 = Aria2RPC(operations: serverOperations, gate: gate, config: aria2, log: log)
+        self.qbittorrent = QBittorrentAPI(operations: serverOperations, gate: gate, config: qbittorrent)
         gate.lookup = { [serverOperations] secret in serverOperations.token(forSecret: secret) }
         gate.byID = { [serverOperations] id in serverOperations.token(id: id) }
         self.events = EventHub(operations: serverOperations, config: events)
@@ -51,7 +54,8 @@ public final class API {
         self.events.onWrote = { [unowned readers] id in readers.wake(id) }
         tokenCheck = serverOperations.clock.every(API.tokenCheckInterval) { [unowned self] in self.checkStreamTokens() }
         router = Router(
-            routes: downloadRoutes + serverRoutes + webhookRoutes + categoryRoutes + tokenRoutes + aria2Routes)
+            routes: downloadRoutes + serverRoutes + webhookRoutes + categoryRoutes + tokenRoutes + aria2Routes
+                + qbittorrentRoutes)
     }
 
     /// Answers `request`, counting it in the metrics and logging one line for it. A response that comes later
@@ -179,6 +183,7 @@ public final class API {
     func cutOff(token id: String) {
         events.closeStreams(ofToken: id)
         aria2.closeSockets(ofToken: id)
+        qbittorrent.endSessions(ofToken: id)
         readers.cutOff(token: id)
     }
 

@@ -54,6 +54,10 @@ extension Engine {
         for (index, outcome) in plan.outcomes.enumerated() {
             guard case .new(let at) = outcome, let torrent = requests[index].torrent else { continue }
             try keepTorrentFile(torrent, for: fresh[at])
+            // Its files are known before it starts: shown (and selected) from the first answer.
+            if let meta = try? TorrentSession.parse(torrent) {
+                fresh[at].torrent = TorrentInfo(meta: meta, selection: fresh[at].files.flatMap(TorrentSelection.init))
+            }
         }
         if !fresh.isEmpty {
             try EngineError.storing {
@@ -160,8 +164,13 @@ extension Engine {
             }
             stateEvent = event == .pause ? .pause : .resume
         }
-        if changes.priority != nil || changes.maxSpeed != nil || changes.connections != nil {
+        if let category = changes.category, let name = category, categories[name] == nil {
+            throw .invalid(field: "category", message: "no category '\(name)': make it first (PUT /categories/\(name))")
+        }
+        if changes.changesOptions {
             deliver(id, .change(changes))
+            // A running download's chunks pass its new category's speed limit from now on.
+            if let category = changes.category { pool[id]?.category = category }
             // A running download takes a new speed limit at once.
             if changes.maxSpeed != nil {
                 pool[id]?.limitsChanged(maxSpeed: machines[id]?.machine.download.maxSpeed)

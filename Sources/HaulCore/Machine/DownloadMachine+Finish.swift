@@ -189,6 +189,10 @@ extension DownloadMachine {
         if let rank = changes.queueRank { download.queueRank = rank }
         if let maxSpeed = changes.maxSpeed { download.maxSpeed = maxSpeed }
         if let connections = changes.connections { download.connections = connections }
+        if let category = changes.category { download.category = category }
+        if let tags = changes.tags { download.tags = tags }
+        if let ratio = changes.seedRatio { download.seedRatio = ratio }
+        if let time = changes.seedTime { download.seedTime = time }
         if changes.connections != nil { limitsChanged() }
     }
 

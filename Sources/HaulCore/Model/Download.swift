@@ -54,6 +54,8 @@ public struct Download: Sendable, Equatable {
     public var seedTime: Int64?
     /// A torrent's upload limit in bytes per second; nil: only the server's.
     public var uploadLimit: Int64?
+    /// Its tags (`DownloadTags`), comma-separated; nil for none.
+    public var tags: String?
     /// The proxy the download itself names (`"none"`: direct); nil leaves it to its category and the settings.
     public var proxy: ProxyChoice?
     /// The origin's user name and password (Basic or Digest), sent only to the URL's own host; never shown.

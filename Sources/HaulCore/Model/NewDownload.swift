@@ -34,6 +34,8 @@ public struct NewDownload: Sendable {
     public var seedTime: Int64?
     /// A torrent's upload limit in bytes per second; nil: only the server's.
     public var uploadLimit: Int64?
+    /// Its tags (`DownloadTags`), comma-separated and normalized; nil for none.
+    public var tags: String?
     public var variant: String?
     /// nil: the category's, else the settings'.
     public var proxy: ProxyChoice?

@@ -68,16 +68,21 @@ public enum Operation: String, CaseIterable, Sendable {
     case rpc = "rpc.call"
     /// aria2's JSON-RPC by GET (and JSONP): methods that only read, unless the call carries the server's token.
     case rpcRead = "rpc.read"
+    /// qBittorrent's Web API v2 by POST: each call is one of the operations above, its session (the `SID` cookie
+    /// of `auth/login`) checked by the front itself.
+    case qbittorrent = "qbittorrent.call"
+    /// qBittorrent's Web API v2 by GET: calls that only read.
+    case qbittorrentRead = "qbittorrent.read"
 
     public var changesState: Bool {
         switch self {
         case .addDownloads, .changeDownload, .removeDownload, .actOnDownloads, .removeDownloads, .issueTicket,
             .changeSettings, .putCategory, .removeCategory, .addWebhook, .removeWebhook, .rpc, .addToken, .removeToken,
-            .shutdown:
+            .shutdown, .qbittorrent:
             return true
         case .listDownloads, .getDownload, .readFile, .followEvents, .stats, .metrics, .getSettings, .listCategories,
             .getCategory, .listWebhooks, .getWebhook, .listDeliveries, .describeAPI, .health, .dashboard, .rpcRead,
-            .listTokens, .whoAmI, .version:
+            .listTokens, .whoAmI, .version, .qbittorrentRead:
             return false
         }
     }
@@ -85,7 +90,7 @@ public enum Operation: String, CaseIterable, Sendable {
     /// The scope a caller needs; nil for what anyone may call.
     public var scope: Scope? {
         switch self {
-        case .health, .dashboard, .rpc, .rpcRead: return nil
+        case .health, .dashboard, .rpc, .rpcRead, .qbittorrent, .qbittorrentRead: return nil
         case .listDownloads, .getDownload, .readFile, .followEvents, .issueTicket, .stats, .metrics, .getSettings,
             .listCategories, .getCategory, .describeAPI, .whoAmI, .version:
             return .read

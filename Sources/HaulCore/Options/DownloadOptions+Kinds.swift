@@ -107,5 +107,18 @@ extension DownloadOptions {
             },
             flag: .init(name: "upload-limit", placeholder: "SIZE", help: "a torrent's upload, bytes per second"),
             aria2: ["max-upload-limit"]),
+        DownloadOption(
+            name: "tags", kind: .text, otherwise: "none", patchable: true, column: "tags",
+            apply: { option, value, request, problems in
+                guard let text = checkedString(value, option, &problems) else { return }
+                guard let tags = DownloadTags.parse(text) else {
+                    return problems.append((option.name, DownloadTags.problem))
+                }
+                request.tags = DownloadTags.joined(tags)
+            },
+            carry: { request, download in download.tags = request.tags },
+            show: { JSONValue($0.tags) },
+            storage: DownloadColumn(name: "tags", write: { text($0.tags) }) { d, v in d.tags = v.string },
+            flag: .init(name: "tags", placeholder: "LIST", help: "labels to file it under, comma-separated (hd,tv)")),
     ]
 }

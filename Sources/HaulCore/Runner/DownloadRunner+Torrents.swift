@@ -231,6 +231,10 @@ extension DownloadRunner: TorrentObserver {
                 return TorrentInfo.File(path: file.path, size: file.size, done: 0, wanted: wanted)
             }
             torrent.fileIndexes = files.indices.filter { !files[$0].pad }
+            // Once, with the file list: the piece size is the metadata's.
+            if let bytes = session.metadata(torrentKey), let meta = try? TorrentSession.parse(bytes) {
+                info.pieceLength = meta.pieceLength
+            }
         }
         if !info.files.isEmpty {
             if torrent.fileIndexes.isEmpty, let files = session.files(torrentKey) {

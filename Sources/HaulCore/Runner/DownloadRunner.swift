@@ -13,8 +13,8 @@ final class DownloadRunner: FetchDelegate {
     let id: String
     /// The origin's host, for the per-host connection cap.
     let origin: String
-    /// The download's category (it never changes), whose speed limit each chunk also passes.
-    private let category: String?
+    /// The download's category, whose speed limit each chunk also passes.
+    var category: String?
     var file: PartFile?
     /// Transfers running, and those of them holding one of the host's connections.
     private(set) var transfers: Set<TransferID> = []

@@ -211,5 +211,9 @@ extension DownloadStore {
         ALTER TABLE categories ADD COLUMN seed_ratio REAL;
         ALTER TABLE categories ADD COLUMN seed_time INTEGER;
         """,
+        // 26: a download's tags (qBittorrent's, for the clients of its API).
+        """
+        ALTER TABLE downloads ADD COLUMN tags TEXT;
+        """,
     ]
 }

@@ -10,6 +10,8 @@ struct ServeConfig {
     var listen = ListenAddress(host: "127.0.0.1", port: 8080)
     /// A second address serving the same API, for aria2 clients that expect port 6800 (`--rpc-listen`).
     var rpcListen: ListenAddress?
+    /// A third address serving the same API, for qBittorrent clients that expect port 8080 (`--qbittorrent-listen`).
+    var qbittorrentListen: ListenAddress?
     var downloadDir = ""
     /// Where categories' completed folders are; nil: under the download directory.
     var completedRoot: String?
@@ -26,6 +28,7 @@ struct ServeConfig {
     var connectionPolicy = ConnectionPolicy()
     var httpTimeout = 60
     var aria2 = Aria2Config()
+    var qbittorrent = QBittorrentConfig()
     var token: String?
     var allowUnauthenticated = false
     var allowedHosts: [String] = []
@@ -184,7 +187,7 @@ struct ServeConfig {
         case .success(let noProxy): engine.noProxy = noProxy
         case .failure(let problem): throw Invalid(description: "\(noProxyLabel) \(problem.message)")
         }
-        for address in [listen] + (rpcListen.map { [$0] } ?? []) where !ServeConfig.isLoopback(address.host) {
+        for address in extraListen + [listen] where !ServeConfig.isLoopback(address.host) {
             guard token != nil || allowUnauthenticated else {
                 throw Invalid(
                     description: "refusing to listen on \(address.host) without a token: anyone who can "
@@ -202,8 +205,11 @@ struct ServeConfig {
     }
 
     var isLoopback: Bool {
-        ServeConfig.isLoopback(listen.host) && rpcListen.map { ServeConfig.isLoopback($0.host) } ?? true
+        ([listen] + extraListen).allSatisfy { ServeConfig.isLoopback($0.host) }
     }
+
+    /// The addresses besides `listen` serving the same API (aria2's and qBittorrent's ports).
+    var extraListen: [ListenAddress] { [rpcListen, qbittorrentListen].compactMap { $0 } }
 
     static func isLoopback(_ host: String) -> Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
 }

@@ -84,6 +84,39 @@ extension ServerOptions {
                 + "does not seed); a download or category may say otherwise", sample: "3600",
             \.bittorrentSeedTime),
     ]
+
+    /// The qBittorrent-compatible Web API's rows (`/api/v2/`, on the server's port and on its own if asked).
+    static let qbittorrent: [ServerOption] = [
+        text(
+            "qbittorrent-listen", "HOST:PORT",
+            help: "a further address serving the same API, for qBittorrent clients (`127.0.0.1:8080`)",
+            sample: "127.0.0.1:8081"
+        ) { given, config throws(ServeConfig.Invalid) in
+            guard let address = ListenAddress(given.text) else {
+                throw given.invalid("must be HOST:PORT, got '\(given.text)'")
+            }
+            config.qbittorrentListen = address
+        } show: {
+            $0.qbittorrentListen.map { "\($0.host):\($0.port)" }
+        },
+        text(
+            "qbittorrent-user", "NAME", default: "admin",
+            help: "the user name qBittorrent clients log in with (the password is the token)", sample: "sonarr"
+        ) { given, config throws(ServeConfig.Invalid) in
+            guard !given.text.isEmpty, given.text.utf8.count <= 128,
+                !given.text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            else {
+                throw given.invalid("must be 1 to 128 bytes without control characters")
+            }
+            config.qbittorrent.username = given.text
+        } show: {
+            $0.qbittorrent.username
+        },
+        toggle(
+            "qbittorrent-list-all",
+            help: "list HTTP, FTP and HLS downloads to qBittorrent clients too (not only "
+                + "torrents)", \.qbittorrent.listAll),
+    ]
 }
 
 extension ServeConfig {

@@ -5,7 +5,8 @@ import HaulLoop
 /// Every `haul serve` option, one row each, in the order `--help` and README list them. A new option is a row
 /// here (and, where it reaches a part of the server that has no field for it yet, that field).
 enum ServerOptions {
-    static let all: [ServerOption] = place + limits + timing + access + outbound + bittorrent + logging
+    static let all: [ServerOption] =
+        place + limits + timing + access + outbound + bittorrent + qbittorrent + logging
 
     static let byName: [String: ServerOption] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 

@@ -14,7 +14,7 @@ public struct SeedLimits: Sendable, Equatable {
     public var seeds: Bool { ratio > 0 || seconds > 0 }
 
     /// Each measure from the download's own limit, else its category's, else the server's.
-    static func of(_ download: Download, category: Category?, server: SeedLimits) -> SeedLimits {
+    public static func of(_ download: Download, category: Category?, server: SeedLimits) -> SeedLimits {
         SeedLimits(
             ratio: download.seedRatio ?? category?.seedRatio ?? server.ratio,
             seconds: download.seedTime ?? category?.seedTime ?? server.seconds)

@@ -46,6 +46,19 @@ public struct TorrentInfo: Equatable, Sendable {
 
     public init(infoHash: String) { self.infoHash = infoHash }
 
+    /// What a .torrent file says before the torrent starts: its name, pieces and files (those `selection` wants).
+    init(meta: TorrentMeta, selection: TorrentSelection?) {
+        infoHash = meta.infoHash
+        name = meta.name
+        pieces = meta.pieces
+        pieceLength = meta.pieceLength
+        files = meta.files.filter { !$0.pad }.enumerated().map { index, file in
+            File(
+                path: file.path, size: file.size, done: 0,
+                wanted: selection?.wants(number: index + 1, path: file.path) ?? true)
+        }
+    }
+
     /// Uploaded over the wanted size (what a swarm counts as a share).
     public var ratio: Double {
         let wanted = files.filter(\.wanted).reduce(Int64(0)) { $0 + $1.size }
