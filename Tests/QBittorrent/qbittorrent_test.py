@@ -321,6 +321,12 @@ def drive_with_qbittorrent_api(base, work, movie):
     assert (torrent.ratio_limit, torrent.seeding_time_limit) == (1.5, 30), torrent
     assert (torrent.max_ratio, torrent.max_seeding_time) == (1.5, 30), torrent
     client.torrents_set_share_limits(ratio_limit=0, seeding_time_limit=0, torrent_hashes=movie.hash)
+    # Only a running torrent is checked again: a paused one is checked when it resumes.
+    try:
+        client.torrents_recheck(torrent_hashes=movie.hash)
+        raise AssertionError("a paused torrent's recheck was answered as done")
+    except qbittorrentapi.Conflict409Error:
+        pass
     client.torrents_resume(torrent_hashes=movie.hash)
     torrent = wait("the movie to complete", lambda: next(
         (t for t in client.torrents_info(torrent_hashes=movie.hash) if t.progress == 1), None))
@@ -338,6 +344,16 @@ def drive_with_qbittorrent_api(base, work, movie):
     assert movie.hash not in again.get("torrents", {}) or "name" not in again.torrents[movie.hash], again
     client.torrents_set_category(category="", torrent_hashes=movie.hash)
     assert client.torrents_info(torrent_hashes=movie.hash)[0].category == ""
+    # The server's share limits, as qBittorrent's preferences: both off is seeding without end.
+    client.app_set_preferences({"max_ratio_enabled": True, "max_ratio": 2.5, "max_seeding_time_enabled": False})
+    preferences = client.app_preferences()
+    assert (preferences.max_ratio_enabled, preferences.max_ratio) == (True, 2.5), preferences
+    settings = requests.get(f"http://{host}:{port}/settings", headers={"Authorization": f"Bearer {TOKEN}"},
+                            timeout=10).json()
+    assert (settings["seed_ratio"], settings["seed_time"]) == (2.5, 0), settings
+    client.app_set_preferences({"max_ratio_enabled": True, "max_ratio": 0})
+    assert requests.get(f"http://{host}:{port}/settings", headers={"Authorization": f"Bearer {TOKEN}"},
+                        timeout=10).json()["seed_ratio"] == 0
     transfer = client.transfer_info()
     assert transfer.dl_info_data >= os.path.getsize(movie.path), transfer
     client.torrents_delete(delete_files=True, torrent_hashes=movie.hash)
@@ -438,7 +454,9 @@ def main():
             seeder.seed()
         log = open(os.path.join(work, "haul.log"), "w")
         data = os.path.join(work, "data")
+        qbittorrent_port = free_port()
         haul, base = start([os.path.join(build, "haul"), "serve", "--listen", "127.0.0.1:0",
+                            "--qbittorrent-listen", f"127.0.0.1:{qbittorrent_port}",
                             "--download-dir", os.path.join(work, "downloads"), "--data-dir", data,
                             "--bittorrent", "--bittorrent-listen", "127.0.0.1:0", "--token", TOKEN,
                             "--log-level", "warning"], log)
@@ -446,7 +464,8 @@ def main():
         qbit, qbase = start_qbittorrent(work)
         processes.append(qbit)
 
-        drive_with_qbittorrent_api(base, work, movie)
+        # On the port of its own, as a client configured for qBittorrent's port reaches it.
+        drive_with_qbittorrent_api(f"http://127.0.0.1:{qbittorrent_port}", work, movie)
         print("qbittorrent-api drove Haul: add, list, properties, files, category, tags, limits, delete")
         replay_sonarr(base, episode)
         print("Sonarr's call sequence answered as Sonarr reads it")

@@ -152,7 +152,9 @@ struct QBitTorrent {
     static let unlimitedRatio = 10_000.0
     static let unlimitedSeconds: Int64 = 315_360_000
 
-    var maxRatio: Double { limits.seeds ? (limits.ratio > 0 ? limits.ratio : -1) : 0 }
+    var maxRatio: Double {
+        limits.seeds ? (limits.ratio > 0 && limits.ratio < QBitTorrent.unlimitedRatio ? limits.ratio : -1) : 0
+    }
     var maxSeedingTime: Int64 { limits.seeds ? (limits.seconds > 0 ? limits.seconds / 60 : -1) : 0 }
 
     var eta: Int64 {

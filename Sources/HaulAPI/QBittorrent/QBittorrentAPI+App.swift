@@ -117,20 +117,15 @@ extension QBittorrentAPI {
 
     // MARK: preferences and totals
 
-    /// Bytes fetched over the downloads the caller sees.
-    func downloadedBytes(_ call: QBitCall) -> Int64 {
-        call.operations.ids(matching: DownloadFilter()).reduce(0) { sum, id in
-            guard let d = call.operations.snapshot(id)?.download else { return sum }
-            return sum + (d.torrent.map { max($0.downloaded, $0.files.reduce(0) { $0 + $1.done }) } ?? d.receivedBytes)
-        }
-    }
+    /// Bytes fetched over the downloads the caller sees (a torrent's: its verified pieces).
+    func downloadedBytes(_ call: QBitCall) -> Int64 { call.operations.totals().receivedBytes }
 
     /// `app/preferences`: what applies to Haul, in qBittorrent's names (limits in bytes per second, times in
     /// minutes).
     func preferences(_ call: QBitCall) -> JSONValue {
         let settings = call.operations.settings
         let bittorrent = base.config.bittorrent
-        let seeding = bittorrent.seeding
+        let share = ShareLimits(settings.seeding)
         return .object([
             ("save_path", .string(callersRoot(call.caller))),
             ("temp_path_enabled", .bool(false)),
@@ -149,11 +144,10 @@ extension QBittorrentAPI {
             ("alt_up_limit", .number(0)),
             ("max_connec", .number(-1)),
             ("max_connec_per_torrent", .number(-1)),
-            // Both limits 0: a finished torrent does not seed (it stops at once, as at ratio 0).
-            ("max_ratio_enabled", .bool(seeding.ratio > 0 || !seeding.seeds)),
-            ("max_ratio", .number(seeding.seeds ? (seeding.ratio > 0 ? seeding.ratio : -1) : 0)),
-            ("max_seeding_time_enabled", .bool(seeding.seconds > 0 || !seeding.seeds)),
-            ("max_seeding_time", JSONValue(seeding.seeds ? (seeding.seconds > 0 ? seeding.seconds / 60 : -1) : 0)),
+            ("max_ratio_enabled", .bool(share.ratioEnabled)),
+            ("max_ratio", .number(share.ratio)),
+            ("max_seeding_time_enabled", .bool(share.timeEnabled)),
+            ("max_seeding_time", JSONValue(share.minutes)),
             ("max_ratio_act", .number(0)),
             ("dht", .bool(bittorrent.dht)),
             ("pex", .bool(true)),
@@ -166,14 +160,17 @@ extension QBittorrentAPI {
         ])
     }
 
-    /// `app/setPreferences` (`json`): `dl_limit` (0 for none) and `max_active_downloads` (or
-    /// `max_active_torrents`) change the server's settings; the rest are fixed by Haul's flags and passed over,
-    /// as qBittorrent passes over what it does not know.
+    /// `app/setPreferences` (`json`): `dl_limit` (0 for none), `max_active_downloads` (or `max_active_torrents`)
+    /// and the share limits (`max_ratio_enabled`, `max_ratio`, `max_seeding_time_enabled`, `max_seeding_time`)
+    /// change the server's settings; the rest are fixed by Haul's flags and passed over, as qBittorrent passes
+    /// over what it does not know.
     func setPreferences(_ call: QBitCall) throws(QBitError) -> QBitAnswer {
         guard let text = call.form["json"], case .object(let given)? = try? JSONValue.parse(Array(text.utf8)) else {
             throw QBitError(400, "json must be a JSON object")
         }
         var members: [(String, JSONValue)] = []
+        var share = ShareLimits(call.operations.settings.seeding)
+        var shareChanged = false
         for (name, value) in given {
             switch name {
             case "dl_limit":
@@ -182,8 +179,28 @@ extension QBittorrentAPI {
             case "max_active_downloads", "max_active_torrents":
                 guard let count = value.integerValue, count >= 1 else { continue }
                 members.append(("max_active", JSONValue(min(count, 1000))))
+            case "max_ratio_enabled", "max_seeding_time_enabled":
+                guard case .bool(let on) = value else { throw QBitError(400, "\(name) must be true or false") }
+                if name == "max_ratio_enabled" { share.ratioEnabled = on } else { share.timeEnabled = on }
+                shareChanged = true
+            case "max_ratio":
+                guard case .number(let ratio) = value, ratio <= QBitTorrent.unlimitedRatio else {
+                    throw QBitError(400, "max_ratio must be a number up to 10000")
+                }
+                share.ratio = ratio
+                shareChanged = true
+            case "max_seeding_time":
+                guard let minutes = value.integerValue, minutes <= QBitTorrent.unlimitedSeconds / 60 else {
+                    throw QBitError(400, "max_seeding_time must be an integer of minutes up to 5256000")
+                }
+                share.minutes = minutes
+                shareChanged = true
             default: continue
             }
+        }
+        if shareChanged {
+            let limits = share.limits
+            members += [("seed_ratio", .number(limits.ratio)), ("seed_time", JSONValue(limits.seconds))]
         }
         guard !members.isEmpty else { return .done }
         let (change, errors) = SettingsChange.parse(members)
@@ -210,5 +227,34 @@ extension QBittorrentAPI {
             ("up_info_speed", JSONValue(Int64(totals.uploadSpeed.rounded()))),
             ("up_rate_limit", JSONValue(base.config.bittorrent.uploadLimit)),
         ]
+    }
+}
+
+/// The server's seeding limits as qBittorrent's preferences say them: a ratio and a time in minutes, each on or
+/// off. Haul's (both 0: no seeding) and qBittorrent's (both off: seeding forever) differ; "forever" is kept as the
+/// largest ratio.
+struct ShareLimits {
+    var ratioEnabled: Bool
+    var ratio: Double
+    var timeEnabled: Bool
+    var minutes: Int64
+
+    init(_ limits: SeedLimits) {
+        if !limits.seeds {
+            // It stops at once: a ratio limit of 0 reached.
+            (ratioEnabled, ratio, timeEnabled, minutes) = (true, 0, false, -1)
+        } else {
+            ratioEnabled = limits.ratio > 0 && limits.ratio < QBitTorrent.unlimitedRatio
+            ratio = ratioEnabled ? limits.ratio : -1
+            timeEnabled = limits.seconds > 0
+            minutes = timeEnabled ? limits.seconds / 60 : -1
+        }
+    }
+
+    /// Haul's limits for these.
+    var limits: SeedLimits {
+        if ratioEnabled && ratio <= 0 || timeEnabled && minutes <= 0 { return SeedLimits() }
+        if !ratioEnabled && !timeEnabled { return SeedLimits(ratio: QBitTorrent.unlimitedRatio) }
+        return SeedLimits(ratio: ratioEnabled ? ratio : 0, seconds: timeEnabled ? minutes * 60 : 0)
     }
 }

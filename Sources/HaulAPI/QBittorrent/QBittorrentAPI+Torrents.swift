@@ -14,13 +14,16 @@ extension QBittorrentAPI {
     /// the order they were added.
     func torrents(_ call: QBitCall) -> [QBitTorrent] {
         let operations = call.operations
-        let snapshots = operations.ids(matching: DownloadFilter()).compactMap(operations.snapshot)
+        // Only torrents are read (and made snapshots of), unless every kind is listed.
+        var filter = DownloadFilter()
+        if !config.listAll { filter.kinds = [.torrent] }
+        let snapshots = operations.ids(matching: filter).compactMap(operations.snapshot)
         // qBittorrent's `priority`: the place in the queue of a waiting download, from 1.
         let waiting = snapshots.map(\.download).filter { $0.state == .queued }
             .sorted { ($0.priority, -$0.queueOrder) > ($1.priority, -$1.queueOrder) }
         var places: [String: Int] = [:]
         for (index, download) in waiting.enumerated() { places[download.id] = index + 1 }
-        let server = base.config.bittorrent.seeding
+        let server = call.operations.settings.seeding
         return snapshots.compactMap { snapshot in
             let d = snapshot.download
             guard let hash = QBitTorrent.hash(of: d, listAll: config.listAll) else { return nil }
@@ -259,14 +262,25 @@ extension QBittorrentAPI {
         return .done
     }
 
-    /// `torrents/recheck`: Haul checks each piece as it comes and a torrent's files again when it resumes after a
-    /// stop or a crash; it has no check of its own to start.
+    /// `torrents/recheck`: a running torrent's pieces are checked again against its files. One that is not
+    /// running (waiting, paused, finished) is checked when it next runs; when none of those named runs, 409 says so.
     func recheck(_ call: QBitCall) throws(QBitError) -> QBitAnswer {
-        _ = try named(call)
-        throw QBitError(
-            409,
-            "Haul checks every piece as it arrives and again on resume after a stop or crash; "
-                + "pause and resume a torrent to have its files checked")
+        let torrents = try named(call)
+        var checked = 0
+        for torrent in torrents {
+            do throws(EngineError) {
+                if try call.operations.recheck(torrent.download.id) { checked += 1 }
+            } catch {
+                try QBittorrentAPI.fail(error)
+            }
+        }
+        guard checked > 0 || torrents.isEmpty else {
+            throw QBitError(
+                409,
+                "only a running torrent is checked again; a paused or waiting one is checked when it resumes, "
+                    + "and a finished one's pieces were checked as they came")
+        }
+        return .done
     }
 
     /// An engine's refusal as qBittorrent-style text with the REST API's status.

@@ -76,6 +76,14 @@ extension Operations {
     /// Starts a queued download now, ahead of the queue and past `max_active`, because a reader asked (`?start=1`,
     /// `--start-on-read`); its token's own running limit still holds. False when it is not queued or may not start.
     @discardableResult
+    /// Has a running torrent's pieces checked again against its files (libtorrent's recheck); false when it is
+    /// not running (waiting, paused, finished, not a torrent).
+    public func recheck(_ id: String) throws(EngineError) -> Bool {
+        try mayChange(id)
+        guard engine.download(id)?.kind == .torrent, let runner = engine.pool[id] else { return false }
+        return runner.recheckTorrent()
+    }
+
     public func startForReading(_ id: String) throws(EngineError) -> Bool {
         try mayChange(id)
         guard let download = engine.download(id), download.state == .queued, engine.pool[id] == nil,

@@ -13,6 +13,8 @@ public struct DownloadFilter: Sendable {
     public var idPrefix: String?
     /// Only the downloads this token added (a caller confined to its own).
     public var owner: String?
+    /// Only downloads of these kinds (the qBittorrent front's torrents).
+    public var kinds: Set<DownloadKind>?
 
     public init(
         states: Set<DownloadState>? = nil, search: String? = nil, category: String? = nil,
@@ -28,7 +30,8 @@ public struct DownloadFilter: Sendable {
     public func matches(_ download: Download) -> Bool {
         (states?.contains(download.state) ?? true) && (category == nil || download.category == category)
             && (ids?.contains(download.id) ?? true) && (idPrefix.map(download.id.hasPrefix) ?? true)
-            && (owner == nil || download.owner == owner) && (search.map(download.matches(search:)) ?? true)
+            && (owner == nil || download.owner == owner) && (kinds?.contains(download.kind) ?? true)
+            && (search.map(download.matches(search:)) ?? true)
     }
 }
 

@@ -8,7 +8,7 @@ extension DownloadRunner {
     var seedLimits: SeedLimits? {
         guard let download = host.download(id) else { return nil }
         return SeedLimits.of(
-            download, category: download.category.flatMap(host.category), server: host.config.bittorrent.seeding)
+            download, category: download.category.flatMap(host.category), server: host.currentSettings.seeding)
     }
 
     /// Adds the torrent again from its named files, in upload mode (a piece missing is never fetched again): the

@@ -22,6 +22,13 @@ extension DownloadRunner: TorrentObserver {
     /// The torrent's key in the session: the download's sequence number (unique in the store).
     var torrentKey: UInt64 { UInt64(bitPattern: host.download(id)?.sequence ?? 0) }
 
+    /// Checks the torrent's pieces again, when it is in the session; false otherwise.
+    func recheckTorrent() -> Bool {
+        guard let session = host.torrents?.current, session.status(torrentKey) != nil else { return false }
+        session.recheck(torrentKey)
+        return true
+    }
+
     func torrentStep(_ step: TorrentStep) {
         switch step {
         case .start: startTorrent()

@@ -13,6 +13,8 @@ protocol RunnerHost: HostServices {
     var remuxCommands: CommandPool? { get }
     func download(_ id: String) -> Download?
     func category(_ name: String) -> Category?
+    /// The settings in force (a client may change them while downloads run).
+    var currentSettings: ServerSettings { get }
     /// The directory `relative` to the download root, opened without following links.
     func directory(_ relative: String, create: Bool) throws(FileError) -> ConfinedDirectory
     /// Whether a download other than `except` still needs the part file `name.part` in `directory`.

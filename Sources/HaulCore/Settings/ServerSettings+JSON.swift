@@ -9,6 +9,8 @@ extension ServerSettings {
             ("max_connections_per_host", JSONValue(maxConnectionsPerHost)),
             ("speed_schedule", .array(speedSchedule.map(\.json))),
             ("proxy", .string(proxy?.shown ?? "none")),
+            ("seed_ratio", .number(seeding.ratio)),
+            ("seed_time", JSONValue(seeding.seconds)),
         ])
     }
 }
@@ -138,6 +140,16 @@ extension SettingsChange {
                 } else {
                     errors.append((name, "must be a proxy URL or \"none\", or null for the default"))
                 }
+            case "seed_ratio":
+                if value.isNull {
+                    change.seedRatio = .some(nil)
+                } else if case .number(let ratio) = value, ratio >= 0, ratio <= 10_000 {
+                    change.seedRatio = .some(ratio)
+                } else {
+                    errors.append((name, "must be a number from 0 to 10000, or null for the default"))
+                }
+            case "seed_time":
+                change.seedTime = integer(value, name, 0...315_360_000)
             case storedProxyFromToken where stored:
                 change.proxyFromToken = value == .bool(true)
             default:
@@ -155,6 +167,8 @@ extension SettingsChange {
         if let value = defaultConnections ?? nil { members.append(("default_connections", JSONValue(value))) }
         if let value = maxConnectionsPerHost ?? nil { members.append(("max_connections_per_host", JSONValue(value))) }
         if let value = speedSchedule ?? nil { members.append(("speed_schedule", .array(value.map(\.json)))) }
+        if let value = seedRatio ?? nil { members.append(("seed_ratio", .number(value))) }
+        if let value = seedTime ?? nil { members.append(("seed_time", JSONValue(value))) }
         // As stored: the password with it, as a download's is.
         if let value = proxy ?? nil {
             members.append(("proxy", .string(value.stored)))

@@ -20,6 +20,9 @@ public struct ServerSettings: Sendable, Equatable {
     /// Whether the operator named `proxy` (a flag, the environment, the config file, or the server's own token
     /// through the API), so that it is let past the address policy; one a scoped token named is held to it.
     public var proxyTrusted = true
+    /// When a finished torrent stops seeding, where its download and its category say nothing
+    /// (`--bittorrent-seed-ratio`, `--bittorrent-seed-time`).
+    public var seeding = SeedLimits()
 
     public init(
         maxActive: Int, maxSpeed: Int64?, defaultConnections: Int, maxConnectionsPerHost: Int,
@@ -115,6 +118,9 @@ public struct SettingsChange: Sendable, Equatable {
     public var maxConnectionsPerHost: Int??
     public var speedSchedule: [SpeedWindow]??
     public var proxy: ProxyChoice??
+    /// The server's seeding limits: the share ratio and the seconds.
+    public var seedRatio: Double??
+    public var seedTime: Int64??
     /// `proxy` was named by a scoped token (never read from a client's body: the engine sets it from the caller).
     public var proxyFromToken = false
 
@@ -130,6 +136,8 @@ public struct SettingsChange: Sendable, Equatable {
         if let value = other.defaultConnections { merged.defaultConnections = value }
         if let value = other.maxConnectionsPerHost { merged.maxConnectionsPerHost = value }
         if let value = other.speedSchedule { merged.speedSchedule = value }
+        if let value = other.seedRatio { merged.seedRatio = value }
+        if let value = other.seedTime { merged.seedTime = value }
         if let value = other.proxy {
             merged.proxy = value
             merged.proxyFromToken = other.proxyFromToken
@@ -145,6 +153,8 @@ public struct SettingsChange: Sendable, Equatable {
         if let value = defaultConnections ?? nil { settings.defaultConnections = value }
         if let value = maxConnectionsPerHost ?? nil { settings.maxConnectionsPerHost = value }
         if let value = speedSchedule ?? nil { settings.speedSchedule = value }
+        if let value = seedRatio ?? nil { settings.seeding.ratio = value }
+        if let value = seedTime ?? nil { settings.seeding.seconds = value }
         if let value = proxy ?? nil {
             settings.proxy = value
             settings.proxyTrusted = !proxyFromToken
@@ -160,6 +170,8 @@ public struct SettingsChange: Sendable, Equatable {
         if let value = defaultConnections ?? nil { kept.defaultConnections = .some(value) }
         if let value = maxConnectionsPerHost ?? nil { kept.maxConnectionsPerHost = .some(value) }
         if let value = speedSchedule ?? nil { kept.speedSchedule = .some(value) }
+        if let value = seedRatio ?? nil { kept.seedRatio = .some(value) }
+        if let value = seedTime ?? nil { kept.seedTime = .some(value) }
         if let value = proxy ?? nil {
             kept.proxy = .some(value)
             kept.proxyFromToken = proxyFromToken

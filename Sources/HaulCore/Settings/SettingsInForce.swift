@@ -18,7 +18,7 @@ public final class SettingsInForce {
     /// follow a client's changes.
     private(set) var config: EngineConfig
     /// What the flags set of what a client may change (`PATCH /settings`).
-    let defaults: ServerSettings
+    private(set) var defaults: ServerSettings
     /// A client's changes, kept in the store, over `defaults`.
     private var clientChange = SettingsChange()
     private var scheduleTimer: ClockTimer?
@@ -41,6 +41,7 @@ public final class SettingsInForce {
             maxActive: config.maxActive, maxSpeed: config.maxSpeed,
             defaultConnections: config.defaultConnections,
             maxConnectionsPerHost: config.maxConnectionsPerHost, proxy: config.proxy)
+        defaults.seeding = config.bittorrent.seeding
     }
 
     /// The settings in force: the defaults with a client's changes.

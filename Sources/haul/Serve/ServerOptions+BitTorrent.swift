@@ -69,7 +69,7 @@ extension ServerOptions {
             "bittorrent-seed-ratio", "RATIO", default: "0",
             help: "a complete torrent seeds until it uploaded RATIO times its size (0: no ratio limit; with no "
                 + "time limit either, it does not seed); a download or category may say otherwise",
-            sample: "1.5"
+            settings: "seed_ratio", sample: "1.5"
         ) { given, config throws(ServeConfig.Invalid) in
             guard let ratio = Double(given.text), ratio >= 0, ratio <= 10_000 else {
                 throw given.invalid("must be a number from 0 to 10000, not '\(given.text)'")
@@ -81,8 +81,8 @@ extension ServerOptions {
         integer(
             "bittorrent-seed-time", 0...315_360_000, "SECONDS", default: "0",
             help: "a complete torrent seeds at most this long (0: no time limit; with no ratio limit either, it "
-                + "does not seed); a download or category may say otherwise", sample: "3600",
-            \.bittorrentSeedTime),
+                + "does not seed); a download or category may say otherwise", settings: "seed_time",
+            sample: "3600", \.bittorrentSeedTime),
     ]
 
     /// The qBittorrent-compatible Web API's rows (`/api/v2/`, on the server's port and on its own if asked).
