@@ -32,11 +32,7 @@ extension QBittorrentAPI {
         if let path = call.form["savePath"] {
             category.directory = try folder(of: path, otherwise: newCategoryFolder(name, call.caller))
         }
-        do throws(EngineError) {
-            _ = try call.operations.putCategory(category)
-        } catch {
-            try QBittorrentAPI.fail(error)
-        }
+        try QBittorrentAPI.attempt(call.operations.putCategory(category))
         return .done
     }
 
@@ -45,12 +41,8 @@ extension QBittorrentAPI {
     func makeCategory(_ name: String, call: QBitCall) throws(QBitError) {
         guard call.caller.scope >= .manage else { return }
         guard Validate.categoryName(name) == nil else { throw QBitError(400, "Invalid category name") }
-        do throws(EngineError) {
-            _ = try call.operations.putCategory(
-                HaulCore.Category(name: name, directory: newCategoryFolder(name, call.caller)))
-        } catch {
-            try QBittorrentAPI.fail(error)
-        }
+        let category = HaulCore.Category(name: name, directory: newCategoryFolder(name, call.caller))
+        try QBittorrentAPI.attempt(call.operations.putCategory(category))
     }
 
     /// A save path as a folder relative to the download root.
@@ -73,11 +65,7 @@ extension QBittorrentAPI {
     func removeCategories(_ call: QBitCall) throws(QBitError) -> QBitAnswer {
         let names = (try call.required("categories")).split(whereSeparator: \.isNewline).map(String.init)
         for name in names where (try? call.operations.category(name)) != nil {
-            do throws(EngineError) {
-                try call.operations.removeCategory(name)
-            } catch {
-                try QBittorrentAPI.fail(error)
-            }
+            try QBittorrentAPI.attempt(call.operations.removeCategory(name))
         }
         return .done
     }
@@ -205,11 +193,7 @@ extension QBittorrentAPI {
         guard !members.isEmpty else { return .done }
         let (change, errors) = SettingsChange.parse(members)
         if let error = errors.first { throw QBitError(400, "\(error.field) \(error.message)") }
-        do throws(EngineError) {
-            _ = try call.operations.changeSettings(change)
-        } catch {
-            try QBittorrentAPI.fail(error)
-        }
+        try QBittorrentAPI.attempt(call.operations.changeSettings(change))
         return .done
     }
 

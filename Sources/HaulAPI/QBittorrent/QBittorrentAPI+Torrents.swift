@@ -41,10 +41,11 @@ extension QBittorrentAPI {
         return found
     }
 
-    /// The torrents `hashes` names (all of them for `all`); unknown hashes are passed over, as qBittorrent does.
+    /// The torrents `hashes` names (all of them for `all`) that the caller may change; unknown hashes are passed
+    /// over, as qBittorrent does, and so are another token's torrents (a token below manage changes its own).
     func named(_ call: QBitCall) throws(QBitError) -> [QBitTorrent] {
         let hashes = try call.hashes()
-        return torrents(call).filter { hashes?.contains($0.hash) ?? true }
+        return torrents(call).filter { (hashes?.contains($0.hash) ?? true) && call.caller.mayChange($0.download) }
     }
 
     /// A download's folder, absolute: its download folder, or its completed folder once moved there.
@@ -124,7 +125,7 @@ extension QBittorrentAPI {
 
     // MARK: changing
 
-    /// Does `changes` to each named torrent; one the caller may not change is passed over.
+    /// Does `changes` to each named torrent.
     func change(_ call: QBitCall, _ changes: DownloadChanges) throws(QBitError) -> QBitAnswer {
         for torrent in try named(call) {
             let id = torrent.download.id
@@ -136,11 +137,7 @@ extension QBittorrentAPI {
             {
                 continue
             }
-            do throws(EngineError) {
-                _ = try call.operations.change(id, changes)
-            } catch {
-                try QBittorrentAPI.fail(error)
-            }
+            try QBittorrentAPI.attempt(call.operations.change(id, changes))
         }
         return .done
     }
@@ -149,11 +146,7 @@ extension QBittorrentAPI {
     func delete(_ call: QBitCall) throws(QBitError) -> QBitAnswer {
         let deleteFiles = try call.form.bool("deleteFiles") ?? false
         let ids = try named(call).map(\.download.id)
-        do throws(EngineError) {
-            _ = try call.operations.remove(batch: ids[...], deleteFile: deleteFiles)
-        } catch {
-            try QBittorrentAPI.fail(error)
-        }
+        try QBittorrentAPI.attempt(call.operations.remove(batch: ids[...], deleteFile: deleteFiles))
         return .done
     }
 
@@ -181,11 +174,7 @@ extension QBittorrentAPI {
             }
             var changes = DownloadChanges()
             changes.tags = .some(DownloadTags.joined(joined))
-            do throws(EngineError) {
-                _ = try call.operations.change(torrent.download.id, changes)
-            } catch {
-                try QBittorrentAPI.fail(error)
-            }
+            try QBittorrentAPI.attempt(call.operations.change(torrent.download.id, changes))
         }
         if adding { createdTags.formUnion(given) }
         return .done
@@ -236,11 +225,7 @@ extension QBittorrentAPI {
         let ids = try named(call).filter { $0.download.isWaiting }.map(\.download.id)
         // Moved one by one in the order named, the last named ending nearest the end moved to.
         for id in move == .top || move == .up ? ids.reversed() : ids {
-            do throws(EngineError) {
-                _ = try call.operations.move(id, move)
-            } catch {
-                try QBittorrentAPI.fail(error)
-            }
+            try QBittorrentAPI.attempt(call.operations.move(id, move))
         }
         return .done
     }
@@ -250,14 +235,11 @@ extension QBittorrentAPI {
     func forceStart(_ call: QBitCall) throws(QBitError) -> QBitAnswer {
         guard try call.form.bool("value") == true else { return .done }
         for torrent in try named(call) where torrent.download.isWaiting {
-            do throws(EngineError) {
-                if torrent.download.state == .paused {
-                    _ = try call.operations.change(torrent.download.id, DownloadChanges(state: .queued))
-                }
-                _ = try call.operations.startForReading(torrent.download.id)
-            } catch {
-                try QBittorrentAPI.fail(error)
+            let id = torrent.download.id
+            if torrent.download.state == .paused {
+                try QBittorrentAPI.attempt(call.operations.change(id, DownloadChanges(state: .queued)))
             }
+            try QBittorrentAPI.attempt(call.operations.startForReading(id))
         }
         return .done
     }
@@ -268,11 +250,7 @@ extension QBittorrentAPI {
         let torrents = try named(call)
         var checked = 0
         for torrent in torrents {
-            do throws(EngineError) {
-                if try call.operations.recheck(torrent.download.id) { checked += 1 }
-            } catch {
-                try QBittorrentAPI.fail(error)
-            }
+            if try QBittorrentAPI.attempt(call.operations.recheck(torrent.download.id)) { checked += 1 }
         }
         guard checked > 0 || torrents.isEmpty else {
             throw QBitError(
@@ -287,5 +265,15 @@ extension QBittorrentAPI {
     static func fail(_ error: EngineError) throws(QBitError) -> Never {
         let problem = Problem(error)
         throw QBitError(problem.status, problem.detail)
+    }
+
+    /// An engine call, its refusal answered as `fail` answers it.
+    @discardableResult
+    static func attempt<T>(_ work: @autoclosure () throws(EngineError) -> T) throws(QBitError) -> T {
+        do {
+            return try work()
+        } catch {
+            try fail(error)
+        }
     }
 }

@@ -87,18 +87,10 @@ extension ServerOptions {
 
     /// The qBittorrent-compatible Web API's rows (`/api/v2/`, on the server's port and on its own if asked).
     static let qbittorrent: [ServerOption] = [
-        text(
-            "qbittorrent-listen", "HOST:PORT",
+        address(
+            "qbittorrent-listen",
             help: "a further address serving the same API, for qBittorrent clients (`127.0.0.1:8080`)",
-            sample: "127.0.0.1:8081"
-        ) { given, config throws(ServeConfig.Invalid) in
-            guard let address = ListenAddress(given.text) else {
-                throw given.invalid("must be HOST:PORT, got '\(given.text)'")
-            }
-            config.qbittorrentListen = address
-        } show: {
-            $0.qbittorrentListen.map { "\($0.host):\($0.port)" }
-        },
+            sample: "127.0.0.1:8081", \.qbittorrentListen),
         text(
             "qbittorrent-user", "NAME", default: "admin",
             help: "the user name qBittorrent clients log in with (the password is the token)", sample: "sonarr"

@@ -74,6 +74,21 @@ extension ServerOptions {
             help: help, settings: settings, sample: sample, sampleShown: sampleShown, apply: apply, show: show)
     }
 
+    /// A further address the server listens on (`HOST:PORT`), off unless given.
+    static func address(
+        _ name: String, help: String, sample: String,
+        _ field: WritableKeyPath<ServeConfig, ListenAddress?> & Sendable
+    ) -> ServerOption {
+        text(name, "HOST:PORT", help: help, sample: sample) { given, config throws(ServeConfig.Invalid) in
+            guard let address = ListenAddress(given.text) else {
+                throw given.invalid("must be HOST:PORT, got '\(given.text)'")
+            }
+            config[keyPath: field] = address
+        } show: {
+            $0[keyPath: field].map { "\($0.host):\($0.port)" }
+        }
+    }
+
     static func list(
         _ name: String, _ placeholder: String, shown: String? = nil, help: String, sample: String,
         apply: @escaping Apply, show: @escaping Show

@@ -220,17 +220,9 @@ enum ServerOptions {
             $0.token == nil ? nil : "set"
         },
         toggle("allow-unauthenticated", help: "listen beyond loopback without a token", \.allowUnauthenticated),
-        text(
-            "rpc-listen", "HOST:PORT", help: "a second address serving the same API (aria2's `127.0.0.1:6800`)",
-            sample: "127.0.0.1:6800"
-        ) { given, config throws(ServeConfig.Invalid) in
-            guard let address = ListenAddress(given.text) else {
-                throw given.invalid("must be HOST:PORT, got '\(given.text)'")
-            }
-            config.rpcListen = address
-        } show: {
-            $0.rpcListen.map { "\($0.host):\($0.port)" }
-        },
+        address(
+            "rpc-listen", help: "a second address serving the same API (aria2's `127.0.0.1:6800`)",
+            sample: "127.0.0.1:6800", \.rpcListen),
         toggle(
             "rpc-allow-shutdown", help: "let `aria2.shutdown` and `POST /shutdown` stop the server",
             \.aria2.allowShutdown),
