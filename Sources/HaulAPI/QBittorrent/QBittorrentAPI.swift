@@ -150,10 +150,12 @@ final class QBittorrentAPI {
     }
 
     /// Whether a page of another site sent the request: its Origin, else its Referer, names another host than
-    /// the one asked (and not one of --cors-origin).
+    /// the one asked (and not one of --cors-origin, nor a browser extension, which the user installed).
     private func fromAnotherSite(_ request: HTTPRequest) -> Bool {
         if let origin = request.header("Origin") {
-            return !(AccessGate.isSameOrigin(origin, request) || gate.allowsConfiguredOrigin(origin))
+            return
+                !(AccessGate.isSameOrigin(origin, request) || gate.allowsConfiguredOrigin(origin)
+                || AccessPolicy.isExtensionOrigin(origin))
         }
         guard let referer = request.header("Referer") else { return false }
         guard let parts = URLComponents(string: referer), let scheme = parts.scheme, let host = parts.host else {
