@@ -158,7 +158,9 @@ final class ClientDailyUseTests: HaulTestCase {
         let hook = try api.request("POST", "/webhooks", json: ["url": originURL("hook"), "events": ["completed"]])
         XCTAssertEqual(hook.status, 201)
         _ = try sandbox.makeRandomFile("www/a-long-name-for-a-film-that-does-not-fit.mkv", size: 600_000)
-        let film = try add(["url": originURL("a-long-name-for-a-film-that-does-not-fit.mkv"), "category": "films"])
+        let film = try add([
+            "url": originURL("a-long-name-for-a-film-that-does-not-fit.mkv"), "category": "films", "tags": "hd, new",
+        ])
         let missing = try add(["url": originURL("missing.iso")])
         try waitForState(film, "completed")
         try waitForState(missing, "failed")
@@ -174,7 +176,8 @@ final class ClientDailyUseTests: HaulTestCase {
         XCTAssertEqual(info.status, 0, info.output)
         for expected in [
             "state         completed",
-            "category      films", "path          films/a-long-name-for-a-film-that-does-not-fit.mkv",
+            "category      films", "tags          hd, new",
+            "path          films/a-long-name-for-a-film-that-does-not-fit.mkv",
             "url           \(originURL("a-long-name-for-a-film-that-does-not-fit.mkv"))",
             "segments", ": done", "completed     20", "webhooks      1 sent", "completed to ",
         ] {

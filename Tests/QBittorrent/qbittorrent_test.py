@@ -418,7 +418,10 @@ def check_access(base, build, data):
     foreign = session.get(api + "/app/version", headers={"Referer": "http://evil.example/"}, timeout=10)
     assert foreign.status_code == 401, foreign.status_code
     foreign = session.get(api + "/app/version", headers={"Origin": "http://evil.example"}, timeout=10)
-    assert foreign.status_code in (401, 403), foreign.status_code
+    assert foreign.status_code == 401, foreign.status_code
+    foreign = session.post(api + "/torrents/pause", data={"hashes": "all"}, headers={"Origin": "http://evil.example"},
+                           timeout=10)
+    assert (foreign.status_code, foreign.text) == (401, "Unauthorized"), foreign.text
     own = session.get(api + "/app/version", headers={"Referer": base + "/"}, timeout=10)
     assert own.status_code == 200, own.status_code
     # A scoped token logs in with its own secret, sees its own torrents only, and its session ends when it is

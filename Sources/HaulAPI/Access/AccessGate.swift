@@ -114,7 +114,7 @@ final class AccessGate {
         let changesState =
             route?.handler(for: request.method)?.changesState
             ?? (request.method != "GET" && request.method != "HEAD")
-        if let origin, !allowsOrigin(origin, request), changesState {
+        if let origin, !allowsOrigin(origin, request), changesState, route?.checksOriginItself != true {
             return Problem(
                 status: 403, slug: "origin-not-allowed", title: "Origin not allowed",
                 detail: origin == "null"

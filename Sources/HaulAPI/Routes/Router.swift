@@ -46,11 +46,15 @@ struct Route {
     let pattern: String
     let access: Access
     let handlers: [String: Handler]
+    /// The route refuses pages of other sites itself (the qBittorrent front, as qBittorrent does: 401, by Origin
+    /// or Referer), so the gate leaves that to it.
+    let checksOriginItself: Bool
     private let segments: [Substring]
 
-    init(pattern: String, access: Access = .token, handlers: [String: Handler]) {
+    init(pattern: String, access: Access = .token, checksOriginItself: Bool = false, handlers: [String: Handler]) {
         self.pattern = pattern
         self.access = access
+        self.checksOriginItself = checksOriginItself
         self.handlers = handlers
         segments = pattern.split(separator: "/", omittingEmptySubsequences: false)
     }

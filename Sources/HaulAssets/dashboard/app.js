@@ -856,6 +856,7 @@ function renderDetail() {
   if (d.final_url && d.final_url !== d.url) add("Final URL", d.final_url);
   add("Path", d.path || "chosen once the server answers");
   add("Category", d.category || "none");
+  if (d.tags) add("Tags", d.tags.split(",").join(", "));
   add("Priority", String(d.priority));
   add("Connections", `${d.active_connections} open of ${d.connections}`);
   add("Max speed", d.max_speed ? `${formatBytes(d.max_speed)}/s` : "no limit");

@@ -64,6 +64,7 @@ extension ClientCommand {
         }
         if let why = text("move_error") { add("not moved", why) }
         add("category", d.category ?? "none")
+        add("tags", text("tags").map { $0.split(separator: ",").joined(separator: ", ") })
         add("priority", json["priority"]?.integerValue.map(String.init))
         let active = json["active_connections"]?.integerValue ?? 0
         add("connections", "\(active) open of \(json["connections"]?.integerValue ?? 0)")
