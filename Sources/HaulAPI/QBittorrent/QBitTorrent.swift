@@ -23,7 +23,8 @@ struct QBitTorrent {
     static func hash(of download: Download, listAll: Bool) -> String? {
         if let info = download.torrent?.infoHash { return String(info.lowercased().prefix(40)) }
         if download.kind == .torrent, let hash = magnetHash(download.url) { return hash }
-        guard listAll || download.kind == .torrent else { return nil }
+        // A torrent by URL is listed once its .torrent came: a key that changed then would lose it for the client.
+        guard listAll, download.kind != .torrent else { return nil }
         return Digest.hex(Digest.of(Array(("haul:" + download.id).utf8), .sha1))
     }
 
