@@ -68,8 +68,9 @@ final class OptionRowTests: XCTestCase {
         comparable.createdAt = added.createdAt
         comparable.updatedAt = added.updatedAt
         XCTAssertEqual(comparable, added)
-        var resource: [(String, JSONValue)] = []
-        DownloadOptions.show(stored, into: &resource)
+        var writer = JSONWriter()
+        writer.object { DownloadOptions.show(stored, into: &$0) }
+        guard case .object(let resource) = try JSONValue.parse(writer.bytes) else { return XCTFail("not an object") }
         let shown = Dictionary(uniqueKeysWithValues: resource)
         for option in DownloadOptions.all {
             XCTAssertEqual(shown[option.name] != nil, option.shown, option.name)

@@ -58,7 +58,7 @@ public final class EventHub: EngineListener {
     // MARK: engine -> events
 
     /// Webhooks and hooks are the operator's: the bodies name each download's owner.
-    public func resource(of snapshot: DownloadSnapshot) -> JSONValue { DownloadResource.json(snapshot, owner: true) }
+    public func resource(of snapshot: DownloadSnapshot) -> [UInt8] { DownloadResource.bytes(snapshot, owner: true) }
 
     /// Told every change too (the aria2 front's notifications, the readers of files).
     var onEngineChange: ((EngineChange) -> Void)?

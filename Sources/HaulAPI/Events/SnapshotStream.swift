@@ -43,8 +43,9 @@ final class SnapshotStream {
             }
             cursor = items.last!.download.sequence
             stage = more ? .items(first: false) : .done
-            let json = items.map { DownloadResource.json($0, owner: operations.caller.seesOwners).serialized() }
-                .joined(separator: ",")
+            let json = items.map {
+                String(decoding: DownloadResource.bytes($0, owner: operations.caller.seesOwners), as: UTF8.self)
+            }.joined(separator: ",")
             return "data: " + (first ? "" : ",") + json + "\n" + (more ? "" : "data: ]}\n\n")
         case .done:
             return nil

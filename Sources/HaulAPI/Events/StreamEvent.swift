@@ -37,7 +37,7 @@ final class StreamEvent {
     private func serialized(owner: Bool) -> String {
         switch payload {
         case .download(let snapshot):
-            return DownloadResource.json(snapshot, owner: owner).serialized()
+            return String(decoding: DownloadResource.bytes(snapshot, owner: owner), as: UTF8.self)
         case .removed(let id):
             return JSONValue.object([("id", .string(id))]).serialized()
         }

@@ -21,7 +21,7 @@ extension API {
         }
         let location = "/downloads/\(snapshot.download.id)"
         return API.json(
-            created ? 201 : 200, DownloadResource.json(snapshot, owner: c.caller.seesOwners),
+            created ? 201 : 200, bytes: DownloadResource.bytes(snapshot, owner: c.caller.seesOwners),
             headers: [("Location", location)])
     }
 
@@ -44,23 +44,28 @@ extension API {
         }
         let requests = items.compactMap { try? $0.get() }
         let outcomes = try attempt(c.operations.add(batch: requests, atomic: atomic))
-        var results: [(status: Int, json: JSONValue, id: String?)] = []
+        // Each result's body as bytes: a resource is written straight, not built as a tree first.
+        var results: [BatchResult] = []
+        results.reserveCapacity(items.count)
         var next = outcomes.makeIterator()
         for item in items {
             switch item {
             case .failure(let problem):
-                results.append((problem.status, problem.json(instance: "/downloads"), nil))
+                results.append(BatchResult(problem))
             case .success:
                 switch next.next()! {
                 case .added(let snapshot):
                     results.append(
-                        (201, DownloadResource.json(snapshot, owner: c.caller.seesOwners), snapshot.download.id))
+                        BatchResult(
+                            status: 201, body: DownloadResource.bytes(snapshot, owner: c.caller.seesOwners),
+                            id: snapshot.download.id))
                 case .existing(let snapshot):
                     results.append(
-                        (200, DownloadResource.json(snapshot, owner: c.caller.seesOwners), snapshot.download.id))
+                        BatchResult(
+                            status: 200, body: DownloadResource.bytes(snapshot, owner: c.caller.seesOwners),
+                            id: snapshot.download.id))
                 case .refused(let error):
-                    let problem = error == .tooMany ? tooManyDownloads : Problem(error)
-                    results.append((problem.status, problem.json(instance: "/downloads"), nil))
+                    results.append(BatchResult(error == .tooMany ? tooManyDownloads : Problem(error)))
                 }
             }
         }
@@ -68,20 +73,52 @@ extension API {
             // Nothing was added: the answer is the refusal itself, with the others' fate in `results`.
             var problem = Problem(
                 status: refusal.status, slug: "batch-refused", title: "Batch refused",
-                detail: "one download of the batch was refused, so none was added: "
-                    + (refusal.json["detail"]?.stringValue ?? ""))
-            problem.extra = [("results", .array(results.map { API.batchResult($0.status, $0.json) }))]
+                detail: "one download of the batch was refused, so none was added: " + (refusal.detail ?? ""))
+            problem.extra = [("results", (try? JSONValue.parse(API.batchResults(results))) ?? .array([]))]
             throw problem
         }
         if let idempotency {
-            let answer = JSONValue.array(
-                results.map { result in
-                    result.id.map { .object([("status", JSONValue(result.status)), ("id", .string($0))]) }
-                        ?? .object([("status", JSONValue(result.status)), ("problem", result.json)])
-                })
-            try attempt(c.operations.rememberBatchAnswer(idempotency, answer: answer.serialized()))
+            var answer = JSONWriter()
+            answer.array { w in
+                for result in results {
+                    w.object { w in
+                        w.key("status")
+                        w.integer(result.status)
+                        if let id = result.id {
+                            w.key("id")
+                            w.string(id)
+                        } else {
+                            w.key("problem")
+                            w.raw(result.body)
+                        }
+                    }
+                }
+            }
+            try attempt(
+                c.operations.rememberBatchAnswer(idempotency, answer: String(decoding: answer.bytes, as: UTF8.self)))
         }
-        return API.batchResponse(results.map { ($0.status, $0.json) }, atomic: atomic)
+        return API.batchResponse(results, atomic: atomic)
+    }
+
+    /// One download's result in a batch's answer: its status and its resource's bytes, or a problem's.
+    struct BatchResult {
+        var status: Int
+        var body: [UInt8]
+        var id: String? = nil
+        /// A problem's detail (what an atomic batch's refusal quotes).
+        var detail: String? = nil
+
+        init(status: Int, body: [UInt8], id: String? = nil) {
+            self.status = status
+            self.body = body
+            self.id = id
+        }
+
+        init(_ problem: Problem, instance: String = "/downloads") {
+            status = problem.status
+            body = problem.json(instance: instance).serializedBytes()
+            detail = problem.detail
+        }
     }
 
     /// The answer of the first request with this Idempotency-Key, each download as it is now.
@@ -89,38 +126,56 @@ extension API {
         guard case .array(let entries)? = try? JSONValue.parse(Array(stored.utf8)) else {
             throw Problem.internalError("the stored answer of this Idempotency-Key cannot be read")
         }
-        let results: [(Int, JSONValue)] = entries.map { entry in
+        let results: [BatchResult] = entries.map { entry in
             let status = Int(entry["status"]?.integerValue ?? 500)
             if let id = entry["id"]?.stringValue {
                 guard let snapshot = try? c.operations.get(id) else {
-                    return (
-                        404,
-                        Problem.notFound("the download created for this batch, '\(id)', has been removed")
-                            .json(instance: "/downloads")
-                    )
+                    return BatchResult(
+                        Problem.notFound("the download created for this batch, '\(id)', has been removed"))
                 }
-                return (status, DownloadResource.json(snapshot, owner: c.caller.seesOwners))
+                return BatchResult(
+                    status: status, body: DownloadResource.bytes(snapshot, owner: c.caller.seesOwners), id: id)
             }
-            return (status, entry["problem"] ?? .null)
+            return BatchResult(status: status, body: (entry["problem"] ?? .null).serializedBytes())
         }
         return API.batchResponse(results, atomic: atomic)
     }
 
-    static func batchResult(_ status: Int, _ json: JSONValue) -> JSONValue {
-        .object([("status", JSONValue(status)), (status < 300 ? "download" : "problem", json)])
+    /// The `results` array of a batch's answer: each result's status with its download or its problem.
+    private static func batchResults(_ results: [BatchResult]) -> [UInt8] {
+        var w = JSONWriter(capacity: results.reduce(64) { $0 + $1.body.count + 32 })
+        writeBatchResults(results, into: &w)
+        return w.bytes
     }
 
-    private static func batchResponse(_ results: [(status: Int, json: JSONValue)], atomic: Bool) -> HTTPResponse {
+    private static func writeBatchResults(_ results: [BatchResult], into w: inout JSONWriter) {
+        w.array { w in
+            for result in results {
+                w.object { w in
+                    w.key("status")
+                    w.integer(result.status)
+                    if result.status < 300 { w.key("download") } else { w.key("problem") }
+                    w.raw(result.body)
+                }
+            }
+        }
+    }
+
+    private static func batchResponse(_ results: [BatchResult], atomic: Bool) -> HTTPResponse {
         let created = results.filter { $0.status == 201 }.count
         let existing = results.filter { $0.status == 200 }.count
-        return API.json(
-            atomic && created > 0 ? 201 : 200,
-            .object([
-                ("results", .array(results.map { batchResult($0.status, $0.json) })),
-                ("created", JSONValue(created)),
-                ("existing", JSONValue(existing)),
-                ("failed", JSONValue(results.count - created - existing)),
-            ]))
+        var w = JSONWriter(capacity: results.reduce(128) { $0 + $1.body.count + 32 })
+        w.object { w in
+            w.key("results")
+            writeBatchResults(results, into: &w)
+            w.key("created")
+            w.integer(created)
+            w.key("existing")
+            w.integer(existing)
+            w.key("failed")
+            w.integer(results.count - created - existing)
+        }
+        return API.json(atomic && created > 0 ? 201 : 200, bytes: w.bytes)
     }
 
     /// The states of a `?state=a,b` filter (nil without one), its unknown names added to `errors`.

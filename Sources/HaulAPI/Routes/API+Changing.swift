@@ -6,7 +6,8 @@ import HaulLoop
 extension API {
     func getDownload(_ c: RequestContext) throws(Problem) -> HTTPResponse {
         let snapshot = try attempt(c.operations.get(c.parameters["id"]!))
-        return try conditional(c.request, API.json(200, DownloadResource.json(snapshot, owner: c.caller.seesOwners)))
+        return try conditional(
+            c.request, API.json(200, bytes: DownloadResource.bytes(snapshot, owner: c.caller.seesOwners)))
     }
 
     /// What PATCH /downloads/{id} may change: the state, the options the table lets it, and its place in the queue.
@@ -50,7 +51,7 @@ extension API {
             _ = try attempt(c.operations.move(id, .position(position)))
             snapshot = try attempt(c.operations.get(id))
         }
-        return API.json(200, DownloadResource.json(snapshot, owner: c.caller.seesOwners))
+        return API.json(200, bytes: DownloadResource.bytes(snapshot, owner: c.caller.seesOwners))
     }
 
     /// The most downloads one action names.
@@ -103,7 +104,8 @@ extension API {
             case "move": .move(move!)
             default: .remove(deleteFile: deleteFile)
             }
-        let results = Box<[JSONValue]>([])
+        // Each result's bytes, its download written straight (no tree per resource).
+        let results = Box<[[UInt8]]>([])
         let failed = Box(0)
         let total = ids.count
         let operations = c.operations
@@ -111,41 +113,51 @@ extension API {
             ids,
             { slice throws(Problem) in
                 for result in operations.act(bulk, on: slice) {
-                    let id = JSONValue.string(result.id)
-                    switch result.outcome {
-                    case .changed(let snapshot):
-                        results.value.append(
-                            .object([
-                                ("id", id), ("status", JSONValue(200)),
-                                ("download", DownloadResource.json(snapshot, owner: c.caller.seesOwners)),
-                            ]))
-                    case .moved(let snapshot, let position):
-                        results.value.append(
-                            .object([
-                                ("id", id), ("status", JSONValue(200)),
-                                ("queue_position", JSONValue(position)),
-                                ("download", DownloadResource.json(snapshot, owner: c.caller.seesOwners)),
-                            ]))
-                    case .removed:
-                        results.value.append(.object([("id", id), ("status", JSONValue(204))]))
-                    case .refused(let error):
-                        failed.value += 1
-                        let problem = Problem(error)
-                        results.value.append(
-                            .object([
-                                ("id", id), ("status", JSONValue(problem.status)),
-                                ("problem", problem.json(instance: "/downloads/" + result.id)),
-                            ]))
+                    var w = JSONWriter(capacity: 2048)
+                    w.object { w in
+                        w.key("id")
+                        w.string(result.id)
+                        switch result.outcome {
+                        case .changed(let snapshot):
+                            w.key("status")
+                            w.integer(200)
+                            w.key("download")
+                            DownloadResource.write(snapshot, owner: c.caller.seesOwners, into: &w)
+                        case .moved(let snapshot, let position):
+                            w.key("status")
+                            w.integer(200)
+                            w.key("queue_position")
+                            w.integer(position)
+                            w.key("download")
+                            DownloadResource.write(snapshot, owner: c.caller.seesOwners, into: &w)
+                        case .removed:
+                            w.key("status")
+                            w.integer(204)
+                        case .refused(let error):
+                            failed.value += 1
+                            let problem = Problem(error)
+                            w.key("status")
+                            w.integer(problem.status)
+                            w.key("problem")
+                            w.value(problem.json(instance: "/downloads/" + result.id))
+                        }
                     }
+                    results.value.append(w.bytes)
                 }
             },
             finish: {
-                API.json(
-                    200,
-                    .object([
-                        ("results", .array(results.value)), ("succeeded", JSONValue(total - failed.value)),
-                        ("failed", JSONValue(failed.value)),
-                    ]))
+                var w = JSONWriter(capacity: results.value.reduce(64) { $0 + $1.count + 1 })
+                w.object { w in
+                    w.key("results")
+                    w.array { w in
+                        for result in results.value { w.raw(result) }
+                    }
+                    w.key("succeeded")
+                    w.integer(total - failed.value)
+                    w.key("failed")
+                    w.integer(failed.value)
+                }
+                return API.json(200, bytes: w.bytes)
             })
     }
 

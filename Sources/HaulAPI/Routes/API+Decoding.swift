@@ -158,7 +158,10 @@ extension API {
                             items.map { item in
                                 var refusal = notAdded
                                 if case .failure(let problem) = item { refusal = problem }
-                                return batchResult(refusal.status, refusal.json(instance: "/downloads"))
+                                return .object([
+                                    ("status", JSONValue(refusal.status)),
+                                    ("problem", refusal.json(instance: "/downloads")),
+                                ])
                             })
                     )
                 ]

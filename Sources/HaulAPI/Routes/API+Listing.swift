@@ -73,23 +73,33 @@ extension API {
         let sequence = events.sequence
         query.filter.ids = changes??.changed
         let page = c.operations.page(query)
-        let next: JSONValue =
-            switch page.next {
-            case nil: .null
-            case .position(let position)?: .string("o\(position)")
-            case .sequence(let number)?: .string(String(number))
+        var w = JSONWriter(capacity: 256 + page.downloads.count * 1536)
+        w.object { w in
+            w.key("downloads")
+            w.array { w in
+                for snapshot in page.downloads {
+                    DownloadResource.write(snapshot, owner: c.caller.seesOwners, into: &w)
+                }
             }
-        var members: [(String, JSONValue)] = [
-            ("downloads", .array(page.downloads.map { DownloadResource.json($0, owner: c.caller.seesOwners) })),
-            ("next_cursor", next),
-            ("sequence", JSONValue(sequence)),
-        ]
-        if let changes {
-            members.append(("removed", .array((changes?.removed ?? []).map { .string($0) })))
-            // The removals before `changed_since` are forgotten: this is the full list, start afresh.
-            members.append(("reset", .bool(changes == nil)))
+            w.key("next_cursor")
+            switch page.next {
+            case nil: w.null()
+            case .position(let position)?: w.string("o\(position)")
+            case .sequence(let number)?: w.string(String(number))
+            }
+            w.key("sequence")
+            w.integer(sequence)
+            if let changes {
+                w.key("removed")
+                w.array { w in
+                    for id in changes?.removed ?? [] { w.string(id) }
+                }
+                // The removals before `changed_since` are forgotten: this is the full list, start afresh.
+                w.key("reset")
+                w.bool(changes == nil)
+            }
         }
-        return try conditional(c.request, API.json(200, .object(members)))
+        return try conditional(c.request, API.json(200, bytes: w.bytes))
     }
 
     func eventStream(_ c: RequestContext, downloadID: String?) throws(Problem) -> APIResult {

@@ -264,9 +264,12 @@ public final class API {
     }
 
     static func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(
-            status: status, headers: [("Content-Type", "application/json")] + headers,
-            body: value.serializedBytes())
+        json(status, bytes: value.serializedBytes(), headers: headers)
+    }
+
+    /// An answer whose JSON was written straight to bytes (`JSONWriter`).
+    static func json(_ status: Int, bytes: [UInt8], headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: bytes)
     }
 }
 

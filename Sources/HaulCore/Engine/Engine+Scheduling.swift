@@ -51,14 +51,14 @@ extension Engine: PersisterHost, WebhookHost, FinishingHost, RunnerHost, Tenancy
     }
 
     /// The download as the API shows it, with this moment's speed; its id alone without an API.
-    func resource(of download: Download) -> JSONValue {
+    func resource(of download: Download) -> [UInt8] {
         let shown =
             snapshot(download.id).map { snapshot in
                 var snapshot = snapshot
                 snapshot.download = download
                 return snapshot
             } ?? DownloadSnapshot(download: download, speed: 0, activeConnections: 0)
-        return listener?.resource(of: shown) ?? .object([("id", .string(download.id))])
+        return listener?.resource(of: shown) ?? JSONValue.object([("id", .string(download.id))]).serializedBytes()
     }
 
     var allDownloads: [Download] { machines.values.map(\.machine.download) }

@@ -152,7 +152,7 @@ public protocol EngineListener: AnyObject {
     /// Told of every change, on the loop thread, after it is stored.
     func engineChanged(_ change: EngineChange)
     /// The download as the operator's programs see it: a webhook's body, a hook's standard input.
-    func resource(of snapshot: DownloadSnapshot) -> JSONValue
+    func resource(of snapshot: DownloadSnapshot) -> [UInt8]
     /// Bytes of `id` were written, while a reader follows it (`Operations.follow(reading:)`).
     func engineWrote(_ id: String)
 }

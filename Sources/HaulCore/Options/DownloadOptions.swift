@@ -322,7 +322,8 @@ public enum DownloadOptions {
 
     /// What each request and resource uses of the rows, read once: the rows themselves are costly to copy.
     public static let shown = all.filter(\.shown)
-    private static let showing = shown.map { (name: $0.name, show: $0.show!) }
+    /// Each shown option's name as the resource writes it (quoted, with its colon), and how its value is shown.
+    private static let showing = shown.map { (key: JSONWriter.key(bytes: $0.name), show: $0.show!) }
     private static let applying = all.map { (key: $0.key, apply: $0.apply) }
     static let carrying = all.compactMap(\.carry)
 
@@ -350,9 +351,11 @@ public enum DownloadOptions {
     }
 
     /// Appends the download's options as the resource shows them.
-    public static func show(_ download: Download, into members: inout [(String, JSONValue)]) {
-        members.reserveCapacity(members.count + showing.count)
-        for (name, show) in showing { members.append((name, show(download))) }
+    public static func show(_ download: Download, into writer: inout JSONWriter) {
+        for (key, show) in showing {
+            writer.key(written: key)
+            writer.value(show(download))
+        }
     }
 
     // A null where a value is expected is an error, not "absent": only fields documented as nullable take it.

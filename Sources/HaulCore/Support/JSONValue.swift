@@ -61,93 +61,11 @@ public enum JSONValue: Equatable, Sendable {
         String(decoding: serializedBytes(), as: UTF8.self)
     }
 
-    /// UTF-8 bytes, written straight into one buffer: this runs for every API answer and every event.
+    /// UTF-8 bytes, written by `JSONWriter` straight into one buffer.
     public func serializedBytes() -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(1024)
-        write(to: &out)
-        return out
-    }
-
-    private func write(to out: inout [UInt8]) {
-        switch self {
-        case .null: out.append(contentsOf: JSONValue.nullBytes)
-        case .bool(let b): out.append(contentsOf: b ? JSONValue.trueBytes : JSONValue.falseBytes)
-        case .number(let n):
-            if n.rounded() == n, abs(n) < 9.0e15 {
-                out.append(contentsOf: String(Int64(n)).utf8)
-            } else if n.isFinite {
-                out.append(contentsOf: String(n).utf8)
-            } else {
-                out.append(contentsOf: JSONValue.nullBytes)
-            }
-        case .string(let s): JSONValue.writeString(s, to: &out)
-        case .array(let items):
-            out.append(UInt8(ascii: "["))
-            for (i, item) in items.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                item.write(to: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let members):
-            out.append(UInt8(ascii: "{"))
-            for (i, (key, value)) in members.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(key, to: &out)
-                out.append(UInt8(ascii: ":"))
-                value.write(to: &out)
-            }
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    private static let nullBytes = Array("null".utf8)
-    private static let trueBytes = Array("true".utf8)
-    private static let falseBytes = Array("false".utf8)
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// Quotes and escapes: `"` and `\`, control characters, and U+2028/U+2029 (which break JavaScript).
-    private static func writeString(_ s: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        var text = s
-        text.withUTF8 { bytes in
-            var runStart = 0
-            var i = 0
-            func flush(_ upTo: Int) {
-                if upTo > runStart { out.append(contentsOf: bytes[runStart..<upTo]) }
-            }
-            while i < bytes.count {
-                let byte = bytes[i]
-                var escape: [UInt8]?
-                var width = 1
-                switch byte {
-                case UInt8(ascii: "\""): escape = [0x5C, 0x22]
-                case UInt8(ascii: "\\"): escape = [0x5C, 0x5C]
-                case 0x0A: escape = [0x5C, UInt8(ascii: "n")]
-                case 0x0D: escape = [0x5C, UInt8(ascii: "r")]
-                case 0x09: escape = [0x5C, UInt8(ascii: "t")]
-                case 0..<0x20:
-                    escape = [
-                        0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 15)],
-                    ]
-                case 0xE2
-                where i + 2 < bytes.count && bytes[i + 1] == 0x80 && (bytes[i + 2] == 0xA8 || bytes[i + 2] == 0xA9):
-                    escape = Array("\\u202".utf8) + [bytes[i + 2] == 0xA8 ? UInt8(ascii: "8") : UInt8(ascii: "9")]
-                    width = 3
-                default: break
-                }
-                if let escape {
-                    flush(i)
-                    out.append(contentsOf: escape)
-                    i += width
-                    runStart = i
-                } else {
-                    i += 1
-                }
-            }
-            flush(bytes.count)
-        }
-        out.append(UInt8(ascii: "\""))
+        var writer = JSONWriter()
+        writer.value(self)
+        return writer.bytes
     }
 
     // MARK: parsing

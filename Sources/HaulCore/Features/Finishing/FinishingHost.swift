@@ -16,7 +16,7 @@ protocol FinishingHost: HostServices {
     /// Stores `download` now: what must be on disk before what follows.
     func storeNow(_ download: Download)
     /// The download as the API shows it (a hook's standard input).
-    func resource(of download: Download) -> JSONValue
+    func resource(of download: Download) -> [UInt8]
 }
 
 extension EngineConfig {

@@ -51,7 +51,7 @@ final class HookRunner: DownloadObserver {
         if host.config.crashAt == "hook-pending" { kill(getpid(), SIGKILL) }
         running.insert(id)
         let state = download.state
-        let input = host.resource(of: download).serializedBytes()
+        let input = host.resource(of: download)
         pool.run(argv, environment: environment(download), input: input, on: host.loop) { result in
             self.finished(id, state: state, program: argv[0], result)
         }

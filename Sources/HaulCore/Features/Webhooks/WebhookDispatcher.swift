@@ -4,7 +4,7 @@ import HaulLoop
 /// What the webhook dispatcher needs of the engine it tells of.
 protocol WebhookHost: HostServices {
     /// The download as a delivery's body shows it.
-    func resource(of download: Download) -> JSONValue
+    func resource(of download: Download) -> [UInt8]
 }
 
 /// Webhooks: a change that a webhook asked for is stored once, in the transaction that stores the change; its
@@ -173,7 +173,7 @@ public final class WebhookDispatcher {
             WebhookChange(
                 id: HaulID.ordered(), downloadID: download.id, category: download.category,
                 kinds: wanted, createdAt: clock.wallTime,
-                resource: host.resource(of: download).serialized())
+                resource: String(decoding: host.resource(of: download), as: UTF8.self))
         ]
     }
 
