@@ -1,6 +1,6 @@
 """make bench: Haul against curl and aria2 on the same files, in one run, on loopback.
 
-Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,P,T,V,W; --quick shrinks every input so `make test` can run the harness):
+Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,M,P,T,V,W; --quick shrinks every input so `make test` can run the harness):
   A  one large file, unthrottled: Haul with 1 and 8 connections, curl -o, aria2c -x1 and -x8; the ceilings
      curl -o /dev/null and dd (with and without conv=fdatasync); then the same file over FTP (vsftpd) and SFTP
      (sshd): Haul -c1 and -c8, curl, aria2c -x1 and -x8 (FTP only: no SFTP key login in aria2).
@@ -19,6 +19,9 @@ Scenarios (bench.py --scenarios A,B,C,D,E,F,G,H,I,J,K,P,T,V,W; --quick shrinks e
   K  lists: 1,000, 10,000 and 100,000 URLs of 4 KiB and of 64 KiB added by batch, on tmpfs and on disk: Haul
      against aria2c -i -j16 and curl -Z -K on the same list; wall, CPU per file, peak RSS, and Haul's CPU per file
      at each length over that at the shortest.
+  M  a million stored downloads (--stored N): added paused by batch (time, server CPU, RSS), then a restart (time
+     to the first answer, RSS), then status reads and pages of 100 at random places, unfiltered and by state,
+     category, search and id prefix (p50, p99). Not in the default run: it takes minutes and gigabytes.
   P  play while it downloads: a 128 MiB file from TestOrigin pacing each response at 4 MiB/s, on 8 connections; the
      time to the first byte and to the whole MiB at 90% read by Range from Haul's file route at once, against aria2c
      -x8 -k1M with --stream-piece-selector=inorder (the MiB is there once aria2's file holds it), and each
@@ -35,7 +38,7 @@ Each contender runs in rotating order after one discarded warm-up; medians with 
 result's sha256 is checked. "wall + sync" adds a `sync` of the written file (Haul fdatasyncs before it reports
 completion, curl does not). Results go to bench/results/latest.md.
 """
-import argparse, base64, datetime, glob, hashlib, json, os, resource, selectors, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
+import argparse, base64, datetime, glob, hashlib, json, os, random, resource, selectors, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 import http.client
 
 MIB = 1 << 20
@@ -1546,6 +1549,96 @@ def scenario_e(args, report, work, disk):
     report.table(["server", "time to add", "peak RSS"], rows)
 
 
+def current_rss(pid):
+    """Resident set (KiB) of a live process now, not its peak."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def latencies(port, paths):
+    """p50 and p99 (ms) of GETs of `paths` in turn over one keep-alive connection; each must answer 200."""
+    conn, times = http.client.HTTPConnection("127.0.0.1", port), []
+    for path in paths:
+        start = time.perf_counter()
+        conn.request("GET", path)
+        reply = conn.getresponse()
+        reply.read()
+        times.append((time.perf_counter() - start) * 1000)
+        if reply.status != 200:
+            raise RuntimeError(f"GET {path}: {reply.status}")
+    times.sort()
+    return times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.99))]
+
+
+def scenario_m(args, report, work, disk):
+    count = 2000 if args.quick else args.stored
+    batch = 1000
+    root = work + "/haul-m"
+    haul = Haul(args.haul, root, "--max-downloads", str(count))
+    haul.call("PUT", "/categories/tv", {})
+    # One download in ten in a category; every URL different (a list a person or a feed adds).
+    bodies = [json.dumps({"downloads": [
+        dict({"url": f"http://127.0.0.1:9/m/{b}/{i}.bin", "start_paused": True},
+             **({"category": "tv"} if i % 10 == 0 else {})) for i in range(batch)]}).encode()
+        for b in range(count // batch)]
+    conn = http.client.HTTPConnection("127.0.0.1", haul.port)
+    cpu0 = proc_stat(haul.proc.pid)[0]
+    start = time.monotonic()
+    for body in bodies:
+        conn.request("POST", "/downloads", body=body, headers={"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        reply.read()
+        if reply.status != 200:
+            raise RuntimeError(f"a batch answered {reply.status}")
+    added = time.monotonic() - start
+    add_cpu = proc_stat(haul.proc.pid)[0] - cpu0
+    del bodies
+    held = haul.call("GET", "/stats")["downloads"]
+    if held != count:
+        raise RuntimeError(f"haul holds {held} downloads, not {count}")
+    rss_added = current_rss(haul.proc.pid)
+    haul.stop()
+    # Start-up: from the process's start to its first answer with every download known.
+    start = time.monotonic()
+    haul = Haul(args.haul, root, "--max-downloads", str(count))
+    stats = haul.call("GET", "/stats")
+    startup = time.monotonic() - start
+    if stats["downloads"] != count:
+        raise RuntimeError(f"after a restart haul holds {stats['downloads']} downloads, not {count}")
+    rss_started = current_rss(haul.proc.pid)
+    rng = random.Random(7)
+    ids = [d["id"] for d in haul.call("GET", f"/downloads?limit=1000&cursor={rng.randrange(count - 1000)}")["downloads"]]
+    n = 50 if args.quick else 300
+    cursors = [rng.randrange(count) for _ in range(n)]
+    rows = []
+    for label, query in (("status", None), ("page of 100", ""), ("page of 100, state=paused", "&state=paused"),
+                         ("page of 100, category=tv", "&category=tv"), ("page of 100, q=/7/", "&q=/7/"),
+                         ("page of 100, id_prefix", None)):
+        if label == "status":
+            paths = [f"/downloads/{ids[i % len(ids)]}" for i in range(n)]
+        elif label.endswith("id_prefix"):
+            paths = [f"/downloads?limit=100&id_prefix={ids[i % len(ids)][:3]}" for i in range(n)]
+        else:
+            paths = [f"/downloads?limit=100&cursor={c}{query}" for c in cursors]
+        if label.endswith(("q=/7/", "id_prefix")):
+            # Filters no index serves walk the list: fewer of them, or a million takes an hour.
+            paths = paths[:30]
+        p50, p99 = latencies(haul.port, paths)
+        rows.append([label, f"{p50:.2f} ms", f"{p99:.2f} ms"])
+    rss_read = current_rss(haul.proc.pid)
+    haul.stop()
+    report.section(f"M: {count:,} stored downloads",
+                   f"Added paused by batch ({batch:,} a POST, one connection, one in ten in a category, every URL "
+                   f"different): {added:.1f} s ({count / added:,.0f} a second, server CPU {add_cpu:.1f} s), RSS "
+                   f"{rss_added / 1024:.1f} MiB after. Restarted: {startup:.2f} s from the process's start to its "
+                   f"first answer, RSS {rss_started / 1024:.1f} MiB, {rss_read / 1024:.1f} MiB after the reads below. "
+                   f"Reads: {n} GETs each (30 for the search and the id prefix), in turn over one connection, at "
+                   "random places in the list (client-side latency, Python's client included).")
+    report.table(["read", "p50", "p99"], rows)
+
+
 def scenario_f(args, report, work, disk):
     clients_count = 50 if args.quick else 10000
     size = (2 if args.quick else 16) * MIB
@@ -1685,6 +1778,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K,P,T,V,W")
     ap.add_argument("--list-counts", default=None, help="scenario K's list lengths (default 1000,10000,100000)")
+    ap.add_argument("--stored", type=int, default=1_000_000, help="scenario M's stored downloads")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
     args = ap.parse_args()
@@ -1706,7 +1800,8 @@ def main():
                     + (" --quick" if args.quick else "") + "`"]
     scenarios = {"A": scenario_a, "B": scenario_b, "C": scenario_c, "D": scenario_d, "E": scenario_e,
                  "F": scenario_f, "G": scenario_g, "H": scenario_h, "I": scenario_i, "J": scenario_j,
-                 "K": scenario_k, "P": scenario_p, "T": scenario_t, "V": scenario_v, "W": scenario_w}
+                 "K": scenario_k, "M": scenario_m, "P": scenario_p, "T": scenario_t, "V": scenario_v,
+                 "W": scenario_w}
     try:
         for key in args.scenarios.split(","):
             try:

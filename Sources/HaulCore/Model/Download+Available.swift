@@ -3,14 +3,14 @@
 extension Download {
     /// The byte ranges on disk, merged and in order; a completed download's whole file.
     public var available: [ByteRange] {
-        if state == .completed {
-            let size = totalBytes ?? receivedBytes
+        if self.state == .completed {
+            let size = self.totalBytes ?? receivedBytes
             return size > 0 ? [ByteRange(0, size - 1)] : []
         }
         // A torrent's verified pieces lie anywhere in its files: those of its one file fetched, if it fetches one.
-        if kind == .torrent { return torrent?.readable ?? [] }
+        if self.kind == .torrent { return self.torrent?.readable ?? [] }
         var merged: [ByteRange] = []
-        for segment in segments.filter({ $0.received > 0 }).sorted(by: { $0.start < $1.start }) {
+        for segment in self.segments.filter({ $0.received > 0 }).sorted(by: { $0.start < $1.start }) {
             let range = ByteRange(segment.start, segment.start + segment.received - 1)
             if let last = merged.last, range.first <= last.last + 1 {
                 merged[merged.count - 1].last = max(last.last, range.last)

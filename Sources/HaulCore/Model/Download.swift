@@ -2,177 +2,91 @@ import FoundationEssentials
 import HaulLoop
 
 /// One download as the engine and the store know it. Runtime-only figures (speed, open connections) live in
-/// `DownloadSnapshot`.
+/// `DownloadSnapshot`. Its fields (`DownloadFields`) are shared by copies until one of them changes (copy on write,
+/// as Array's elements are): a snapshot, a page of a list, an event and a write to the store take a reference, not
+/// a copy of seventy fields with a retain for each string and array among them.
+@dynamicMemberLookup
 public struct Download: Sendable, Equatable {
-    public let id: String
-    /// Creation order, used for fair queueing and stable listing.
-    public var sequence: Int64
-    public var url: String
-    /// Sent to the origin on every request; never shown by the API.
-    public var headers: [HeaderField]
-    /// The name the client asked for, if any.
-    public var requestedFilename: String?
-    /// Relative to the download root; "" is the root itself.
-    public var directory: String
-    /// The name chosen for the file (set once probed); the part file is `filename + ".part"`.
-    public var filename: String?
-    public var state: DownloadState
-    public var finalURL: String?
-    public var totalBytes: Int64?
-    /// The byte ranges being fetched, with the bytes of each already in the part file (counted as written).
-    public var segments: [Segment] = []
-    /// The same ranges with the bytes known to be on disk: the journal. Only this is stored, so after a crash a
-    /// download never resumes past data lost with the page cache. Never ahead of `segments`.
-    public var journal: [Segment] = []
-    /// The size the client said the file has (`size` on POST): checked against free space at once and against the
-    /// origin's size when it answers.
-    public var expectedBytes: Int64?
-    /// "sha256:<hex>", "sha1:<hex>" or "md5:<hex>", checked before the file gets its name.
-    public var checksum: String?
-    /// Other sources of the same file (`mirrors` on POST): segments are spread over `url` and the ones that agree.
-    public var mirrors: [Mirror] = []
-    /// The client's namespace for it (`PUT /categories/NAME`), nil for none.
-    public var category: String?
-    /// Fetch over TLS without verifying the server's certificate (asked for per download, never by default).
-    public var insecure = false
-    /// Fetched in order from the start (`sequential`), or its first and last pieces first (`first_last`).
-    public var sequential = false
-    public var firstLast = false
-    /// What the source is: one file, or an HLS playlist whose segments make the file (`kind`); and which of a
-    /// master playlist's variants to take (`variant`).
-    public var kind = DownloadKind.auto
-    public var variant: String?
-    /// An HLS download's playlist and progress, once read.
-    public var hls: HLSInfo?
-    /// A BitTorrent download's swarm and files.
-    public var torrent: TorrentInfo?
-    /// A torrent's files to fetch (`TorrentSelection`); nil: all.
-    public var files: String?
-    /// A torrent's seeding limits (`SeedLimits`): the share ratio and the seconds of seeding after which it stops;
-    /// nil takes its category's, then the server's.
-    public var seedRatio: Double?
-    public var seedTime: Int64?
-    /// A torrent's upload limit in bytes per second; nil: only the server's.
-    public var uploadLimit: Int64?
-    /// Its tags (`DownloadTags`), comma-separated; nil for none.
-    public var tags: String?
-    /// The proxy the download itself names (`"none"`: direct); nil leaves it to its category and the settings.
-    public var proxy: ProxyChoice?
-    /// The origin's user name and password (Basic or Digest), sent only to the URL's own host; never shown.
-    public var username: String?
-    public var password: String?
-    /// Cookies for the origin: a Cookie header value or a Netscape cookies.txt; never shown.
-    public var cookies: String?
-    /// The SFTP server's host key fingerprint (`SHA256:...`) the download pins, instead of the known hosts.
-    public var hostKey: String?
-    /// Sent as User-Agent instead of `--user-agent`.
-    public var userAgent: String?
-    public var referer: String?
-    public var acceptsRanges = false
-    public var etag: String?
-    public var lastModified: String?
-    public var contentType: String?
-    public var connections: Int
-    public var priority: Int
-    /// Its place among waiting downloads of the same priority once a client moved it (lower starts first); nil
-    /// until then, when `queueOrder` follows creation order.
-    public var queueRank: Int64?
-    public var maxSpeed: Int64?
-    public var error: DownloadError?
-    public var attempts = 0
-    public var createdAt: Date
-    public var updatedAt: Date
-    public var startedAt: Date?
-    public var completedAt: Date?
-    /// The node that holds the download's claim, or last held it (a store several nodes share); nil with SQLite.
-    public var node: String?
-    /// The claim's fence as last read from the store (claims change it, saves never do).
-    public var fence: Int64 = 0
-    /// The file its name was given to, once completed (nil for one completed by an earlier version).
-    public var fileStamp: FileStamp?
-    /// The id of the scoped token that added it (`POST /tokens`), nil for the server's own token; and the token's
-    /// name then, shown to managers (a token is never renamed, and its downloads outlive it).
-    public var owner: String?
-    public var ownerName: String?
-    /// Where the finished file goes (its category's `completed_directory`, relative to the completed root), and
-    /// whether it is there: the file is then `completedDirectory/filename` under that root.
-    public var completedDirectory: String?
-    public var moved = false
-    /// The move's marker is gone too (a crash just after the move was stored can leave it; the next start removes it).
-    public var moveSettled = false
-    /// Why the finished file is not in its completed folder (the folder is a link, the disk refused), nil when it
-    /// moved or no move was tried; a later start tries again.
-    public var moveError: String?
-    /// The operator's hook (`on-complete`, `on-failed`) is due for the state it is in: stored with the state, so a
-    /// crash before it ran runs it after the restart.
-    public var hookPending = false
-    /// How the last hook ended: its exit status (nil when killed or not started, then `hookError` says why), when.
-    public var hookStatus: Int?
-    public var hookError: String?
-    public var hookAt: Date?
+    @usableFromInline var storage: DownloadStorage
+
+    @inlinable
+    public subscript<Value>(dynamicMember field: WritableKeyPath<DownloadFields, Value>) -> Value {
+        get { storage.fields[keyPath: field] }
+        _modify {
+            if !isKnownUniquelyReferenced(&storage) { storage = DownloadStorage(storage.fields) }
+            yield &storage.fields[keyPath: field]
+        }
+    }
+
+    @inlinable
+    public subscript<Value>(dynamicMember field: KeyPath<DownloadFields, Value>) -> Value {
+        storage.fields[keyPath: field]
+    }
+
+    /// Every field at once (the store's row).
+    public var fields: DownloadFields { storage.fields }
+
+    public init(_ fields: DownloadFields) { storage = DownloadStorage(fields) }
 
     public init(
         id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
         directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,
         createdAt: Date
     ) {
-        self.id = id
-        self.sequence = sequence
-        self.url = url
-        self.headers = headers
-        self.requestedFilename = requestedFilename
-        self.directory = directory
-        self.state = state
-        self.connections = connections
-        self.priority = priority
-        self.maxSpeed = maxSpeed
-        self.createdAt = createdAt
-        self.updatedAt = createdAt
+        self.init(
+            DownloadFields(
+                id: id, sequence: sequence, url: url, headers: headers, requestedFilename: requestedFilename,
+                directory: directory, state: state, connections: connections, priority: priority,
+                maxSpeed: maxSpeed, createdAt: createdAt))
+    }
+
+    public static func == (a: Download, b: Download) -> Bool {
+        a.storage === b.storage || a.storage.fields == b.storage.fields
     }
 
     /// Bytes in the part file.
-    public var receivedBytes: Int64 { segments.reduce(0) { $0 + $1.received } }
+    public var receivedBytes: Int64 { self.segments.reduce(0) { $0 + $1.received } }
     /// Bytes the journal vouches for.
-    public var durableBytes: Int64 { journal.reduce(0) { $0 + $1.received } }
+    public var durableBytes: Int64 { self.journal.reduce(0) { $0 + $1.received } }
 
     /// Whether an interrupted transfer can continue where it stopped: ranges, a known size, and a validator.
-    public var resumable: Bool { acceptsRanges && totalBytes != nil && validator != nil }
+    public var resumable: Bool { self.acceptsRanges && self.totalBytes != nil && validator != nil }
 
     /// Whether a transfer of unknown size (an HLS playlist's output) can continue where it stopped, on its one
     /// connection: ranges from an offset and a strong validator.
-    public var streamResumable: Bool { totalBytes == nil && acceptsRanges && etag != nil }
+    public var streamResumable: Bool { self.totalBytes == nil && self.acceptsRanges && self.etag != nil }
 
     /// What waiting downloads (queued and paused) of one priority start in order of, lowest first: creation order
     /// spaced `QueueOrder.step` apart, so a download moved between two others takes a number between theirs.
-    public var queueOrder: Int64 { queueRank ?? sequence &* QueueOrder.step }
+    public var queueOrder: Int64 { self.queueRank ?? self.sequence &* QueueOrder.step }
 
     /// Whether it waits for a slot, in the queue a client can reorder: queued, or paused (it keeps its place).
-    public var isWaiting: Bool { state == .queued || state == .paused }
+    public var isWaiting: Bool { self.state == .queued || self.state == .paused }
 
     /// What a ranged request sends as `If-Range`: the strong ETag, else Last-Modified.
-    public var validator: String? { etag ?? lastModified }
+    public var validator: String? { self.etag ?? self.lastModified }
 
     /// The name people see: the file's, else the one asked for, else the URL's last path segment, else the URL.
     public var displayName: String {
-        if let name = filename ?? requestedFilename { return name }
-        if kind == .torrent { return torrent?.name ?? Magnet.displayName(url) ?? "torrent" }
-        let path = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
-        let segment = path.split(separator: "/").last.map(String.init) ?? url
-        return segment.contains(":") ? url : segment
+        if let name = self.filename ?? self.requestedFilename { return name }
+        if self.kind == .torrent { return self.torrent?.name ?? Magnet.displayName(self.url) ?? "torrent" }
+        let path = self.url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? self.url
+        let segment = path.split(separator: "/").last.map(String.init) ?? self.url
+        return segment.contains(":") ? self.url : segment
     }
 
     /// Whether `text` (lowercased) is in the name or the URL (as shown: without its password), without case.
     public func matches(search text: String) -> Bool {
-        displayName.lowercased().contains(text) || Redact.url(url).lowercased().contains(text)
+        displayName.lowercased().contains(text) || Redact.url(self.url).lowercased().contains(text)
     }
 
     /// The path of the file relative to the download root, once a name is chosen.
     public var relativePath: String? {
-        filename.map { fileDirectory.isEmpty ? $0 : fileDirectory + "/" + $0 }
+        self.filename.map { fileDirectory.isEmpty ? $0 : fileDirectory + "/" + $0 }
     }
 
     /// The folder the file is in: its download folder, or its completed folder once moved there.
-    public var fileDirectory: String { moved ? completedDirectory ?? directory : directory }
+    public var fileDirectory: String { self.moved ? self.completedDirectory ?? self.directory : self.directory }
 }
 
 /// A request header given by the client, e.g. a cookie or an authorization token.
@@ -334,4 +248,144 @@ public enum DownloadOrder: String, Sendable, CaseIterable {
     case created, name, size, progress, speed
     /// The order downloads start in: running ones, then waiting ones by priority and place, then finished ones.
     case queue
+}
+
+/// A download's fields as stored; `Download` holds them, shared until changed.
+public struct DownloadFields: Sendable, Equatable {
+    public let id: String
+    /// Creation order, used for fair queueing and stable listing.
+    public var sequence: Int64
+    public var url: String
+    /// Sent to the origin on every request; never shown by the API.
+    public var headers: [HeaderField]
+    /// The name the client asked for, if any.
+    public var requestedFilename: String?
+    /// Relative to the download root; "" is the root itself.
+    public var directory: String
+    /// The name chosen for the file (set once probed); the part file is `filename + ".part"`.
+    public var filename: String?
+    public var state: DownloadState
+    public var finalURL: String?
+    public var totalBytes: Int64?
+    /// The byte ranges being fetched, with the bytes of each already in the part file (counted as written).
+    public var segments: [Segment] = []
+    /// The same ranges with the bytes known to be on disk: the journal. Only this is stored, so after a crash a
+    /// download never resumes past data lost with the page cache. Never ahead of `segments`.
+    public var journal: [Segment] = []
+    /// The size the client said the file has (`size` on POST): checked against free space at once and against the
+    /// origin's size when it answers.
+    public var expectedBytes: Int64?
+    /// "sha256:<hex>", "sha1:<hex>" or "md5:<hex>", checked before the file gets its name.
+    public var checksum: String?
+    /// Other sources of the same file (`mirrors` on POST): segments are spread over `url` and the ones that agree.
+    public var mirrors: [Mirror] = []
+    /// The client's namespace for it (`PUT /categories/NAME`), nil for none.
+    public var category: String?
+    /// Fetch over TLS without verifying the server's certificate (asked for per download, never by default).
+    public var insecure = false
+    /// Fetched in order from the start (`sequential`), or its first and last pieces first (`first_last`).
+    public var sequential = false
+    public var firstLast = false
+    /// What the source is: one file, or an HLS playlist whose segments make the file (`kind`); and which of a
+    /// master playlist's variants to take (`variant`).
+    public var kind = DownloadKind.auto
+    public var variant: String?
+    /// An HLS download's playlist and progress, once read.
+    public var hls: HLSInfo?
+    /// A BitTorrent download's swarm and files.
+    public var torrent: TorrentInfo?
+    /// A torrent's files to fetch (`TorrentSelection`); nil: all.
+    public var files: String?
+    /// A torrent's seeding limits (`SeedLimits`): the share ratio and the seconds of seeding after which it stops;
+    /// nil takes its category's, then the server's.
+    public var seedRatio: Double?
+    public var seedTime: Int64?
+    /// A torrent's upload limit in bytes per second; nil: only the server's.
+    public var uploadLimit: Int64?
+    /// Its tags (`DownloadTags`), comma-separated; nil for none.
+    public var tags: String?
+    /// The proxy the download itself names (`"none"`: direct); nil leaves it to its category and the settings.
+    public var proxy: ProxyChoice?
+    /// The origin's user name and password (Basic or Digest), sent only to the URL's own host; never shown.
+    public var username: String?
+    public var password: String?
+    /// Cookies for the origin: a Cookie header value or a Netscape cookies.txt; never shown.
+    public var cookies: String?
+    /// The SFTP server's host key fingerprint (`SHA256:...`) the download pins, instead of the known hosts.
+    public var hostKey: String?
+    /// Sent as User-Agent instead of `--user-agent`.
+    public var userAgent: String?
+    public var referer: String?
+    public var acceptsRanges = false
+    public var etag: String?
+    public var lastModified: String?
+    public var contentType: String?
+    public var connections: Int
+    public var priority: Int
+    /// Its place among waiting downloads of the same priority once a client moved it (lower starts first); nil
+    /// until then, when `queueOrder` follows creation order.
+    public var queueRank: Int64?
+    public var maxSpeed: Int64?
+    public var error: DownloadError?
+    public var attempts = 0
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var startedAt: Date?
+    public var completedAt: Date?
+    /// The node that holds the download's claim, or last held it (a store several nodes share); nil with SQLite.
+    public var node: String?
+    /// The claim's fence as last read from the store (claims change it, saves never do).
+    public var fence: Int64 = 0
+    /// The file its name was given to, once completed (nil for one completed by an earlier version).
+    public var fileStamp: FileStamp?
+    /// The id of the scoped token that added it (`POST /tokens`), nil for the server's own token; and the token's
+    /// name then, shown to managers (a token is never renamed, and its downloads outlive it).
+    public var owner: String?
+    public var ownerName: String?
+    /// Where the finished file goes (its category's `completed_directory`, relative to the completed root), and
+    /// whether it is there: the file is then `completedDirectory/filename` under that root.
+    public var completedDirectory: String?
+    public var moved = false
+    /// The move's marker is gone too (a crash just after the move was stored can leave it; the next start removes it).
+    public var moveSettled = false
+    /// Why the finished file is not in its completed folder (the folder is a link, the disk refused), nil when it
+    /// moved or no move was tried; a later start tries again.
+    public var moveError: String?
+    /// The operator's hook (`on-complete`, `on-failed`) is due for the state it is in: stored with the state, so a
+    /// crash before it ran runs it after the restart.
+    public var hookPending = false
+    /// How the last hook ended: its exit status (nil when killed or not started, then `hookError` says why), when.
+    public var hookStatus: Int?
+    public var hookError: String?
+    public var hookAt: Date?
+
+    public init(
+        id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
+        directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,
+        createdAt: Date
+    ) {
+        self.id = id
+        self.sequence = sequence
+        self.url = url
+        self.headers = headers
+        self.requestedFilename = requestedFilename
+        self.directory = directory
+        self.state = state
+        self.connections = connections
+        self.priority = priority
+        self.maxSpeed = maxSpeed
+        self.createdAt = createdAt
+        self.updatedAt = createdAt
+    }
+}
+
+/// The box `Download`'s fields live in: changed only through a `Download` that holds it alone.
+@usableFromInline
+final class DownloadStorage: @unchecked Sendable {
+    // Accessed only through `Download`, whose value semantics already rule out overlapping access: the dynamic
+    // exclusivity check of a class property (swift_beginAccess) was 3% of a list.
+    @exclusivity(unchecked) @usableFromInline var fields: DownloadFields
+
+    @usableFromInline
+    init(_ fields: DownloadFields) { self.fields = fields }
 }
