@@ -15,20 +15,13 @@ enum DownloadResource {
     static func write(_ snapshot: DownloadSnapshot, owner: Bool, into w: inout JSONWriter) {
         let d = snapshot.download
         w.object { w in
-            w.key("id")
-            w.string(d.id)
-            w.key("url")
-            w.string(Redact.url(d.url))
-            w.key("final_url")
-            w.string(d.finalURL.map(Redact.url))
-            w.key("path")
-            w.string(d.relativePath ?? requestedPath(d))
-            w.key("state")
-            w.string(d.state.rawValue)
-            w.key("total_bytes")
-            w.integer(d.totalBytes)
-            w.key("received_bytes")
-            w.integer(d.receivedBytes)
+            w.member("id", d.id)
+            w.member("url", Redact.url(d.url))
+            w.member("final_url", d.finalURL.map(Redact.url))
+            w.member("path", d.relativePath ?? requestedPath(d))
+            w.member("state", d.state.rawValue)
+            w.member("total_bytes", d.totalBytes)
+            w.member("received_bytes", d.receivedBytes)
             w.key("progress")
             if let total = d.totalBytes {
                 w.number(total == 0 ? (d.state == .completed ? 1 : 0) : Double(d.receivedBytes) / Double(total))
@@ -38,15 +31,11 @@ enum DownloadResource {
             } else {
                 w.null()
             }
-            w.key("speed")
-            w.number(snapshot.speed.rounded())
-            w.key("eta_seconds")
-            w.number(snapshot.etaSeconds.map { $0.rounded(.up) })
-            w.key("active_connections")
-            w.integer(snapshot.activeConnections)
+            w.member("speed", number: snapshot.speed.rounded())
+            w.member("eta_seconds", number: snapshot.etaSeconds.map { $0.rounded(.up) })
+            w.member("active_connections", snapshot.activeConnections)
             // A playlist's stream resumes too, from the byte the journal vouches for, of the same playlist.
-            w.key("resumable")
-            w.bool(d.resumable || d.streamResumable)
+            w.member("resumable", d.resumable || d.streamResumable)
             w.key("segments")
             segments(d, into: &w)
             // What a reader may take now: the ranges on disk, [start, end) and merged, and the bytes from 0.
@@ -59,10 +48,8 @@ enum DownloadResource {
                     }
                 }
             }
-            w.key("contiguous_bytes")
-            w.integer(d.contiguousBytes)
-            w.key("content_type")
-            w.string(d.contentType)
+            w.member("contiguous_bytes", d.contiguousBytes)
+            w.member("content_type", d.contentType)
             w.key("hls")
             w.value(d.hls?.json ?? .null)
             w.key("torrent")
@@ -73,34 +60,22 @@ enum DownloadResource {
             error(d.error, into: &w)
             w.key("last_error")
             error(snapshot.lastError, into: &w)
-            w.key("next_attempt_at")
-            w.string(snapshot.nextAttemptAt.map(Timestamp.rfc3339))
-            w.key("attempts")
-            w.integer(d.attempts)
-            w.key("created_at")
-            w.string(Timestamp.rfc3339(d.createdAt))
-            w.key("updated_at")
-            w.string(Timestamp.rfc3339(d.updatedAt))
-            w.key("started_at")
-            w.string(d.startedAt.map(Timestamp.rfc3339))
-            w.key("completed_at")
-            w.string(d.completedAt.map(Timestamp.rfc3339))
-            w.key("node")
-            w.string(d.node)
-            w.key("queue_order")
-            w.integer(d.queueOrder)
-            w.key("completed_directory")
-            w.string(d.completedDirectory)
-            w.key("moved")
-            w.bool(d.moved)
-            w.key("move_error")
-            w.string(d.moveError)
+            w.member("next_attempt_at", snapshot.nextAttemptAt.map(Timestamp.rfc3339))
+            w.member("attempts", d.attempts)
+            w.member("created_at", Timestamp.rfc3339(d.createdAt))
+            w.member("updated_at", Timestamp.rfc3339(d.updatedAt))
+            w.member("started_at", d.startedAt.map(Timestamp.rfc3339))
+            w.member("completed_at", d.completedAt.map(Timestamp.rfc3339))
+            w.member("node", d.node)
+            w.member("queue_order", d.queueOrder)
+            w.member("completed_directory", d.completedDirectory)
+            w.member("moved", d.moved)
+            w.member("move_error", d.moveError)
             w.key("hook")
             hook(d, into: &w)
             DownloadOptions.show(d, into: &w)
             if owner {
-                w.key("owner")
-                w.string(d.ownerName)
+                w.member("owner", d.ownerName)
             }
         }
     }
@@ -109,18 +84,14 @@ enum DownloadResource {
         w.array { w in
             for (index, m) in snapshot.download.mirrors.enumerated() {
                 w.object { w in
-                    w.key("url")
-                    w.string(Redact.url(m.url))
-                    w.key("state")
-                    w.string(m.state.rawValue)
-                    w.key("reason")
-                    w.string(m.reason)
-                    w.key("received_bytes")
-                    w.integer(m.receivedBytes)
-                    w.key("speed")
-                    w.number((index < snapshot.mirrorSpeeds.count ? snapshot.mirrorSpeeds[index] : 0).rounded())
-                    w.key("errors")
-                    w.integer(Int64(m.errors))
+                    w.member("url", Redact.url(m.url))
+                    w.member("state", m.state.rawValue)
+                    w.member("reason", m.reason)
+                    w.member("received_bytes", m.receivedBytes)
+                    w.member(
+                        "speed",
+                        number: (index < snapshot.mirrorSpeeds.count ? snapshot.mirrorSpeeds[index] : 0).rounded())
+                    w.member("errors", Int64(m.errors))
                 }
             }
         }
@@ -130,14 +101,10 @@ enum DownloadResource {
     private static func hook(_ d: Download, into w: inout JSONWriter) {
         guard d.hookPending || d.hookAt != nil else { return w.null() }
         w.object { w in
-            w.key("pending")
-            w.bool(d.hookPending)
-            w.key("status")
-            w.integer(d.hookStatus.map(Int64.init))
-            w.key("error")
-            w.string(d.hookError)
-            w.key("at")
-            w.string(d.hookAt.map(Timestamp.rfc3339))
+            w.member("pending", d.hookPending)
+            w.member("status", d.hookStatus.map(Int64.init))
+            w.member("error", d.hookError)
+            w.member("at", d.hookAt.map(Timestamp.rfc3339))
         }
     }
 
@@ -148,10 +115,8 @@ enum DownloadResource {
     private static func error(_ error: DownloadError?, into w: inout JSONWriter) {
         guard let error else { return w.null() }
         w.object { w in
-            w.key("code")
-            w.string(error.code.rawValue)
-            w.key("message")
-            w.string(error.message)
+            w.member("code", error.code.rawValue)
+            w.member("message", error.message)
         }
     }
 
@@ -161,12 +126,9 @@ enum DownloadResource {
         w.array { w in
             for segment in shown.sorted(by: { $0.start < $1.start }) {
                 w.object { w in
-                    w.key("start")
-                    w.integer(segment.start)
-                    w.key("end")
-                    w.integer(segment.end)
-                    w.key("received")
-                    w.integer(segment.received)
+                    w.member("start", segment.start)
+                    w.member("end", segment.end)
+                    w.member("received", segment.received)
                 }
             }
         }

@@ -82,11 +82,9 @@ extension API {
             answer.array { w in
                 for result in results {
                     w.object { w in
-                        w.key("status")
-                        w.integer(result.status)
+                        w.member("status", result.status)
                         if let id = result.id {
-                            w.key("id")
-                            w.string(id)
+                            w.member("id", id)
                         } else {
                             w.key("problem")
                             w.raw(result.body)
@@ -152,8 +150,7 @@ extension API {
         w.array { w in
             for result in results {
                 w.object { w in
-                    w.key("status")
-                    w.integer(result.status)
+                    w.member("status", result.status)
                     if result.status < 300 { w.key("download") } else { w.key("problem") }
                     w.raw(result.body)
                 }
@@ -168,12 +165,9 @@ extension API {
         w.object { w in
             w.key("results")
             writeBatchResults(results, into: &w)
-            w.key("created")
-            w.integer(created)
-            w.key("existing")
-            w.integer(existing)
-            w.key("failed")
-            w.integer(results.count - created - existing)
+            w.member("created", created)
+            w.member("existing", existing)
+            w.member("failed", results.count - created - existing)
         }
         return API.json(atomic && created > 0 ? 201 : 200, bytes: w.bytes)
     }

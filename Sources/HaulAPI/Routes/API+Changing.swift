@@ -115,29 +115,23 @@ extension API {
                 for result in operations.act(bulk, on: slice) {
                     var w = JSONWriter(capacity: 2048)
                     w.object { w in
-                        w.key("id")
-                        w.string(result.id)
+                        w.member("id", result.id)
                         switch result.outcome {
                         case .changed(let snapshot):
-                            w.key("status")
-                            w.integer(200)
+                            w.member("status", 200)
                             w.key("download")
                             DownloadResource.write(snapshot, owner: c.caller.seesOwners, into: &w)
                         case .moved(let snapshot, let position):
-                            w.key("status")
-                            w.integer(200)
-                            w.key("queue_position")
-                            w.integer(position)
+                            w.member("status", 200)
+                            w.member("queue_position", position)
                             w.key("download")
                             DownloadResource.write(snapshot, owner: c.caller.seesOwners, into: &w)
                         case .removed:
-                            w.key("status")
-                            w.integer(204)
+                            w.member("status", 204)
                         case .refused(let error):
                             failed.value += 1
                             let problem = Problem(error)
-                            w.key("status")
-                            w.integer(problem.status)
+                            w.member("status", problem.status)
                             w.key("problem")
                             w.value(problem.json(instance: "/downloads/" + result.id))
                         }
@@ -152,10 +146,8 @@ extension API {
                     w.array { w in
                         for result in results.value { w.raw(result) }
                     }
-                    w.key("succeeded")
-                    w.integer(total - failed.value)
-                    w.key("failed")
-                    w.integer(failed.value)
+                    w.member("succeeded", total - failed.value)
+                    w.member("failed", failed.value)
                 }
                 return API.json(200, bytes: w.bytes)
             })

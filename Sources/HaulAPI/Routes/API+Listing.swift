@@ -87,16 +87,14 @@ extension API {
             case .position(let position)?: w.string("o\(position)")
             case .sequence(let number)?: w.string(String(number))
             }
-            w.key("sequence")
-            w.integer(sequence)
+            w.member("sequence", sequence)
             if let changes {
                 w.key("removed")
                 w.array { w in
                     for id in changes?.removed ?? [] { w.string(id) }
                 }
                 // The removals before `changed_since` are forgotten: this is the full list, start afresh.
-                w.key("reset")
-                w.bool(changes == nil)
+                w.member("reset", changes == nil)
             }
         }
         return try conditional(c.request, API.json(200, bytes: w.bytes))

@@ -86,6 +86,34 @@ public struct JSONWriter {
         bytes.append(contentsOf: json)
     }
 
+    // MARK: members
+
+    /// A member: its name, then its value (null for nil).
+    public mutating func member(_ name: StaticString, _ value: String?) {
+        key(name)
+        string(value)
+    }
+
+    public mutating func member(_ name: StaticString, _ value: Int64?) {
+        key(name)
+        integer(value)
+    }
+
+    public mutating func member(_ name: StaticString, _ value: Int) {
+        key(name)
+        integer(value)
+    }
+
+    public mutating func member(_ name: StaticString, _ value: Bool) {
+        key(name)
+        bool(value)
+    }
+
+    public mutating func member(_ name: StaticString, number value: Double?) {
+        key(name)
+        number(value)
+    }
+
     // MARK: values
 
     public mutating func null() {
