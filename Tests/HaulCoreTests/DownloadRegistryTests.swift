@@ -50,4 +50,26 @@ final class DownloadRegistryTests: XCTestCase {
         XCTAssertEqual(registry.order.filter { registry[$0.id] != nil }.map(\.id), ["b", "c"])
         XCTAssertEqual(registry.firstIndex(after: 2), registry.order.firstIndex { $0.id == "c" })
     }
+
+    /// An id prefix of two characters or more is answered from the index, which follows inserts and removals;
+    /// a shorter one is left to a walk (nil).
+    func testTheIDPrefixIndexFollowsInsertAndRemove() {
+        let registry = DownloadRegistry()
+        for (id, sequence) in [("ab1", Int64(1)), ("ab2", 2), ("ac3", 3), ("b4", 4)] {
+            let made = box(id, sequence, .paused)
+            registry.insert(made, holding: made.machine.download)
+        }
+        XCTAssertEqual(registry.ids(prefixed: "ab"), ["ab1", "ab2"])
+        XCTAssertEqual(registry.ids(prefixed: "ab2"), ["ab2"])
+        XCTAssertEqual(registry.ids(prefixed: "ac3x"), [])
+        XCTAssertEqual(registry.ids(prefixed: "zz"), [])
+        XCTAssertNil(registry.ids(prefixed: "a"), "one character: a walk")
+        registry.remove("ab1")
+        XCTAssertEqual(registry.ids(prefixed: "ab"), ["ab2"])
+        registry.remove("ab2")
+        XCTAssertEqual(registry.ids(prefixed: "ab"), [])
+        // Another node's copy of one known here changes nothing.
+        registry.replace(with: box("ac3", 3, .queued))
+        XCTAssertEqual(registry.ids(prefixed: "ac"), ["ac3"])
+    }
 }

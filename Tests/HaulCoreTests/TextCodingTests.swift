@@ -105,4 +105,36 @@ final class TextCodingTests: XCTestCase {
         XCTAssertEqual(Files.absolute("/.."), "/")
         XCTAssertEqual(Files.absolute("downloads"), FileManager.default.currentDirectoryPath + "/downloads")
     }
+
+    /// A search without case: ASCII compared as bytes, other text by Unicode's lowercasing.
+    func testContainsIgnoringCase() {
+        XCTAssertTrue("Big.Buck.BUNNY.mkv".containsIgnoringCase("buck.bunny"))
+        XCTAssertTrue("abc".containsIgnoringCase("abc"))
+        XCTAssertTrue("xabc".containsIgnoringCase("bc"), "at the very end")
+        XCTAssertTrue("anything".containsIgnoringCase(""))
+        XCTAssertFalse("ab".containsIgnoringCase("abc"), "longer than the text")
+        XCTAssertFalse("a-b-c".containsIgnoringCase("abc"))
+        // '@' and '[' sit just before 'A' and after 'Z': only letters fold, '@' is no '`' and '[' no '{'.
+        XCTAssertFalse("@[".containsIgnoringCase("`"))
+        XCTAssertFalse("@[".containsIgnoringCase("{"))
+        XCTAssertTrue("Ünïcode Film".containsIgnoringCase("ünïcode"))
+        XCTAssertTrue("Ünïcode Film".containsIgnoringCase("film"))
+        XCTAssertTrue("200 \u{212A}elvin".containsIgnoringCase("kelvin"), "the Kelvin sign lowercases to k")
+        XCTAssertFalse("Ünïcode".containsIgnoringCase("unicode"))
+    }
+
+    /// A download's search looks at its name and at its URL as shown: never at the URL's password.
+    func testADownloadIsFoundByNameAndURLButNotByItsPassword() {
+        var download = Download(
+            id: "d1", sequence: 1, url: "https://alice:S3cret@Files.Example/Media/clip.MP4", headers: [],
+            requestedFilename: nil, directory: "", state: .paused, connections: 1, priority: 0, maxSpeed: nil,
+            createdAt: Date(timeIntervalSince1970: 0))
+        XCTAssertTrue(download.matches(search: "files.example"))
+        XCTAssertTrue(download.matches(search: "clip.mp4"))
+        XCTAssertFalse(download.matches(search: "s3cret"))
+        XCTAssertFalse(download.matches(search: "holiday"))
+        download.requestedFilename = "Holiday.mp4"
+        XCTAssertTrue(download.matches(search: "holiday"))
+        XCTAssertTrue(download.matches(search: "media/clip"), "the URL still")
+    }
 }

@@ -31,6 +31,10 @@ final class DownloadRegistry {
     private(set) var held: [String: Int64] = [:]
     /// The sequence number of the next download added here (one more than the highest inserted).
     private(set) var nextSequence: Int64 = 1
+    /// Every download's id by its first two characters (1,024 of them for Haul's ids): a page of `id_prefix`
+    /// (`haul rm 5sbz`) costs the few ids that share the prefix, not a walk of the list (0.34 s at a million).
+    private var byPrefix: [String: Set<String>] = [:]
+    static let prefixLength = 2
 
     /// The bytes a download holds against its token's quota: a finished file's size, an unfinished one's size once
     /// known (or the size its client said), else what it received; a failed one what it left on disk.
@@ -117,6 +121,14 @@ final class DownloadRegistry {
         destinations[Self.destination(url, directory, name)]
     }
 
+    /// The ids that start with `prefix`, found without a walk of every download; nil when `prefix` is shorter than
+    /// the index's key (a walk it is, then).
+    func ids(prefixed prefix: String) -> Set<String>? {
+        guard prefix.count >= Self.prefixLength else { return nil }
+        let matches = byPrefix[String(prefix.prefix(Self.prefixLength))] ?? []
+        return prefix.count == Self.prefixLength ? matches : matches.filter { $0.hasPrefix(prefix) }
+    }
+
     /// The position in `order` of the first download with a sequence above `sequence` (binary search).
     func firstIndex(after sequence: Int64) -> Int {
         var low = 0, high = order.count
@@ -151,6 +163,13 @@ final class DownloadRegistry {
                     departed = 0
                 }
             }
+        }
+        if was == nil, let now {
+            byPrefix[String(now.id.prefix(Self.prefixLength)), default: []].insert(now.id)
+        } else if now == nil, let was {
+            let key = String(was.id.prefix(Self.prefixLength))
+            byPrefix[key]?.remove(was.id)
+            if byPrefix[key]?.isEmpty == true { byPrefix.removeValue(forKey: key) }
         }
         if was?.owner != now?.owner {
             if let owner = was?.owner, let id = was?.id {

@@ -77,7 +77,9 @@ public struct Download: Sendable, Equatable {
 
     /// Whether `text` (lowercased) is in the name or the URL (as shown: without its password), without case.
     public func matches(search text: String) -> Bool {
-        displayName.lowercased().contains(text) || Redact.url(self.url).lowercased().contains(text)
+        // A name taken from the URL is in the URL: searched there once, as shown (without its password).
+        let named = self.filename ?? self.requestedFilename ?? (self.kind == .torrent ? displayName : nil)
+        return named?.containsIgnoringCase(text) == true || Redact.url(self.url).containsIgnoringCase(text)
     }
 
     /// The path of the file relative to the download root, once a name is chosen.

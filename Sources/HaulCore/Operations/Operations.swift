@@ -201,8 +201,8 @@ public struct Operations {
         var after: Int64 = 0
         if case .sequence(let number) = query.cursor { after = number }
         let result: (items: [DownloadSnapshot], more: Bool)
-        if let ids = filter.ids {
-            // Only the changed ones: found by id, not by walking every download.
+        if let ids = filter.ids ?? filter.idPrefix.flatMap(engine.registry.ids(prefixed:)) {
+            // Only the changed ones, or those of an id prefix: found by id, not by walking every download.
             var rest = filter
             rest.ids = nil
             result = engine.snapshots(
