@@ -23,17 +23,12 @@ public struct Download: Sendable, Equatable {
         storage.fields[keyPath: field]
     }
 
-    /// Every field at once (the store's row).
-    public var fields: DownloadFields { storage.fields }
-
-    public init(_ fields: DownloadFields) { storage = DownloadStorage(fields) }
-
     public init(
         id: String, sequence: Int64, url: String, headers: [HeaderField], requestedFilename: String?,
         directory: String, state: DownloadState, connections: Int, priority: Int, maxSpeed: Int64?,
         createdAt: Date
     ) {
-        self.init(
+        storage = DownloadStorage(
             DownloadFields(
                 id: id, sequence: sequence, url: url, headers: headers, requestedFilename: requestedFilename,
                 directory: directory, state: state, connections: connections, priority: priority,

@@ -28,19 +28,21 @@ public struct JSONWriter {
     /// An object whose members `body` writes (with `key` then a value).
     @inline(__always)
     public mutating func object(_ body: (inout JSONWriter) -> Void) {
-        separate()
-        bytes.append(UInt8(ascii: "{"))
-        body(&self)
-        bytes.append(UInt8(ascii: "}"))
+        enclosed(UInt8(ascii: "{"), UInt8(ascii: "}"), body)
     }
 
     /// An array whose items `body` writes.
     @inline(__always)
     public mutating func array(_ body: (inout JSONWriter) -> Void) {
+        enclosed(UInt8(ascii: "["), UInt8(ascii: "]"), body)
+    }
+
+    @inline(__always)
+    private mutating func enclosed(_ open: UInt8, _ close: UInt8, _ body: (inout JSONWriter) -> Void) {
         separate()
-        bytes.append(UInt8(ascii: "["))
+        bytes.append(open)
         body(&self)
-        bytes.append(UInt8(ascii: "]"))
+        bytes.append(close)
     }
 
     /// A member's name known when the program was built: plain ASCII that needs no escape (checked in debug builds).
