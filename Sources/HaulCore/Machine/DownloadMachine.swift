@@ -167,60 +167,24 @@ public struct DownloadMachine {
     }
 
     var phase = Phase.idle
-    /// The most bytes the file may have under its token's quota, as the part file was opened; nil for no quota.
-    var quotaAllowance: Int64?
-    var connections: [Connection] = []
-    /// How many connections this download runs at most now.
-    var plannedConnections = 0
-    /// Bumped whenever the segments are thrown away, so a sync begun before cannot journal stale bytes.
-    var generation = 0
-    /// Bumped whenever bytes written are given up: a reader that began before may not go on (`Download.available`
-    /// then describes another version of the file).
-    public internal(set) var discards = 0
-    var restarts = 0
-    /// The part file's blocks are reserved for the whole known size: writes take no new space.
-    var reserved = false
-    var unreservedSinceCheck: Int64 = 0
-    var bytesSinceCheckpoint: Int64 = 0
-    var checkpointInFlight = false
-    /// The host refused a connection: none is asked for until one is freed.
-    var hostBusy = false
-    /// The origin refused to start at an offset (FTP without REST): ranges are not asked for again in this run,
-    /// whatever its probe says.
-    var rangesRefused = false
-    /// The most sessions the origin gave this download before refusing another (FTP 421), nil while none was.
-    var sessionCap: Int?
-    /// The first request, answered, whose body is to become the first segment's: adopted by the connection for the
-    /// segment at byte 0, else stopped.
-    var probeStream: (id: TransferID, ranged: Bool)?
-    /// The HEADs out to mirrors, by transfer: which mirror each asks.
-    var mirrorProbes: [TransferID: Int] = [:]
-    /// The comparisons of mirrors' first bytes with the first source's, by transfer: which mirror each asks.
-    var mirrorChecks: [TransferID: (mirror: Int, range: ByteRange)] = [:]
-    /// Mirrors that agreed at their HEAD, waiting for the first source's first bytes to be compared with.
-    var mirrorsAwaitingCheck: Set<Int> = []
-    /// The byte ranges mirrors wrote in this run (merged as they grow): what a failed checksum puts in doubt.
-    var mirrorWritten: [ByteRange] = []
-    /// The size a HEAD told when the first answer told none (asked once per start).
-    var headLength: Int64?
-    var headTried = false
-    var meter = RateMeter()
-    /// A torrent's download rate, as libtorrent measures it.
-    var torrentRate: Double = 0
-    /// Rates of the last connections that finished their ranges: what a free connection is likely to do.
-    var recentRates: [Double] = []
-    /// The clock's time of the event being handled.
-    var now: Double = 0
-    /// Why the download had to try again, and when each wait for a retry ends (nil before any retry of this run).
-    var retry: RetryWait?
-    private var counter = 0
-    private var random: SplitMix64
-    private var pending: [MachineAction] = []
+    /// Everything else a run needs, out of line: made at the first change (see `MachineRun`).
+    var run = RunBox()
+    private var counter: Int {
+        get { run[\.counter] }
+        _modify { yield &run[seed: download.sequence].counter }
+    }
+    private var random: SplitMix64 {
+        get { run[\.random] }
+        _modify { yield &run[seed: download.sequence].random }
+    }
+    private var pending: [MachineAction] {
+        get { run[\.pending] }
+        _modify { yield &run[seed: download.sequence].pending }
+    }
 
     public init(download: Download, settings: MachineSettings) {
         self.download = download
         self.settings = settings
-        random = SplitMix64(seed: UInt64(bitPattern: download.sequence))
     }
 
     /// The dialect the download's own URL speaks: what its answers mean.
