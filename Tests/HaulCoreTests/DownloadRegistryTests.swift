@@ -8,10 +8,10 @@ import XCTest
 final class DownloadRegistryTests: XCTestCase {
     private func box(
         _ id: String, _ sequence: Int64, _ state: DownloadState, priority: Int = 0,
-        received: Int64 = 0
+        received: Int64 = 0, url: String? = nil
     ) -> MachineBox {
         var download = Download(
-            id: id, sequence: sequence, url: "http://origin.test/\(id)", headers: [],
+            id: id, sequence: sequence, url: url ?? "http://origin.test/\(id)", headers: [],
             requestedFilename: nil, directory: "", state: state, connections: 1,
             priority: priority, maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 0))
         if received > 0 { download.segments = [Segment(start: 0, end: nil, received: received)] }
@@ -49,6 +49,34 @@ final class DownloadRegistryTests: XCTestCase {
         // A removed one stays in the order until enough are gone to sweep them; readers pass over it.
         XCTAssertEqual(registry.order.filter { registry[$0.id] != nil }.map(\.id), ["b", "c"])
         XCTAssertEqual(registry.firstIndex(after: 2), registry.order.firstIndex { $0.id == "c" })
+    }
+
+    /// A destination answers the unfinished download that holds it; a download whose URL changed under its entry
+    /// (a change that moved no index) answers for it no more, and another of that destination is found after all.
+    func testDestinationsAnswerOnlyTheDownloadThatFetchesThere() {
+        let registry = DownloadRegistry()
+        let url = "http://origin.test/same.bin"
+        for made in [box("a", 1, .paused, url: url), box("b", 2, .paused, url: url)] {
+            registry.insert(made, holding: made.machine.download)
+        }
+        XCTAssertEqual(registry.download(fetching: url, into: "", as: nil), "a", "the first of the two")
+        XCTAssertNil(registry.download(fetching: url, into: "", as: "other.bin"))
+        XCTAssertNil(registry.download(fetching: url, into: "sub", as: nil))
+
+        let moved = "http://origin.test/moved.bin"
+        let c = box("c", 3, .paused, url: "http://origin.test/c.bin")
+        registry.insert(c, holding: c.machine.download)
+        let before = c.machine.download
+        c.machine.download.url = moved
+        registry.changed("c", from: before)
+        XCTAssertNil(registry.download(fetching: "http://origin.test/c.bin", into: "", as: nil), "c fetches elsewhere")
+        let d = box("d", 4, .paused, url: "http://origin.test/c.bin")
+        registry.insert(d, holding: d.machine.download)
+        XCTAssertEqual(registry.download(fetching: "http://origin.test/c.bin", into: "", as: nil), "d")
+        registry.remove("d")
+        XCTAssertNil(registry.download(fetching: "http://origin.test/c.bin", into: "", as: nil))
+        registry.remove("a")
+        XCTAssertNil(registry.download(fetching: url, into: "", as: nil), "a is gone")
     }
 
     /// An id prefix of two characters or more is answered from the index, which follows inserts and removals;

@@ -21,8 +21,12 @@ final class DownloadRegistry {
     /// Entries of `order` whose download is gone: left in place (readers pass over ids no machine has) and swept
     /// out once they are half of it, so removing thousands costs no memmove of the whole list each.
     private var departed = 0
-    /// Unfinished downloads by destination (URL, directory, requested name), for answering a repeated POST.
-    private var destinations: [String: String] = [:]
+    /// Unfinished downloads by destination (URL, directory, requested name), for answering a repeated POST: by the
+    /// destination's hash, the download's own fields telling it from another of the same hash. No key string is
+    /// built and kept for each (100 bytes a download, a fifth of the start-up's indexing); the few destinations
+    /// whose hash another holds are in `collided`, by their whole key.
+    private var destinations: [Int: String] = [:]
+    private var collided: [String: String] = [:]
     /// The downloads of each token that added some (`Download.owner`): a token's totals and quota cost its own
     /// downloads, not every one.
     private(set) var owned: [String: Set<String>] = [:]
@@ -118,7 +122,22 @@ final class DownloadRegistry {
 
     /// The unfinished download that fetches `url` into `directory` under `name`, if one does.
     func download(fetching url: String, into directory: String, as name: String?) -> String? {
-        destinations[Self.destination(url, directory, name)]
+        if let id = destinations[Self.hash(url, directory, name)], leads(id, to: url, directory, name) { return id }
+        return collided.isEmpty ? nil : collided[Self.destination(url, directory, name)]
+    }
+
+    private static func hash(_ url: String, _ directory: String, _ name: String?) -> Int {
+        var hasher = Hasher()
+        hasher.combine(url)
+        hasher.combine(directory)
+        hasher.combine(name)
+        return hasher.finalize()
+    }
+
+    /// Whether download `id` fetches `url` into `directory` under `name`.
+    private func leads(_ id: String, to url: String, _ directory: String, _ name: String?) -> Bool {
+        guard let download = machines[id]?.machine.download else { return false }
+        return download.url == url && download.directory == directory && download.requestedFilename == name
     }
 
     /// The ids that start with `prefix`, found without a walk of every download; nil when `prefix` is shorter than
@@ -181,8 +200,13 @@ final class DownloadRegistry {
         if let was {
             stateCounts[was.state, default: 0] -= 1
             if !was.state.isFinished {
-                let key = Self.destination(was.url, was.directory, was.requestedFilename)
-                if destinations[key] == was.id { destinations.removeValue(forKey: key) }
+                let hash = Self.hash(was.url, was.directory, was.requestedFilename)
+                if destinations[hash] == was.id {
+                    destinations.removeValue(forKey: hash)
+                } else if !collided.isEmpty {
+                    let key = Self.destination(was.url, was.directory, was.requestedFilename)
+                    if collided[key] == was.id { collided.removeValue(forKey: key) }
+                }
             }
         }
         if let now {
@@ -194,8 +218,17 @@ final class DownloadRegistry {
                 runQueue.push(RunQueue.Entry(now))
             }
             if !now.state.isFinished {
-                let key = Self.destination(now.url, now.directory, now.requestedFilename)
-                if destinations[key] == nil { destinations[key] = now.id }
+                let hash = Self.hash(now.url, now.directory, now.requestedFilename)
+                if let holder = destinations[hash] {
+                    // Another of the same destination keeps it; one of another destination with the same hash
+                    // leaves this one to `collided`.
+                    if holder != now.id, !leads(holder, to: now.url, now.directory, now.requestedFilename) {
+                        let key = Self.destination(now.url, now.directory, now.requestedFilename)
+                        if collided[key] == nil { collided[key] = now.id }
+                    }
+                } else {
+                    destinations[hash] = now.id
+                }
             }
         }
     }
