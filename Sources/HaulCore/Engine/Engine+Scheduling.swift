@@ -61,7 +61,9 @@ extension Engine: PersisterHost, WebhookHost, FinishingHost, RunnerHost, Tenancy
         return listener?.resource(of: shown) ?? JSONValue.object([("id", .string(download.id))]).serializedBytes()
     }
 
-    var allDownloads: [Download] { machines.values.map(\.machine.download) }
+    func downloads(where filter: (Download) -> Bool) -> [Download] {
+        machines.values.compactMap { filter($0.machine.download) ? $0.machine.download : nil }
+    }
 
     func isLocal(_ download: Download) -> Bool { cluster.map { download.node == $0.node } ?? true }
 

@@ -38,9 +38,9 @@ final class FileMover: DownloadObserver {
     /// Moves the files a crash or a stop left on their way, and removes the markers of moves stored just before a
     /// crash (at start).
     func engineStarted() {
-        for download in host.allDownloads {
-            guard download.state == .completed, let target = download.completedDirectory,
-                !download.moveSettled, let name = download.filename, host.isLocal(download)
+        let unsettled = host.downloads { $0.state == .completed && $0.completedDirectory != nil && !$0.moveSettled }
+        for download in unsettled {
+            guard let target = download.completedDirectory, let name = download.filename, host.isLocal(download)
             else { continue }
             if download.moved {
                 settle(download.id, moveRequest(download, name: name, target: target))

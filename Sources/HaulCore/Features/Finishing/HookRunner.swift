@@ -25,7 +25,7 @@ final class HookRunner: DownloadObserver {
         let hooks = host.config.hooks
         guard !hooks.isEmpty else { return }
         pool = try? CommandPool(concurrency: hooks.concurrency, timeout: hooks.timeout)
-        for download in host.allDownloads where download.hookPending { run(download.id) }
+        for download in host.downloads(where: { $0.hookPending }) { run(download.id) }
     }
 
     /// The hook of the state it is in is due (or, in a state without one, no longer): marked, and stored with it.
