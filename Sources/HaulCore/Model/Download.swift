@@ -35,6 +35,9 @@ public struct Download: Sendable, Equatable {
                 maxSpeed: maxSpeed, createdAt: createdAt))
     }
 
+    /// A download of `fields` as read from the store.
+    init(fields: DownloadFields) { storage = DownloadStorage(fields) }
+
     public static func == (a: Download, b: Download) -> Bool {
         a.storage === b.storage || a.storage.fields == b.storage.fields
     }

@@ -6,7 +6,7 @@ import HaulLoop
 /// torrent's state, credentials, a failure, a hook's result) live in `DownloadExtras`, out of line and allocated
 /// only for a download that sets one: 448 bytes a download instead of 1,137 (a million stored hold 650 MiB less).
 public struct DownloadFields: Sendable, Equatable {
-    public let id: String
+    public internal(set) var id: String
     /// Creation order, used for fair queueing and stable listing.
     public var sequence: Int64
     public var url: String
@@ -98,88 +98,88 @@ public struct DownloadFields: Sendable, Equatable {
     }
 
     public var expectedBytes: Int64? {
-        get { extras[\.expectedBytes] }
-        set { extras.set(\.expectedBytes, newValue) }
+        get { extras.get(\.expectedBytes) }
+        set { extras.set(newValue, \.expectedBytes) }
     }
     public var checksum: String? {
-        get { extras[\.checksum] }
-        set { extras.set(\.checksum, newValue) }
+        get { extras.get(\.checksum) }
+        set { extras.set(newValue, \.checksum) }
     }
     public var variant: String? {
-        get { extras[\.variant] }
-        set { extras.set(\.variant, newValue) }
+        get { extras.get(\.variant) }
+        set { extras.set(newValue, \.variant) }
     }
     public var hls: HLSInfo? {
-        get { extras[\.hls] }
-        set { extras.set(\.hls, newValue) }
+        get { extras.get(\.hls) }
+        set { extras.set(newValue, \.hls) }
     }
     public var torrent: TorrentInfo? {
-        get { extras[\.torrent] }
-        set { extras.set(\.torrent, newValue) }
+        get { extras.get(\.torrent) }
+        set { extras.set(newValue, \.torrent) }
     }
     public var files: String? {
-        get { extras[\.files] }
-        set { extras.set(\.files, newValue) }
+        get { extras.get(\.files) }
+        set { extras.set(newValue, \.files) }
     }
     public var seedRatio: Double? {
-        get { extras[\.seedRatio] }
-        set { extras.set(\.seedRatio, newValue) }
+        get { extras.get(\.seedRatio) }
+        set { extras.set(newValue, \.seedRatio) }
     }
     public var seedTime: Int64? {
-        get { extras[\.seedTime] }
-        set { extras.set(\.seedTime, newValue) }
+        get { extras.get(\.seedTime) }
+        set { extras.set(newValue, \.seedTime) }
     }
     public var uploadLimit: Int64? {
-        get { extras[\.uploadLimit] }
-        set { extras.set(\.uploadLimit, newValue) }
+        get { extras.get(\.uploadLimit) }
+        set { extras.set(newValue, \.uploadLimit) }
     }
     public var proxy: ProxyChoice? {
-        get { extras[\.proxy] }
-        set { extras.set(\.proxy, newValue) }
+        get { extras.get(\.proxy) }
+        set { extras.set(newValue, \.proxy) }
     }
     public var username: String? {
-        get { extras[\.username] }
-        set { extras.set(\.username, newValue) }
+        get { extras.get(\.username) }
+        set { extras.set(newValue, \.username) }
     }
     public var password: String? {
-        get { extras[\.password] }
-        set { extras.set(\.password, newValue) }
+        get { extras.get(\.password) }
+        set { extras.set(newValue, \.password) }
     }
     public var cookies: String? {
-        get { extras[\.cookies] }
-        set { extras.set(\.cookies, newValue) }
+        get { extras.get(\.cookies) }
+        set { extras.set(newValue, \.cookies) }
     }
     public var hostKey: String? {
-        get { extras[\.hostKey] }
-        set { extras.set(\.hostKey, newValue) }
+        get { extras.get(\.hostKey) }
+        set { extras.set(newValue, \.hostKey) }
     }
     public var userAgent: String? {
-        get { extras[\.userAgent] }
-        set { extras.set(\.userAgent, newValue) }
+        get { extras.get(\.userAgent) }
+        set { extras.set(newValue, \.userAgent) }
     }
     public var referer: String? {
-        get { extras[\.referer] }
-        set { extras.set(\.referer, newValue) }
+        get { extras.get(\.referer) }
+        set { extras.set(newValue, \.referer) }
     }
     public var error: DownloadError? {
-        get { extras[\.error] }
-        set { extras.set(\.error, newValue) }
+        get { extras.get(\.error) }
+        set { extras.set(newValue, \.error) }
     }
     public var moveError: String? {
-        get { extras[\.moveError] }
-        set { extras.set(\.moveError, newValue) }
+        get { extras.get(\.moveError) }
+        set { extras.set(newValue, \.moveError) }
     }
     public var hookStatus: Int? {
-        get { extras[\.hookStatus] }
-        set { extras.set(\.hookStatus, newValue) }
+        get { extras.get(\.hookStatus) }
+        set { extras.set(newValue, \.hookStatus) }
     }
     public var hookError: String? {
-        get { extras[\.hookError] }
-        set { extras.set(\.hookError, newValue) }
+        get { extras.get(\.hookError) }
+        set { extras.set(newValue, \.hookError) }
     }
     public var hookAt: Date? {
-        get { extras[\.hookAt] }
-        set { extras.set(\.hookAt, newValue) }
+        get { extras.get(\.hookAt) }
+        set { extras.set(newValue, \.hookAt) }
     }
 }
 
@@ -251,23 +251,23 @@ struct ExtrasBox: Sendable, Equatable {
     @usableFromInline
     init() {}
 
+    /// One field, read in place (no copy of the whole of them for one); the key path is not made while no box is.
     @inlinable
-    subscript<Value>(field: KeyPath<DownloadExtras, Value>) -> Value {
-        // The box's fields read in place: no copy of the whole of them for one.
-        if let storage { return storage.extras[keyPath: field] }
-        return DownloadExtras.empty[keyPath: field]
+    func get<Value>(_ field: @autoclosure () -> KeyPath<DownloadExtras, Value?>) -> Value? {
+        guard let storage else { return nil }
+        return storage.extras[keyPath: field()]
     }
 
-    /// Sets one field; nil where no box is allocates none.
+    /// Sets one field; nil where no box is allocates none (and makes no key path: a row's decoding sets each).
     @inlinable
-    mutating func set<Value>(_ field: WritableKeyPath<DownloadExtras, Value?>, _ value: Value?) {
+    mutating func set<Value>(_ value: Value?, _ field: @autoclosure () -> WritableKeyPath<DownloadExtras, Value?>) {
         if storage == nil {
             if value == nil { return }
             storage = Storage(DownloadExtras())
         } else if !isKnownUniquelyReferenced(&storage) {
             storage = Storage(storage!.extras)
         }
-        storage!.extras[keyPath: field] = value
+        storage!.extras[keyPath: field()] = value
     }
 
     @usableFromInline
