@@ -278,7 +278,7 @@ public struct APILimits: Sendable {
     /// Path and query of one request.
     public var maxTargetBytes = 8192
     /// Downloads stored, finished ones included.
-    public var maxDownloads = 100_000
+    public var maxDownloads = 1_000_000
     /// Event streams open at once (readers of unfinished files and WebSockets count too).
     public var maxEventStreams = 10_000
     /// A read of a queued download's file starts it ahead of the queue (`--start-on-read`), as `?start=1` does.

@@ -152,7 +152,7 @@ enum ServerOptions {
             "max-attempts", 1...100, default: "5", help: "attempts before a download fails", sample: "7",
             \.engine.maxAttempts),
         integer(
-            "max-downloads", 1...10_000_000, default: "100000",
+            "max-downloads", 1...10_000_000, default: "1000000",
             help: "downloads stored, finished ones included "
                 + "(507 beyond)", sample: "5000", \.limits.maxDownloads),
         integer(
