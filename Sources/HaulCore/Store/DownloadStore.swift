@@ -322,15 +322,15 @@ public final class DownloadStore {
             download.segments = download.journal
             try body(download)
         }
-        // Columns by position, not by name: a name's lookup five times a row was a tenth of reading a million.
-        let idAt = DownloadColumn.all.firstIndex { $0.name == "id" }!
-        let received = DownloadColumn.all.firstIndex { $0.name == "received_bytes" }!
+        // The segment's columns follow the download's: `width`, `width + 1` and `width + 2`.
         try db.forEachRow(sql, id.map { [.text($0)] } ?? []) { row in
             let values = row.values
-            guard case .text(let rowID) = values[idAt] else { throw DatabaseError("malformed download row: no id") }
+            guard case .text(let rowID) = values[DownloadColumn.idPosition] else {
+                throw DatabaseError("malformed download row: no id")
+            }
             if current?.download.id != rowID {
                 try finish()
-                var download = try DownloadColumn.decode(row.values.prefix(width))
+                var download = try DownloadColumn.decode(values.prefix(width))
                 if let type = download.contentType {
                     if let shared = contentTypes[type] {
                         download.contentType = shared
@@ -338,7 +338,7 @@ public final class DownloadStore {
                         contentTypes[type] = type
                     }
                 }
-                current = (download, values[received].int ?? 0)
+                current = (download, values[DownloadColumn.receivedPosition].int ?? 0)
             }
             if let start = values[width].int, let receivedBytes = values[width + 2].int {
                 current?.download.journal.append(
