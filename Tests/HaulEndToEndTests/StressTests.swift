@@ -1,0 +1,189 @@
+import Foundation
+import XCTest
+
+/// Many clients at once, each adding, pausing, resuming, reading and removing downloads while transfers run: every
+/// answer is one a client can act on, and every file kept is exact at the end, with nothing left beside it.
+final class StressTests: HaulTestCase {
+    override var serveArguments: [String] {
+        super.serveArguments + ["--max-active", "6", "--progress-interval", "0.05"]
+    }
+
+    /// What a client saw go wrong, gathered from every client's thread.
+    private final class Findings: @unchecked Sendable {
+        private let lock = NSLock()
+        private var problems: [String] = []
+        private var kept: [String: String] = [:]
+        private var removed: [String] = []
+        private var pausedMidway = 0
+
+        func problem(_ text: String) { lock.withLock { problems.append(text) } }
+        func keep(_ id: String, name: String) { lock.withLock { kept[id] = name } }
+        func remove(_ id: String) { lock.withLock { removed.append(id) } }
+        func pausedWithPart() { lock.withLock { pausedMidway += 1 } }
+        var result: (problems: [String], kept: [String: String], removed: [String], pausedMidway: Int) {
+            lock.withLock { (problems, kept, removed, pausedMidway) }
+        }
+    }
+
+    /// An event-stream client read on a thread of its own until told which downloads' ends to wait for; the
+    /// client is handed back once the thread has stopped.
+    private final class StreamReader: @unchecked Sendable {
+        private let client: SSEClient
+        private let lock = NSLock()
+        private var awaited: (ids: [String], deadline: Date)?
+        private let stopped = DispatchSemaphore(value: 0)
+
+        init(port: UInt16) throws {
+            client = try SSEClient(port: port, path: "/events")
+            Thread.detachNewThread { [self] in
+                while !client.closed {
+                    if let (ids, deadline) = lock.withLock({ awaited }),
+                        Date() > deadline || ids.allSatisfy({ client.has("state", id: $0, state: "completed") })
+                    {
+                        break
+                    }
+                    _ = client.read(timeout: 0.05) { _ in false }
+                }
+                stopped.signal()
+            }
+        }
+
+        func finish(when completed: [String], deadline: Date) -> SSEClient {
+            lock.withLock { awaited = (completed, deadline) }
+            stopped.wait()
+            return client
+        }
+    }
+
+    /// A small generator with a fixed seed per client, so a failing run can be read again.
+    private struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    func testManyClientsChangingAndReadingWhileTransfersRunLeaveEveryFileExact() throws {
+        let clients = 8
+        let perClient = 6
+        var digests: [String: String] = [:]
+        var sizes = SplitMix(state: 47)
+        for client in 0..<clients {
+            for n in 0..<perClient {
+                // From a part of one connection to several ranges at once (the origin trickles each connection).
+                let name = "c\(client)-\(n).bin"
+                digests[name] = try sandbox.makeRandomFile(
+                    "www/" + name, size: Int.random(in: 20_000...3_000_000, using: &sizes))
+            }
+        }
+        let findings = Findings()
+        let api = self.api!
+        // One more client follows the event stream throughout, on a thread of its own.
+        let stream = try StreamReader(port: haul.port)
+        let origin = origin.baseURL
+
+        DispatchQueue.concurrentPerform(iterations: clients) { client in
+            var random = SplitMix(state: UInt64(client) &+ 1)
+            func check(_ reply: Client.Reply?, _ what: String, _ allowed: Set<Int>) {
+                guard let reply else { return findings.problem("\(what): no answer") }
+                if !allowed.contains(reply.status) {
+                    findings.problem("\(what): \(reply.status) \(reply.text.prefix(300))")
+                } else if reply.status >= 400, reply.header("Content-Type") != "application/problem+json" {
+                    findings.problem("\(what): \(reply.status) without a problem document")
+                }
+            }
+            var mine: [(id: String, name: String)] = []
+            for n in 0..<perClient {
+                let name = "c\(client)-\(n).bin"
+                let reply = try? api.request(
+                    "POST", "/downloads", json: ["url": origin + "/files/" + name + "?rate=3000000"])
+                check(reply, "add \(name)", [201])
+                if let id = reply?.json["id"] as? String { mine.append((id, name)) }
+            }
+            // Rounds of what clients do: read one, read pages, pause, resume, and now and then remove one.
+            for round in 0..<30 where !mine.isEmpty {
+                let pick = Int.random(in: 0..<mine.count, using: &random)
+                let (id, name) = mine[pick]
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0, 1:
+                    let reply = try? api.get("/downloads/\(id)")
+                    check(reply, "read \(name)", [200])
+                    if let reply, reply.status == 200, reply.json["id"] as? String != id {
+                        findings.problem("read \(name) answered \(reply.text.prefix(200))")
+                    }
+                case 2:
+                    let reply = try? api.get("/downloads?limit=100")
+                    check(reply, "page", [200])
+                    if let reply, reply.status == 200, reply.json["downloads"] as? [Any] == nil {
+                        findings.problem("page without downloads: \(reply.text.prefix(200))")
+                    }
+                case 3:
+                    check(try? api.get("/downloads?state=downloading,queued&limit=100"), "page by state", [200])
+                case 4:
+                    check(try? api.get("/stats"), "stats", [200])
+                case 5, 6:
+                    // A download that completed meanwhile cannot be paused: 409, and that is an answer.
+                    let reply = try? api.request("PATCH", "/downloads/\(id)", json: ["state": "paused"])
+                    check(reply, "pause \(name)", [200, 409])
+                    if let reply, reply.status == 200, (reply.json["received_bytes"] as? Int ?? 0) > 0 {
+                        findings.pausedWithPart()
+                    }
+                case 7, 8:
+                    check(
+                        try? api.request("PATCH", "/downloads/\(id)", json: ["state": "queued"]), "resume \(name)",
+                        [200, 409])
+                default:
+                    // One in four clients' picks of a removal go through; the rest read the events' counters.
+                    if round % 4 == client % 4 {
+                        check(
+                            try? api.request("DELETE", "/downloads/\(id)?delete_file=true"), "remove \(name)", [204])
+                        findings.remove(id)
+                        mine.remove(at: pick)
+                    } else {
+                        check(try? api.get("/downloads/\(id)"), "read \(name)", [200])
+                    }
+                }
+            }
+            // Everything the client still holds goes on to the end.
+            for (id, name) in mine {
+                check(
+                    try? api.request("PATCH", "/downloads/\(id)", json: ["state": "queued"]), "last resume \(name)",
+                    [200, 409])
+                findings.keep(id, name: name)
+            }
+        }
+
+        let (problems, kept, removed, pausedMidway) = findings.result
+        XCTAssertEqual(problems, [])
+        XCTAssertFalse(kept.isEmpty)
+        XCTAssertFalse(removed.isEmpty, "the rounds should have removed some downloads")
+        XCTAssertGreaterThan(pausedMidway, 0, "some pauses should have stopped a transfer with bytes kept")
+        var paths: Set<String> = []
+        for (id, name) in kept {
+            let done = try waitForState(id, "completed", timeout: 120)
+            let path = try downloadedPath(done)
+            XCTAssertEqual(try sha256(path), digests[name], name)
+            paths.insert((path as NSString).lastPathComponent)
+        }
+        for id in removed {
+            XCTAssertEqual(try api.get("/downloads/\(id)").status, 404, id)
+        }
+        // The stream, read all along, told of every download's end: completed for those kept, removed for the others.
+        let events = stream.finish(when: Array(kept.keys), deadline: Date().addingTimeInterval(10))
+        XCTAssertFalse(events.closed, "the event stream was cut off")
+        for id in kept.keys { XCTAssertTrue(events.has("state", id: id, state: "completed"), id) }
+        for id in removed { XCTAssertTrue(events.has("removed", id: id), id) }
+        events.disconnect()
+        // No part file, journal or copy left beside the files kept: a removal took its file with it.
+        let left = try FileManager.default.contentsOfDirectory(atPath: sandbox.file("downloads"))
+        XCTAssertEqual(Set(left), paths)
+        let stats = try api.get("/stats").json
+        XCTAssertEqual(int(stats["active"]), 0, "\(stats)")
+        XCTAssertEqual(int(stats["downloads"]), Int64(kept.count), "\(stats)")
+        XCTAssertEqual(int(stats["completed"]), Int64(kept.count), "\(stats)")
+    }
+}
