@@ -126,6 +126,44 @@ final class DownloadStoreTests: XCTestCase {
         }
     }
 
+    func testReadingBesideTheCallerHandsTheSameDownloadsInTheSameOrder() throws {
+        // More than a few batches, each with a journal of its own, and one with none.
+        let downloads = (0..<3_000).map { n in
+            var download = Download(
+                id: "d\(n)", sequence: Int64(n + 1), url: "http://h/\(n)", headers: [], requestedFilename: nil,
+                directory: "", state: n % 3 == 0 ? .completed : .paused, connections: 2, priority: n % 5,
+                maxSpeed: nil, createdAt: Date(timeIntervalSince1970: 1_800_000_000 + Double(n)))
+            if n % 7 != 0 {
+                download.journal = [
+                    Segment(start: 0, end: 99, received: Int64(n % 100)), Segment(start: 100, end: nil, received: 1),
+                ]
+            }
+            download.segments = download.journal
+            return download
+        }
+        try forEachBackend { backend in
+            let store = try backend.open()
+            try store.transaction { for download in downloads { try store.save(download) } }
+            var overlapped: [Download] = []
+            try store.forEachOverlapped { overlapped.append($0) }
+            XCTAssertEqual(overlapped.count, downloads.count, backend.name)
+            XCTAssertEqual(overlapped, try store.loadAll(), backend.name)
+            XCTAssertEqual(overlapped.map(\.id), downloads.map(\.id), backend.name)
+            XCTAssertEqual(overlapped[1].journal, downloads[1].journal, backend.name)
+            // A body that throws stops the reading, and the store answers the caller again at once.
+            struct Enough: Error {}
+            var handed = 0
+            XCTAssertThrowsError(
+                try store.forEachOverlapped { _ in
+                    handed += 1
+                    if handed == 1_500 { throw Enough() }
+                }, backend.name)
+            XCTAssertEqual(handed, 1_500, backend.name)
+            XCTAssertEqual(try store.count(), downloads.count, backend.name)
+            XCTAssertEqual(try store.load(id: "d2999")?.sequence, 3_000, backend.name)
+        }
+    }
+
     func testOpensTheDatabaseOfTheFirstSchemaAndMigratesIt() throws {
         try forEachBackend { backend in
             do {

@@ -88,7 +88,8 @@ public final class Engine {
         var interrupted: [Download] = []
         // Sharing the store, a running download is another node's (or, its lease run out, whoever claims it).
         let shared = store.isShared
-        try store.forEach { download in
+        // The rows are read and decoded beside this thread while it builds each machine and indexes it.
+        try store.forEachOverlapped { download in
             let box = MachineBox(DownloadMachine(download: download, settings: settings.machine))
             if download.state.isActive && !shared {
                 _ = box.machine.handle(.interrupted, at: clock.now)
