@@ -6,6 +6,9 @@ protocol DownloadObserver: AnyObject {
     func downloadWillBeStored(_ download: Download, changedFrom before: Download)
     /// `download` changed from `before`, and is stored (or waits for the group commit) and announced.
     func downloadChanged(_ download: Download, from before: Download)
+    /// A stored download, as the engine loads it at start (before `engineStarted`): an observer notes the few it has
+    /// work for then, so a start with a million stored walks them once, not once per observer.
+    func downloadLoaded(_ download: Download)
     /// The engine loaded its downloads and starts: what a restart finds half done goes on.
     func engineStarted() throws
     /// The engine stops: nothing more is started.
@@ -15,6 +18,7 @@ protocol DownloadObserver: AnyObject {
 extension DownloadObserver {
     func downloadWillBeStored(_ download: Download, changedFrom before: Download) {}
     func downloadChanged(_ download: Download, from before: Download) {}
+    func downloadLoaded(_ download: Download) {}
     func engineStarted() throws {}
     func engineStopping() {}
 }

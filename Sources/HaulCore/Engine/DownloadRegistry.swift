@@ -166,9 +166,10 @@ final class DownloadRegistry {
     /// (`nil`: added or removed).
     private func index(_ now: Download?, was: Download?) {
         if was == nil, let now {
-            // New downloads take ever larger numbers; at start-up `start` sorts once after loading them all. Another
-            // node's may arrive after a later one of this node's.
-            let position = firstIndex(after: now.sequence - 1)
+            // New downloads take ever larger numbers (and come in that order at start-up): appended without a
+            // search. Another node's may arrive after a later one of this node's.
+            let position =
+                (order.last?.sequence ?? .min) < now.sequence ? order.count : firstIndex(after: now.sequence - 1)
             if position < order.count, order[position].id == now.id {
                 // Removed and back (another node's download read again): its entry is still there.
                 departed = max(0, departed - 1)

@@ -61,10 +61,6 @@ extension Engine: PersisterHost, WebhookHost, FinishingHost, RunnerHost, Tenancy
         return listener?.resource(of: shown) ?? JSONValue.object([("id", .string(download.id))]).serializedBytes()
     }
 
-    func downloads(where filter: (Download) -> Bool) -> [Download] {
-        machines.values.compactMap { filter($0.machine.download) ? $0.machine.download : nil }
-    }
-
     func isLocal(_ download: Download) -> Bool { cluster.map { download.node == $0.node } ?? true }
 
     func change(_ id: String, _ body: (inout DownloadMachine) -> Void) {

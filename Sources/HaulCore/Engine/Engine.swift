@@ -86,28 +86,31 @@ public final class Engine {
         try categories.load()
         registry.reserve(try store.count())
         var interrupted: [Download] = []
+        var failed: [Download] = []
+        var seeding: [Download] = []
         // Sharing the store, a running download is another node's (or, its lease run out, whoever claims it).
         let shared = store.isShared
-        // The rows are read and decoded beside this thread while it builds each machine and indexes it.
+        let observers = self.observers
+        // The rows are read and decoded beside this thread while it builds each machine and indexes it; what the
+        // start does with some of them is noted now, while each is at hand, instead of in walks of all afterwards.
         try store.forEachOverlapped { download in
             let box = MachineBox(DownloadMachine(download: download, settings: settings.machine))
+            var loaded = download
             if download.state.isActive && !shared {
                 _ = box.machine.handle(.interrupted, at: clock.now)
-                interrupted.append(box.machine.download)
-                registry.insert(box, holding: box.machine.download)
-            } else {
-                // As loaded: indexed without copying the machine's download out of its box.
-                registry.insert(box, holding: download)
+                loaded = box.machine.download
+                interrupted.append(loaded)
             }
+            // As loaded: indexed without copying the machine's download out of its box.
+            registry.insert(box, holding: loaded)
+            if loaded.state == .failed { failed.append(loaded) }
+            if loaded.state == .seeding, !shared { seeding.append(loaded) }
+            for observer in observers { observer.downloadLoaded(loaded) }
         }
         // Written once the rows are read: no update while the table is being stepped through.
         for download in interrupted { try store.save(download) }
         registry.sortOrder()
-        var seeding: [Download] = []
-        for box in machines.values {
-            if box.machine.download.state == .failed { releaseUnwritten(box.machine.download) }
-            if box.machine.download.state == .seeding, !shared { seeding.append(box.machine.download) }
-        }
+        for download in failed { releaseUnwritten(download) }
         pool.startTicking(every: config.progressInterval, clock: clock)
         if shared {
             let membership = ClusterMembership(host: self)

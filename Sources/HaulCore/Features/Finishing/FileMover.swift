@@ -10,6 +10,8 @@ final class FileMover: DownloadObserver {
     private(set) var moving: Set<String> = []
     /// Told once a file is where it goes (or stays where it is): its hook may run then.
     var onSettled: ((String) -> Void)?
+    /// Completed downloads loaded at start whose move a crash or a stop left unsettled.
+    private var unsettledAtStart: [String] = []
 
     init(host: FinishingHost) { self.host = host }
 
@@ -37,10 +39,18 @@ final class FileMover: DownloadObserver {
 
     /// Moves the files a crash or a stop left on their way, and removes the markers of moves stored just before a
     /// crash (at start).
+    func downloadLoaded(_ download: Download) {
+        if download.state == .completed, download.completedDirectory != nil, !download.moveSettled {
+            unsettledAtStart.append(download.id)
+        }
+    }
+
     func engineStarted() {
-        let unsettled = host.downloads { $0.state == .completed && $0.completedDirectory != nil && !$0.moveSettled }
-        for download in unsettled {
-            guard let target = download.completedDirectory, let name = download.filename, host.isLocal(download)
+        let unsettled = unsettledAtStart
+        unsettledAtStart = []
+        for id in unsettled {
+            guard let download = host.download(id), let target = download.completedDirectory,
+                let name = download.filename, host.isLocal(download)
             else { continue }
             if download.moved {
                 settle(download.id, moveRequest(download, name: name, target: target))

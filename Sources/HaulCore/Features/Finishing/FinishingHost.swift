@@ -5,9 +5,6 @@ import HaulLoop
 /// may not wait, and the loop to hand work off the thread on.
 protocol FinishingHost: HostServices {
     func download(_ id: String) -> Download?
-    /// The downloads that pass `filter`, for what a restart finds half done: a walk that copies only those (with a
-    /// million stored, an array of every download cost a twentieth of the start-up).
-    func downloads(where filter: (Download) -> Bool) -> [Download]
     /// Whether this node is the one to act on `download`: alone always; among several, the one that ran it.
     func isLocal(_ download: Download) -> Bool
     /// Changes the machine of `id` with `body`, then indexes, stores and announces it as any change.

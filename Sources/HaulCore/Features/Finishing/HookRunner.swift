@@ -13,6 +13,8 @@ final class HookRunner: DownloadObserver {
     /// The threads hooks run on (nil without hooks), and the downloads whose hook runs.
     private var pool: CommandPool?
     private var running: Set<String> = []
+    /// Downloads loaded at start whose hook a stop or a crash left due.
+    private var dueAtStart: [String] = []
 
     init(host: FinishingHost, mover: FileMover) {
         self.host = host
@@ -21,11 +23,17 @@ final class HookRunner: DownloadObserver {
     }
 
     /// Starts the threads (with hooks configured), and runs the hooks a stop or a crash left due.
+    func downloadLoaded(_ download: Download) {
+        if download.hookPending { dueAtStart.append(download.id) }
+    }
+
     func engineStarted() {
+        let due = dueAtStart
+        dueAtStart = []
         let hooks = host.config.hooks
         guard !hooks.isEmpty else { return }
         pool = try? CommandPool(concurrency: hooks.concurrency, timeout: hooks.timeout)
-        for download in host.downloads(where: { $0.hookPending }) { run(download.id) }
+        for id in due { run(id) }
     }
 
     /// The hook of the state it is in is due (or, in a state without one, no longer): marked, and stored with it.
