@@ -29,7 +29,7 @@ final class DownloadRegistryTests: XCTestCase {
             registry.insert(made, holding: made.machine.download)
         }
         registry.sortOrder()
-        XCTAssertEqual(registry.order.map(\.id), ["a", "b", "c"])
+        XCTAssertEqual(registry.order.map(\.box.machine.download.id), ["a", "b", "c"])
         XCTAssertEqual(registry.stateCounts, [.queued: 1, .completed: 1, .paused: 1])
         XCTAssertEqual(registry.receivedTotal, 140)
         XCTAssertEqual(registry.download(fetching: "http://origin.test/b", into: "", as: nil), "b")
@@ -47,8 +47,33 @@ final class DownloadRegistryTests: XCTestCase {
         XCTAssertEqual(registry.count, 2)
         XCTAssertEqual(registry.stateCounts[.completed], 0)
         // A removed one stays in the order until enough are gone to sweep them; readers pass over it.
-        XCTAssertEqual(registry.order.filter { registry[$0.id] != nil }.map(\.id), ["b", "c"])
-        XCTAssertEqual(registry.firstIndex(after: 2), registry.order.firstIndex { $0.id == "c" })
+        XCTAssertEqual(registry.order.filter { !$0.box.isRemoved }.map(\.box.machine.download.id), ["b", "c"])
+        XCTAssertEqual(registry.firstIndex(after: 2), registry.order.firstIndex { $0.box.machine.download.id == "c" })
+        // The replaced b's entry holds its new box; pages read it, and a removed one read again takes its place.
+        XCTAssertEqual(registry.order.first { $0.sequence == 2 }?.box.machine.download.priority, 5)
+        XCTAssertEqual(registry.page(after: 0, limit: 10).ids, ["b", "c"])
+        let again = box("a", 1, .completed, received: 100)
+        registry.insert(again, holding: again.machine.download)
+        XCTAssertEqual(registry.order.count, 3, "the entry of a is taken again, not added")
+        XCTAssertEqual(registry.page(after: 0, limit: 10).ids, ["a", "b", "c"])
+        XCTAssertEqual(registry.ids { $0.state != .queued }, ["a"])
+    }
+
+    func testRemovedEntriesAreSweptOnceTheyAreHalfTheOrder() {
+        let registry = DownloadRegistry()
+        for n in 1...600 {
+            let made = box("d\(n)", Int64(n), .paused)
+            registry.insert(made, holding: made.machine.download)
+        }
+        for n in 1...300 { registry.remove("d\(n * 2)") }
+        XCTAssertEqual(registry.order.count, 600, "kept in place until they are more than half of it")
+        registry.remove("d1")
+        XCTAssertEqual(registry.order.count, 299, "swept")
+        XCTAssertFalse(registry.order.contains { $0.box.isRemoved })
+        let odd = (1..<300).map { "d\($0 * 2 + 1)" }
+        XCTAssertEqual(registry.page(after: 0, limit: 1_000).ids, odd)
+        XCTAssertEqual(registry.page(after: 100, limit: 3).ids, ["d101", "d103", "d105"])
+        XCTAssertTrue(registry.page(after: 100, limit: 3).more)
     }
 
     /// A destination answers the unfinished download that holds it; a download whose URL changed under its entry

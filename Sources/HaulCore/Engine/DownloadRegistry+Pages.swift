@@ -87,20 +87,21 @@ extension DownloadRegistry {
         -> (ids: [String], more: Bool)
     {
         var items: [String] = []
-        let order = self.order
-        var position = firstIndex(after: after)
-        while position < order.count {
-            if let box = machines[order[position].id], filter(box.machine.download) {
-                if items.count == limit { return (items, true) }
-                items.append(order[position].id)
-            }
-            position += 1
+        for entry in order[firstIndex(after: after)...] where !entry.box.isRemoved {
+            let download = entry.box.machine.download
+            guard filter(download) else { continue }
+            if items.count == limit { return (items, true) }
+            items.append(download.id)
         }
         return (items, false)
     }
 
     /// The ids of the downloads that pass `filter`, in creation order, without building a snapshot of any.
     func ids(where filter: (Download) -> Bool) -> [String] {
-        order.compactMap { entry in machines[entry.id].flatMap { filter($0.machine.download) ? entry.id : nil } }
+        order.compactMap { entry in
+            guard !entry.box.isRemoved else { return nil }
+            let download = entry.box.machine.download
+            return filter(download) ? download.id : nil
+        }
     }
 }

@@ -15,11 +15,11 @@ final class DownloadRegistry {
     /// of visiting every download (137 ms with 100,000 stored).
     private(set) var stateCounts: [DownloadState: Int] = [:]
     private(set) var receivedTotal: Int64 = 0
-    /// Every download's (sequence, id) in creation order, so a page of a long list costs its own length, not a sort
-    /// of every download.
-    private(set) var order: [(sequence: Int64, id: String)] = []
-    /// Entries of `order` whose download is gone: left in place (readers pass over ids no machine has) and swept
-    /// out once they are half of it, so removing thousands costs no memmove of the whole list each.
+    /// Every download's sequence and machine in creation order, so a page of a long list costs its own length, not
+    /// a sort of every download, and a walk of it (a search) reads each machine without looking its id up.
+    private(set) var order: [(sequence: Int64, box: MachineBox)] = []
+    /// Entries of `order` whose download is gone: left in place (readers pass over boxes marked `isRemoved`) and
+    /// swept out once they are half of it, so removing thousands costs no memmove of the whole list each.
     private var departed = 0
     /// Unfinished downloads by destination (URL, directory, requested name), for answering a repeated POST: by the
     /// destination's hash, the download's own fields telling it from another of the same hash. No key string is
@@ -73,6 +73,7 @@ final class DownloadRegistry {
     func insert(_ box: MachineBox, holding download: Download) {
         machines[download.id] = box
         nextSequence = max(nextSequence, download.sequence + 1)
+        place(box, download)
         index(download, was: nil)
         receivedTotal += download.receivedBytes
         hold(download, sign: 1)
@@ -81,8 +82,13 @@ final class DownloadRegistry {
     /// Puts `box` in place of what is known of its download (another node changed it), or adds it.
     func replace(with box: MachineBox) {
         let download = box.machine.download
-        let before = machines[download.id]?.machine.download
-        machines[download.id] = box
+        let replaced = machines.updateValue(box, forKey: download.id)
+        let before = replaced?.machine.download
+        if let replaced {
+            replaced.isRemoved = true
+            departed += 1
+        }
+        place(box, download)
         index(download, was: before)
         receivedTotal += download.receivedBytes - (before?.receivedBytes ?? 0)
         hold(before, sign: -1)
@@ -92,7 +98,14 @@ final class DownloadRegistry {
     /// Forgets download `id`; returns what it was.
     @discardableResult
     func remove(_ id: String) -> Download? {
-        guard let download = machines.removeValue(forKey: id)?.machine.download else { return nil }
+        guard let box = machines.removeValue(forKey: id) else { return nil }
+        let download = box.machine.download
+        box.isRemoved = true
+        departed += 1
+        if departed > 256, departed * 2 > order.count {
+            order.removeAll { $0.box.isRemoved }
+            departed = 0
+        }
         index(nil, was: download)
         receivedTotal -= download.receivedBytes
         hold(download, sign: -1)
@@ -162,32 +175,27 @@ final class DownloadRegistry {
         return low
     }
 
-    /// Keeps the run queue, `order`, counts and `destinations` in step with a download's state, priority and place
-    /// (`nil`: added or removed).
-    private func index(_ now: Download?, was: Download?) {
-        if was == nil, let now {
-            // New downloads take ever larger numbers (and come in that order at start-up): appended without a
-            // search. Another node's may arrive after a later one of this node's.
-            let position =
-                (order.last?.sequence ?? .min) < now.sequence ? order.count : firstIndex(after: now.sequence - 1)
-            if position < order.count, order[position].id == now.id {
-                // Removed and back (another node's download read again): its entry is still there.
-                departed = max(0, departed - 1)
-            } else if let last = order.last, last.sequence > now.sequence {
-                order.insert((now.sequence, now.id), at: firstIndex(after: now.sequence))
-            } else {
-                order.append((now.sequence, now.id))
-            }
-        } else if now == nil, let was {
-            let position = firstIndex(after: was.sequence - 1)
-            if position < order.count, order[position].id == was.id {
-                departed += 1
-                if departed > 256, departed * 2 > order.count {
-                    order.removeAll { machines[$0.id] == nil }
-                    departed = 0
-                }
-            }
+    /// Puts `box` in creation order: new downloads take ever larger numbers (and come in that order at start-up),
+    /// so most are appended without a search. Another node's may arrive after a later one of this node's, and one
+    /// removed and back (another node's download read again), or read again in a new box, takes its old entry.
+    private func place(_ box: MachineBox, _ download: Download) {
+        guard let last = order.last, last.sequence >= download.sequence else {
+            return order.append((download.sequence, box))
         }
+        let position = firstIndex(after: download.sequence - 1)
+        if position < order.count, order[position].sequence == download.sequence,
+            order[position].box.isRemoved, order[position].box.machine.download.id == download.id
+        {
+            order[position].box = box
+            departed = max(0, departed - 1)
+        } else {
+            order.insert((download.sequence, box), at: position)
+        }
+    }
+
+    /// Keeps the run queue, counts and `destinations` in step with a download's state, priority and place (`nil`:
+    /// added or removed).
+    private func index(_ now: Download?, was: Download?) {
         if was == nil, let now {
             byPrefix[String(now.id.prefix(Self.prefixLength)), default: Set(minimumCapacity: prefixCapacity)]
                 .insert(now.id)
@@ -275,6 +283,9 @@ final class MachineBox {
     /// The clock's time of the last bytes written, which stamp no `updatedAt` on the hot path; a snapshot makes
     /// `updated_at` follow them.
     var lastWriteAt: Double?
+    /// Gone from the registry (removed, or replaced by another box): its entry in creation order is passed over
+    /// until swept. Beside `lastWriteAt`'s flag byte, so the box grows by nothing.
+    var isRemoved = false
     /// Readers of the file waiting for its bytes: while any, each write is told (`EngineListener.engineWrote`).
     var readers = 0
 
