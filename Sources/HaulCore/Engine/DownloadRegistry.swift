@@ -184,10 +184,10 @@ final class DownloadRegistry {
         }
         let position = firstIndex(after: download.sequence - 1)
         if position < order.count, order[position].sequence == download.sequence,
-            order[position].box.isRemoved, order[position].box.machine.download.id == download.id
+            order[position].box.machine.download.id == download.id
         {
+            if order[position].box.isRemoved { departed = max(0, departed - 1) }
             order[position].box = box
-            departed = max(0, departed - 1)
         } else {
             order.insert((download.sequence, box), at: position)
         }

@@ -37,14 +37,15 @@ final class FileMover: DownloadObserver {
         host.loop.offload({ FileMove.run(request) }, then: { outcome in self.moved(id, request, outcome) })
     }
 
-    /// Moves the files a crash or a stop left on their way, and removes the markers of moves stored just before a
-    /// crash (at start).
+    /// Notes a completed download whose move a crash or a stop left unsettled, for `engineStarted`.
     func downloadLoaded(_ download: Download) {
         if download.state == .completed, download.completedDirectory != nil, !download.moveSettled {
             unsettledAtStart.append(download.id)
         }
     }
 
+    /// Moves the files a crash or a stop left on their way, and removes the markers of moves stored just before a
+    /// crash (at start).
     func engineStarted() {
         let unsettled = unsettledAtStart
         unsettledAtStart = []

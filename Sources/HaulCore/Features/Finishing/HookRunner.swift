@@ -22,11 +22,12 @@ final class HookRunner: DownloadObserver {
         mover.onSettled = { [unowned self] id in self.run(id) }
     }
 
-    /// Starts the threads (with hooks configured), and runs the hooks a stop or a crash left due.
+    /// Notes a download whose hook a stop or a crash left due, for `engineStarted`.
     func downloadLoaded(_ download: Download) {
         if download.hookPending { dueAtStart.append(download.id) }
     }
 
+    /// Starts the threads (with hooks configured), and runs the hooks a stop or a crash left due.
     func engineStarted() {
         let due = dueAtStart
         dueAtStart = []
