@@ -1,8 +1,9 @@
 import Foundation
 import XCTest
 
-/// Many clients at once, each adding, pausing, resuming, reading and removing downloads while transfers run: every
-/// answer is one a client can act on, and every file kept is exact at the end, with nothing left beside it.
+/// Many clients at once, each adding (one by one or by batch), pausing, resuming, reading (the REST API, aria2's
+/// JSON-RPC, qBittorrent's API) and removing downloads while transfers run: every answer is one a client can act on,
+/// and every file kept is exact at the end, with nothing left beside it.
 final class StressTests: HaulTestCase {
     override var serveArguments: [String] {
         super.serveArguments + ["--max-active", "6", "--progress-interval", "0.05"]
@@ -97,18 +98,30 @@ final class StressTests: HaulTestCase {
                 }
             }
             var mine: [(id: String, name: String)] = []
-            for n in 0..<perClient {
-                let name = "c\(client)-\(n).bin"
-                let reply = try? api.request(
-                    "POST", "/downloads", json: ["url": origin + "/files/" + name + "?rate=3000000"])
-                check(reply, "add \(name)", [201])
-                if let id = reply?.json["id"] as? String { mine.append((id, name)) }
+            let names = (0..<perClient).map { "c\(client)-\($0).bin" }
+            func source(_ name: String) -> [String: Any] { ["url": origin + "/files/" + name + "?rate=3000000"] }
+            if client % 2 == 0 {
+                // Half the clients add theirs one by one, the others by batch.
+                for name in names {
+                    let reply = try? api.request("POST", "/downloads", json: source(name))
+                    check(reply, "add \(name)", [201])
+                    if let id = reply?.json["id"] as? String { mine.append((id, name)) }
+                }
+            } else {
+                let reply = try? api.request("POST", "/downloads", json: ["downloads": names.map(source)])
+                check(reply, "add by batch", [200])
+                let results = reply?.json["results"] as? [[String: Any]] ?? []
+                for (name, result) in zip(names, results) {
+                    if result["status"] as? Int != 201 { findings.problem("batch added \(name): \(result)") }
+                    if let id = (result["download"] as? [String: Any])?["id"] as? String { mine.append((id, name)) }
+                }
             }
+            if mine.count != names.count { findings.problem("client \(client) added \(mine.count) of \(names.count)") }
             // Rounds of what clients do: read one, read pages, pause, resume, and now and then remove one.
             for round in 0..<30 where !mine.isEmpty {
                 let pick = Int.random(in: 0..<mine.count, using: &random)
                 let (id, name) = mine[pick]
-                switch Int.random(in: 0..<10, using: &random) {
+                switch Int.random(in: 0..<12, using: &random) {
                 case 0, 1:
                     let reply = try? api.get("/downloads/\(id)")
                     check(reply, "read \(name)", [200])
@@ -125,6 +138,22 @@ final class StressTests: HaulTestCase {
                     check(try? api.get("/downloads?state=downloading,queued&limit=100"), "page by state", [200])
                 case 4:
                     check(try? api.get("/stats"), "stats", [200])
+                case 10:
+                    // The fronts other clients use read the same downloads: aria2's JSON-RPC and qBittorrent's API.
+                    let reply = try? api.request(
+                        "POST", "/jsonrpc",
+                        json: ["jsonrpc": "2.0", "id": "\(client)", "method": "aria2.tellActive", "params": []])
+                    check(reply, "aria2.tellActive", [200])
+                    if let reply, reply.status == 200, reply.json["result"] as? [Any] == nil {
+                        findings.problem("aria2.tellActive: \(reply.text.prefix(200))")
+                    }
+                case 11:
+                    let reply = try? api.get("/api/v2/torrents/info")
+                    check(reply, "torrents/info", [200])
+                    let listed = reply.flatMap { try? JSONSerialization.jsonObject(with: $0.body) } as? [Any]
+                    if let reply, reply.status == 200, listed == nil {
+                        findings.problem("torrents/info: \(reply.text.prefix(200))")
+                    }
                 case 5, 6:
                     // A download that completed meanwhile cannot be paused: 409, and that is an answer.
                     let reply = try? api.request("PATCH", "/downloads/\(id)", json: ["state": "paused"])
