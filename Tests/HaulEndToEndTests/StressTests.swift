@@ -6,7 +6,7 @@ import XCTest
 /// and every file kept is exact at the end, with nothing left beside it.
 final class StressTests: HaulTestCase {
     override var serveArguments: [String] {
-        super.serveArguments + ["--max-active", "6", "--progress-interval", "0.05"]
+        super.serveArguments + ["--max-active", "16", "--progress-interval", "0.05"]
     }
 
     /// What a client saw go wrong, gathered from every client's thread.
@@ -117,6 +117,11 @@ final class StressTests: HaulTestCase {
                 }
             }
             if mine.count != names.count { findings.problem("client \(client) added \(mine.count) of \(names.count)") }
+            // The rounds begin once bytes flow (a batch is added in a moment), so pauses find transfers running.
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline, ((try? api.get("/stats"))?.json["received_bytes"] as? Int ?? 0) == 0 {
+                usleep(5_000)
+            }
             // Rounds of what clients do: read one, read pages, pause, resume, and now and then remove one.
             for round in 0..<30 where !mine.isEmpty {
                 let pick = Int.random(in: 0..<mine.count, using: &random)
