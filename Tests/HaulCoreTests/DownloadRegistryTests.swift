@@ -56,7 +56,7 @@ final class DownloadRegistryTests: XCTestCase {
         registry.insert(again, holding: again.machine.download)
         XCTAssertEqual(registry.order.count, 3, "the entry of a is taken again, not added")
         XCTAssertEqual(registry.page(after: 0, limit: 10).ids, ["a", "b", "c"])
-        XCTAssertEqual(registry.ids { $0.state != .queued }, ["a"])
+        XCTAssertEqual(registry.ids(where: DownloadFilter(states: [.completed, .paused, .failed])), ["a"])
     }
 
     func testRemovedEntriesAreSweptOnceTheyAreHalfTheOrder() {

@@ -77,6 +77,7 @@ final class DownloadRegistry {
         index(download, was: nil)
         receivedTotal += download.receivedBytes
         hold(download, sign: 1)
+        box.pack()
     }
 
     /// Puts `box` in place of what is known of its download (another node changed it), or adds it.
@@ -93,6 +94,7 @@ final class DownloadRegistry {
         receivedTotal += download.receivedBytes - (before?.receivedBytes ?? 0)
         hold(before, sign: -1)
         hold(download, sign: 1)
+        box.pack()
     }
 
     /// Forgets download `id`; returns what it was.
@@ -184,7 +186,7 @@ final class DownloadRegistry {
         }
         let position = firstIndex(after: download.sequence - 1)
         if position < order.count, order[position].sequence == download.sequence,
-            order[position].box.machine.download.id == download.id
+            order[position].box.download.id == download.id
         {
             if order[position].box.isRemoved { departed = max(0, departed - 1) }
             order[position].box = box
@@ -255,8 +257,8 @@ final class DownloadRegistry {
         totals.byState = stateCounts.filter { $0.value != 0 }
         totals.receivedBytes = receivedTotal
         assert(
-            totals.byState == Dictionary(grouping: machines.values) { $0.machine.download.state }.mapValues(\.count)
-                && receivedTotal == machines.values.reduce(0) { $0 + $1.machine.download.receivedBytes },
+            totals.byState == Dictionary(grouping: machines.values) { $0.state }.mapValues(\.count)
+                && receivedTotal == machines.values.reduce(0) { $0 + $1.download.receivedBytes },
             "the running totals drifted from the downloads")
         for id in running {
             guard let box = machines[id] else { continue }
@@ -274,35 +276,5 @@ final class DownloadRegistry {
     /// The key of a destination: a batch naming one twice is told apart with it, as the registry tells stored ones.
     static func destination(_ url: String, _ directory: String, _ name: String?) -> String {
         url + "\u{0}" + directory + "\u{0}" + (name ?? "")
-    }
-}
-
-/// A download's machine on the heap, so the engine's dictionary holds a reference, not the value.
-final class MachineBox {
-    var machine: DownloadMachine
-    /// The clock's time of the last bytes written, which stamp no `updatedAt` on the hot path; a snapshot makes
-    /// `updated_at` follow them.
-    var lastWriteAt: Double?
-    /// Gone from the registry (removed, or replaced by another box): its entry in creation order is passed over
-    /// until swept. Beside `lastWriteAt`'s flag byte, so the box grows by nothing.
-    var isRemoved = false
-    /// Readers of the file waiting for its bytes: while any, each write is told (`EngineListener.engineWrote`).
-    var readers = 0
-
-    init(_ machine: DownloadMachine) { self.machine = machine }
-
-    /// What a client reads of the download now, its times on `clock`'s wall time.
-    func snapshot(clock: Clock) -> DownloadSnapshot {
-        var download = machine.download
-        if let written = lastWriteAt {
-            let wall = clock.wallTime.addingTimeInterval(written - clock.now)
-            if wall > download.updatedAt { download.updatedAt = wall }
-        }
-        var snapshot = DownloadSnapshot(
-            download: download, speed: machine.speed, activeConnections: machine.activeConnections)
-        snapshot.lastError = machine.lastRetryError
-        if !download.mirrors.isEmpty { snapshot.mirrorSpeeds = machine.mirrorSpeeds }
-        snapshot.nextAttemptAt = machine.nextAttemptAt.map { clock.wallTime.addingTimeInterval($0 - clock.now) }
-        return snapshot
     }
 }

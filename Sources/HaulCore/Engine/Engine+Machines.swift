@@ -103,7 +103,8 @@ extension Engine {
     /// Whether a download other than `except` still needs the part file `name.part` in `directory`.
     func isClaimed(directory: String, name: String, except: String) -> Bool {
         machines.values.contains {
-            let download = $0.machine.download
+            guard $0.state != .completed else { return false }
+            let download = $0.download
             return download.id != except && download.directory == directory && download.filename == name
                 && download.state != .completed
         }

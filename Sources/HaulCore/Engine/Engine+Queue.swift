@@ -12,7 +12,7 @@ extension Engine {
         }
         for id in ids { refresh(id) }
         var queue = QueueOrder(
-            machines.values.lazy.map(\.machine.download).filter(\.isWaiting)
+            machines.values.lazy.filter { $0.state == .queued || $0.state == .paused }.map(\.download)
                 .map(QueueOrder.Entry.init))
         var failures: [String: EngineError] = [:]
         let known = ids.filter { id in

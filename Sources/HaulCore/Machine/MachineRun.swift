@@ -75,6 +75,9 @@ struct RunBox {
 
     private var storage: Storage?
 
+    /// Whether the machine changed since the server started (the run is made at its first change).
+    var isMade: Bool { storage != nil }
+
     /// One field, read in place (`MachineRun.idle`'s before the first change).
     subscript<Value>(field: KeyPath<MachineRun, Value>) -> Value {
         if let storage { return storage.run[keyPath: field] }

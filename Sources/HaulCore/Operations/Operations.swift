@@ -195,7 +195,7 @@ public struct Operations {
                 engine.registry.page(
                     by: query.order, descending: query.descending,
                     offset: position, limit: query.limit,
-                    where: filter.matches))
+                    where: filter))
             return DownloadPage(downloads: items, next: more ? .position(position + items.count) : nil)
         }
         var after: Int64 = 0
@@ -208,9 +208,9 @@ public struct Operations {
             result = engine.snapshots(
                 engine.registry.page(
                     of: ids, after: after, limit: query.limit,
-                    where: rest.matches))
+                    where: rest))
         } else {
-            result = engine.snapshots(engine.registry.page(after: after, limit: query.limit, where: filter.matches))
+            result = engine.snapshots(engine.registry.page(after: after, limit: query.limit, where: filter))
         }
         let next = result.more ? result.items.last.map { DownloadQuery.Cursor.sequence($0.download.sequence) } : nil
         return DownloadPage(downloads: result.items, next: next)
@@ -218,7 +218,7 @@ public struct Operations {
 
     /// The ids of the downloads `filter` matches, in creation order.
     public func ids(matching filter: DownloadFilter) -> [String] {
-        engine.registry.ids(where: confined(filter).matches)
+        engine.registry.ids(where: confined(filter))
     }
 
     /// The totals of what the caller sees.

@@ -14,8 +14,8 @@ extension String {
         return ascii ?? lowercased().contains(needle)
     }
 
-    /// nil when either side has a byte outside ASCII.
-    private static func asciiContains(
+    /// Whether `needle` (lowercased) is in `haystack`, without case; nil when either side has a byte outside ASCII.
+    static func asciiContains(
         _ haystack: UnsafeBufferPointer<UInt8>, _ needle: UnsafeBufferPointer<UInt8>
     )
         -> Bool?

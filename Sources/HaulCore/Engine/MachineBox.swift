@@ -1,0 +1,116 @@
+import FoundationEssentials
+import HaulLoop
+
+/// A download's machine on the heap, so the engine's dictionary holds a reference, not the value. While the machine
+/// rests (it has not run since the server started: a paused, queued, completed or failed download read from the
+/// store or added), its download is kept packed (`PackedDownload`, a fifth of the memory or less) and unpacked
+/// for each read; a change unpacks it for good unless the machine still rests after it.
+final class MachineBox {
+    private var live: DownloadMachine
+    /// The download's fields while packed; `live` then holds `vacant` in their place.
+    private var packed: PackedDownload?
+    /// The clock's time of the last bytes written, which stamp no `updatedAt` on the hot path; a snapshot makes
+    /// `updated_at` follow them.
+    var lastWriteAt: Double?
+    /// Gone from the registry (removed, or replaced by another box): its entry in creation order is passed over
+    /// until swept. Beside `lastWriteAt`'s flag byte, so the box grows by nothing.
+    var isRemoved = false
+    /// Readers of the file waiting for its bytes: while any, each write is told (`EngineListener.engineWrote`).
+    var readers = 0
+
+    /// What a packed box's machine holds instead of its download: one download shared by all of them.
+    private static let vacant = Download(
+        id: "", sequence: 0, url: "", headers: [], requestedFilename: nil, directory: "", state: .paused,
+        connections: 1, priority: 0, maxSpeed: nil, createdAt: Date(timeIntervalSinceReferenceDate: 0))
+
+    init(_ machine: DownloadMachine) { live = machine }
+
+    /// The machine; a packed one's download is unpacked for the read (each read: nothing is kept), and for good
+    /// when changed (packed again after the change if the machine still rests).
+    var machine: DownloadMachine {
+        _read {
+            if let packed {
+                var machine = live
+                machine.download = packed.download
+                yield machine
+            } else {
+                yield live
+            }
+        }
+        _modify {
+            if let packed {
+                live.download = packed.download
+                self.packed = nil
+            }
+            yield &live
+            pack()
+        }
+    }
+
+    /// The download, unpacked (a copy) if packed: what a walk of many reads.
+    var download: Download { packed?.download ?? live.download }
+
+    /// The download's id, read without unpacking it.
+    var id: String { packed?.id ?? live.download.id }
+
+    /// The download's state, read without unpacking it.
+    var state: DownloadState { packed?.state ?? live.download.state }
+
+    var isPacked: Bool { packed != nil }
+
+    /// Whether `filter` matches the download, read from the packed bytes where they tell.
+    func matches(_ filter: DownloadFilter) -> Bool {
+        if let packed, let answer = packed.matches(filter) { return answer }
+        return filter.matches(download)
+    }
+
+    /// What a sort of the list reads of the download, from the packed bytes if packed (its speed is then 0: a
+    /// resting machine runs nothing).
+    var sortFields: SortFields {
+        if let packed {
+            return packed.scan(texts: false) { scan, _ in
+                SortFields(
+                    sequence: scan.sequence, state: scan.state, totalBytes: scan.totalBytes,
+                    receivedBytes: scan.receivedBytes, priority: Int(scan.priority),
+                    queueOrder: scan.queueRank ?? scan.sequence &* QueueOrder.step, speed: 0)
+            }
+        }
+        let d = live.download
+        return SortFields(
+            sequence: d.sequence, state: d.state, totalBytes: d.totalBytes, receivedBytes: d.receivedBytes,
+            priority: d.priority, queueOrder: d.queueOrder, speed: live.speed)
+    }
+
+    struct SortFields {
+        var sequence: Int64
+        var state: DownloadState
+        var totalBytes: Int64?
+        var receivedBytes: Int64
+        var priority: Int
+        var queueOrder: Int64
+        var speed: Double
+    }
+
+    /// Packs the download if its machine rests and nobody reads its file as it arrives.
+    func pack() {
+        guard packed == nil, readers == 0, lastWriteAt == nil, live.isResting else { return }
+        packed = PackedDownload(live.download)
+        live.download = Self.vacant
+    }
+
+    /// What a client reads of the download now, its times on `clock`'s wall time.
+    func snapshot(clock: Clock) -> DownloadSnapshot {
+        let machine = self.machine
+        var download = machine.download
+        if let written = lastWriteAt {
+            let wall = clock.wallTime.addingTimeInterval(written - clock.now)
+            if wall > download.updatedAt { download.updatedAt = wall }
+        }
+        var snapshot = DownloadSnapshot(
+            download: download, speed: machine.speed, activeConnections: machine.activeConnections)
+        snapshot.lastError = machine.lastRetryError
+        if !download.mirrors.isEmpty { snapshot.mirrorSpeeds = machine.mirrorSpeeds }
+        snapshot.nextAttemptAt = machine.nextAttemptAt.map { clock.wallTime.addingTimeInterval($0 - clock.now) }
+        return snapshot
+    }
+}
