@@ -114,6 +114,24 @@ final class PackedDownloadTests: XCTestCase {
         box.pack()
         XCTAssertFalse(box.isPacked)
 
+        // A completed download whose runner is gone: its run is dropped and it is packed again; one paused after
+        // running keeps its run (it may go on), and so does one whose file is being read.
+        var completed = plain(state: .completed)
+        completed.totalBytes = 9
+        completed.segments = [Segment(start: 0, end: 8, received: 9)]
+        let finished = MachineBox(DownloadMachine(download: completed, settings: MachineSettings()))
+        finished.machine.restarts = 1
+        finished.lastWriteAt = 3
+        XCTAssertFalse(finished.isPacked)
+        finished.completedRun()
+        XCTAssertTrue(finished.isPacked)
+        XCTAssertEqual(finished.download, completed)
+        XCTAssertEqual(finished.machine.restarts, 0)
+        let paused = MachineBox(DownloadMachine(download: plain(), settings: MachineSettings()))
+        paused.machine.restarts = 1
+        paused.completedRun()
+        XCTAssertFalse(paused.isPacked)
+
         // A download whose file is being read as it arrives is not packed.
         let read = MachineBox(DownloadMachine(download: plain(), settings: MachineSettings()))
         read.readers = 1
@@ -130,6 +148,8 @@ final class PackedDownloadTests: XCTestCase {
             let box = MachineBox(DownloadMachine(download: download, settings: MachineSettings()))
             registry.insert(box, holding: download)
         }
+        XCTAssertFalse(registry.machines.values.contains(where: \.isPacked), "the newest are read again at once")
+        registry.packWaiting()
         XCTAssertTrue(registry.machines.values.allSatisfy(\.isPacked))
         XCTAssertEqual(registry.ids(where: DownloadFilter(states: [.paused])), ["id0", "id4"])
         XCTAssertEqual(registry.page(after: 1, limit: 2).ids, ["id1", "id2"])
@@ -150,6 +170,34 @@ final class PackedDownloadTests: XCTestCase {
         XCTAssertTrue(registry["id2"]!.isPacked)
         XCTAssertEqual(registry.remove("id1")?.state, .completed)
         XCTAssertEqual(registry.stateCounts[.completed], 0)
+    }
+
+    func testTheNewestDownloadsWaitToBePackedAndTheOlderOnesDoNot() {
+        let registry = DownloadRegistry()
+        let limit = DownloadRegistry.unpackedLimit
+        var boxes: [MachineBox] = []
+        for index in 0..<(2 * limit + 10) {
+            let download = plain("d\(index)", sequence: Int64(index + 1))
+            boxes.append(MachineBox(DownloadMachine(download: download, settings: MachineSettings())))
+            registry.insert(boxes[index], holding: download)
+        }
+        // Once twice the limit came, the older half was packed; a running one among them is left as it is.
+        XCTAssertTrue(boxes[..<limit].allSatisfy(\.isPacked))
+        XCTAssertFalse(boxes[limit...].contains(where: \.isPacked))
+        boxes[limit].machine.restarts = 1
+        registry.packWaiting()
+        XCTAssertFalse(boxes[limit].isPacked)
+        XCTAssertTrue(boxes[(limit + 1)...].allSatisfy(\.isPacked))
+        XCTAssertEqual(
+            registry.page(after: Int64(limit - 2), limit: 3).ids, ["d\(limit - 2)", "d\(limit - 1)", "d\(limit)"])
+
+        // A client's read unpacks one for the reads to come; twice the limit of reads later it is packed again
+        // (d1024, never packed, is not counted).
+        XCTAssertTrue(registry.reading("d0")?.download == plain("d0", sequence: 1))
+        XCTAssertFalse(boxes[0].isPacked)
+        for index in 1...(2 * limit) { _ = registry.reading("d\(index)") }
+        XCTAssertTrue(boxes[0].isPacked)
+        XCTAssertFalse(boxes[2 * limit - 1].isPacked)
     }
 
     func testFiltersAndSortsReadFromTheBytesAnswerAsTheDownloadItselfDoes() {

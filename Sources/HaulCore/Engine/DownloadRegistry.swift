@@ -42,6 +42,11 @@ final class DownloadRegistry {
     /// thousand sets by doubling was a quarter of indexing them).
     private var prefixCapacity = 0
     static let prefixLength = 2
+    /// Boxes inserted or read since the last packing, oldest first: a download just added is read again at once
+    /// (its answer, its event, its write to the store), so it is packed only once `unpackedLimit` newer ones came
+    /// after.
+    private var unpacked: [MachineBox] = []
+    static let unpackedLimit = 1_024
 
     /// The bytes a download holds against its token's quota: a finished file's size, an unfinished one's size once
     /// known (or the size its client said), else what it received; a failed one what it left on disk.
@@ -58,6 +63,18 @@ final class DownloadRegistry {
     }
 
     subscript(id: String) -> MachineBox? { machines[id] }
+
+    /// The box of `id` for a client's read, unpacked: a download read once (a status polled, the page a dashboard
+    /// shows) is likely read again soon, so it stays unpacked until `unpackedLimit` others were read or added after
+    /// it, instead of being unpacked again for each read.
+    func reading(_ id: String) -> MachineBox? {
+        guard let box = machines[id] else { return nil }
+        if box.isPacked {
+            box.unpack()
+            packLater(box)
+        }
+        return box
+    }
 
     var count: Int { machines.count }
 
@@ -77,7 +94,7 @@ final class DownloadRegistry {
         index(download, was: nil)
         receivedTotal += download.receivedBytes
         hold(download, sign: 1)
-        box.pack()
+        packLater(box)
     }
 
     /// Puts `box` in place of what is known of its download (another node changed it), or adds it.
@@ -94,7 +111,23 @@ final class DownloadRegistry {
         receivedTotal += download.receivedBytes - (before?.receivedBytes ?? 0)
         hold(before, sign: -1)
         hold(download, sign: 1)
-        box.pack()
+        packLater(box)
+    }
+
+    /// Packs `box` once `unpackedLimit` boxes were inserted or read after it (if its machine rests then), and the
+    /// older ones waiting with it. (Packing changes no machine: a box being changed is never here, as a machine's
+    /// step is a value's own and calls nothing back.)
+    private func packLater(_ box: MachineBox) {
+        unpacked.append(box)
+        guard unpacked.count == 2 * Self.unpackedLimit else { return }
+        for old in unpacked[..<Self.unpackedLimit] where !old.isRemoved { old.pack() }
+        unpacked.removeFirst(Self.unpackedLimit)
+    }
+
+    /// Packs every box waiting to be (at the end of the start-up, and in tests).
+    func packWaiting() {
+        for box in unpacked where !box.isRemoved { box.pack() }
+        unpacked.removeAll()
     }
 
     /// Forgets download `id`; returns what it was.

@@ -119,6 +119,7 @@ extension Engine {
         if let download = machines[id]?.machine.download, download.state == .queued {
             registry.runQueue.push(RunQueue.Entry(download))
         }
+        machines[id]?.completedRun()
         schedule()
     }
 }

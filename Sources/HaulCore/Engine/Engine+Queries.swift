@@ -9,7 +9,7 @@ extension Engine {
     /// Why the store cannot be used now, or nil when it answers (`/readyz`), asked at most once a second.
     public func storeProblem() -> String? { persister.storeProblem() }
 
-    public func snapshot(_ id: String) -> DownloadSnapshot? { machines[id]?.snapshot(clock: clock) }
+    public func snapshot(_ id: String) -> DownloadSnapshot? { registry.reading(id)?.snapshot(clock: clock) }
 
     /// How many downloads are stored.
     public var count: Int { machines.count }

@@ -110,6 +110,7 @@ public final class Engine {
         // Written once the rows are read: no update while the table is being stepped through.
         for download in interrupted { try store.save(download) }
         registry.sortOrder()
+        registry.packWaiting()
         for download in failed { releaseUnwritten(download) }
         pool.startTicking(every: config.progressInterval, clock: clock)
         if shared {

@@ -38,10 +38,7 @@ final class MachineBox {
             }
         }
         _modify {
-            if let packed {
-                live.download = packed.download
-                self.packed = nil
-            }
+            unpack()
             yield &live
             pack()
         }
@@ -91,11 +88,28 @@ final class MachineBox {
         var speed: Double
     }
 
+    /// Unpacks the download for the reads to come (the registry packs it again later: `DownloadRegistry.reading`).
+    func unpack() {
+        guard let packed else { return }
+        live.download = packed.download
+        self.packed = nil
+    }
+
     /// Packs the download if its machine rests and nobody reads its file as it arrives.
     func pack() {
         guard packed == nil, readers == 0, lastWriteAt == nil, live.isResting else { return }
         packed = PackedDownload(live.download)
         live.download = Self.vacant
+    }
+
+    /// The download completed and its runner is gone: what the run kept (connections, meters, counters) is of no
+    /// more use, since no transition leaves `completed`, so it is dropped and the download packed like one that
+    /// never ran. A long-running server's memory then follows what it keeps, not what it has fetched.
+    func completedRun() {
+        guard live.download.state == .completed, live.phase == .idle, readers == 0, packed == nil else { return }
+        live.run = RunBox()
+        lastWriteAt = nil
+        pack()
     }
 
     /// What a client reads of the download now, its times on `clock`'s wall time.

@@ -19,7 +19,7 @@ public struct ReadView: Sendable {
 extension Operations {
     /// What the caller may read of `id` now.
     public func readView(_ id: String) throws(EngineError) -> ReadView {
-        guard let box = engine.machines[id], caller.sees(box.machine.download) else { throw .notFound(id) }
+        guard let box = engine.registry.reading(id), caller.sees(box.machine.download) else { throw .notFound(id) }
         let download = box.machine.download
         return ReadView(
             download: download, available: download.available, version: box.machine.discards,
