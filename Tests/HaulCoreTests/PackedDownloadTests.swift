@@ -123,13 +123,15 @@ final class PackedDownloadTests: XCTestCase {
         finished.machine.restarts = 1
         finished.lastWriteAt = 3
         XCTAssertFalse(finished.isPacked)
-        finished.completedRun()
+        XCTAssertTrue(finished.dropCompletedRun())
+        finished.pack()
         XCTAssertTrue(finished.isPacked)
         XCTAssertEqual(finished.download, completed)
         XCTAssertEqual(finished.machine.restarts, 0)
         let paused = MachineBox(DownloadMachine(download: plain(), settings: MachineSettings()))
         paused.machine.restarts = 1
-        paused.completedRun()
+        XCTAssertFalse(paused.dropCompletedRun())
+        paused.pack()
         XCTAssertFalse(paused.isPacked)
 
         // A download whose file is being read as it arrives is not packed.

@@ -124,6 +124,12 @@ final class DownloadRegistry {
         unpacked.removeFirst(Self.unpackedLimit)
     }
 
+    /// The runner of `id` ended: a completed download drops its run and is packed later like one just added.
+    func runEnded(_ id: String) {
+        guard let box = machines[id], box.dropCompletedRun() else { return }
+        packLater(box)
+    }
+
     /// Packs every box waiting to be (at the end of the start-up, and in tests).
     func packWaiting() {
         for box in unpacked where !box.isRemoved { box.pack() }

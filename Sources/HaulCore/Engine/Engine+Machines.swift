@@ -119,7 +119,7 @@ extension Engine {
         if let download = machines[id]?.machine.download, download.state == .queued {
             registry.runQueue.push(RunQueue.Entry(download))
         }
-        machines[id]?.completedRun()
+        registry.runEnded(id)
         schedule()
     }
 }

@@ -3,8 +3,9 @@ import HaulLoop
 
 /// A download's machine on the heap, so the engine's dictionary holds a reference, not the value. While the machine
 /// rests (it has not run since the server started: a paused, queued, completed or failed download read from the
-/// store or added), its download is kept packed (`PackedDownload`, a fifth of the memory or less) and unpacked
-/// for each read; a change unpacks it for good unless the machine still rests after it.
+/// store or added, or a completed one), its download is kept packed (`PackedDownload`, a fifth of the memory or
+/// less) and unpacked for each read; a client's read through the registry (`DownloadRegistry.reading`) keeps it
+/// unpacked a while, and a change unpacks it for good unless the machine still rests after it.
 final class MachineBox {
     private var live: DownloadMachine
     /// The download's fields while packed; `live` then holds `vacant` in their place.
@@ -38,9 +39,10 @@ final class MachineBox {
             }
         }
         _modify {
+            let wasPacked = packed != nil
             unpack()
             yield &live
-            pack()
+            if wasPacked { pack() }
         }
     }
 
@@ -102,14 +104,15 @@ final class MachineBox {
         live.download = Self.vacant
     }
 
-    /// The download completed and its runner is gone: what the run kept (connections, meters, counters) is of no
-    /// more use, since no transition leaves `completed`, so it is dropped and the download packed like one that
-    /// never ran. A long-running server's memory then follows what it keeps, not what it has fetched.
-    func completedRun() {
-        guard live.download.state == .completed, live.phase == .idle, readers == 0, packed == nil else { return }
+    /// Drops what the run kept (connections, meters, counters) once the download completed and its runner is
+    /// gone: no transition leaves `completed`, so the machine rests again like one that never ran and can be
+    /// packed. A long-running server's memory then follows what it keeps, not what it has fetched. False when it
+    /// did not complete, or its file is still read as it arrived.
+    func dropCompletedRun() -> Bool {
+        guard live.download.state == .completed, live.phase == .idle, readers == 0, packed == nil else { return false }
         live.run = RunBox()
         lastWriteAt = nil
-        pack()
+        return true
     }
 
     /// What a client reads of the download now, its times on `clock`'s wall time.

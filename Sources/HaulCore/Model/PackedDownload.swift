@@ -18,15 +18,14 @@ struct PackedDownload {
     init(_ download: Download) {
         let f = download.storage.fields
         var w = PackWriter()
-        w.bytes.reserveCapacity(48 + f.id.utf8.count + f.url.utf8.count)
+        w.bytes.reserveCapacity(256)
         w.byte(UInt8(Self.states.firstIndex(of: f.state)!))
         w.byte(UInt8(Self.kinds.firstIndex(of: f.kind)!))
         // The final URL is most often the URL itself: a bit then, not a second copy.
         let finalIsURL = f.finalURL != nil && f.finalURL == f.url
-        let bits = [
-            f.insecure, f.sequential, f.firstLast, f.acceptsRanges, f.moved, f.moveSettled, f.hookPending, finalIsURL,
-        ]
-        w.byte(bits.indices.reduce(0) { bits[$1] ? $0 | 1 << UInt8($1) : $0 })
+        w.byte(
+            (f.insecure ? 1 : 0) | (f.sequential ? 2 : 0) | (f.firstLast ? 4 : 0) | (f.acceptsRanges ? 8 : 0)
+                | (f.moved ? 16 : 0) | (f.moveSettled ? 32 : 0) | (f.hookPending ? 64 : 0) | (finalIsURL ? 128 : 0))
         // What walks of the list read comes first: the numbers a sort reads, then the texts a filter reads.
         w.int(f.sequence)
         w.int(Int64(f.priority))
@@ -41,9 +40,13 @@ struct PackedDownload {
         w.string(f.owner)
         w.string(f.directory)
         if !finalIsURL { w.string(f.finalURL) }
-        for text in [f.tags, f.etag, f.lastModified, f.contentType, f.node, f.ownerName, f.completedDirectory] {
-            w.string(text)
-        }
+        w.string(f.tags)
+        w.string(f.etag)
+        w.string(f.lastModified)
+        w.string(f.contentType)
+        w.string(f.node)
+        w.string(f.ownerName)
+        w.string(f.completedDirectory)
         w.int(Int64(f.connections))
         w.int(Int64(f.attempts))
         w.int(f.fence)
@@ -76,7 +79,11 @@ struct PackedDownload {
             w.int(mirror.receivedBytes)
             w.int(Int64(mirror.errors))
         }
-        bytes = w.bytes
+        // Copied to an array of its own size: the one written grew by doubling.
+        let written = w.bytes
+        bytes = [UInt8](unsafeUninitializedCapacity: written.count) { buffer, count in
+            count = buffer.initialize(fromContentsOf: written)
+        }
         extras = f.extras
     }
 
