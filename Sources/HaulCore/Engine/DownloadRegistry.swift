@@ -86,15 +86,16 @@ final class DownloadRegistry {
     }
 
     /// Adds `box`, whose machine holds `download` (the caller's copy: reading it out of the box again would copy
-    /// every field once more). At start-up downloads come in any order: `sortOrder` once after loading them all.
-    func insert(_ box: MachineBox, holding download: Download) {
+    /// every field once more). At start-up downloads come in any order: `sortOrder` once after loading them all; and
+    /// each is packed as it is loaded (`loading`), beside its box in memory, where a walk of the list finds both.
+    func insert(_ box: MachineBox, holding download: Download, loading: Bool = false) {
         machines[download.id] = box
         nextSequence = max(nextSequence, download.sequence + 1)
         place(box, download)
         index(download, was: nil)
         receivedTotal += download.receivedBytes
         hold(download, sign: 1)
-        packLater(box)
+        if loading { box.pack() } else { packLater(box) }
     }
 
     /// Puts `box` in place of what is known of its download (another node changed it), or adds it.
@@ -130,7 +131,7 @@ final class DownloadRegistry {
         packLater(box)
     }
 
-    /// Packs every box waiting to be (at the end of the start-up, and in tests).
+    /// Packs every box waiting to be now, instead of after a thousand more: what a test calls to see them packed.
     func packWaiting() {
         for box in unpacked where !box.isRemoved { box.pack() }
         unpacked.removeAll()

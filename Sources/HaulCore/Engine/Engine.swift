@@ -102,7 +102,7 @@ public final class Engine {
                 interrupted.append(loaded)
             }
             // As loaded: indexed without copying the machine's download out of its box.
-            registry.insert(box, holding: loaded)
+            registry.insert(box, holding: loaded, loading: true)
             if loaded.state == .failed { failed.append(loaded) }
             if loaded.state == .seeding, !shared { seeding.append(loaded) }
             for observer in observers { observer.downloadLoaded(loaded) }
@@ -110,7 +110,6 @@ public final class Engine {
         // Written once the rows are read: no update while the table is being stepped through.
         for download in interrupted { try store.save(download) }
         registry.sortOrder()
-        registry.packWaiting()
         for download in failed { releaseUnwritten(download) }
         pool.startTicking(every: config.progressInterval, clock: clock)
         if shared {
