@@ -218,7 +218,15 @@ final class ReadWhileDownloadingTests: HaulTestCase {
         XCTAssertEqual((try download(sequential))["sequential"] as? Bool, true)
         let starts = try originRequests().filter { ($0["method"] as? String) == "GET" }
             .compactMap { ($0["range"] as? String)?.dropFirst(6).split(separator: "-").first.flatMap { Int($0) } }
-        XCTAssertEqual(starts, starts.sorted(), "pieces asked for in order: \(starts)")
+        // In order from the start; two connections freed in one turn ask for the next two pieces together, and
+        // those two requests may reach the origin either way round (seen under ASan), so a piece may come before
+        // the one asked just before it, never before any asked earlier.
+        XCTAssertEqual(starts.first, 0, "\(starts)")
+        // The second connection begins at the next piece (spread over the file, it would begin halfway).
+        XCTAssertEqual(Set(starts.prefix(2)), Set(starts.sorted().prefix(2)), "\(starts)")
+        for index in starts.indices.dropFirst(2) {
+            XCTAssertGreaterThan(starts[index], starts[..<(index - 1)].max()!, "pieces asked for in order: \(starts)")
+        }
         XCTAssertGreaterThanOrEqual(starts.count, 4, "\(starts)")
 
         _ = try originClient.request("DELETE", "/_requests")
