@@ -28,7 +28,7 @@ final class DownloadRegistryTests: XCTestCase {
             let made = box(id, sequence, state, received: received)
             registry.insert(made, holding: made.machine.download)
         }
-        registry.sortOrder()
+        registry.finishLoading()
         XCTAssertEqual(registry.order.map(\.box.machine.download.id), ["a", "b", "c"])
         XCTAssertEqual(registry.stateCounts, [.queued: 1, .completed: 1, .paused: 1])
         XCTAssertEqual(registry.receivedTotal, 140)

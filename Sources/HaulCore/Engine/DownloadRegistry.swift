@@ -35,13 +35,11 @@ final class DownloadRegistry {
     private(set) var held: [String: Int64] = [:]
     /// The sequence number of the next download added here (one more than the highest inserted).
     private(set) var nextSequence: Int64 = 1
-    /// Every download's id by its first two characters (1,024 of them for Haul's ids): a page of `id_prefix`
-    /// (`haul rm 5sbz`) costs the few ids that share the prefix, not a walk of the list (0.34 s at a million).
-    private var byPrefix: [String: Set<String>] = [:]
-    /// Room each new entry of `byPrefix` is made with: at start-up, its share of the downloads to load (growing a
-    /// thousand sets by doubling was a quarter of indexing them).
-    private var prefixCapacity = 0
-    static let prefixLength = 2
+    /// Downloads loaded packed by state (the index of `PackedDownload.states`), counted into `stateCounts` once
+    /// all are loaded: a dictionary keyed by the state hashed its name for each.
+    private var loadedStates = PackedDownload.states.map { _ in 0 }
+    /// Every download's id by its first two characters.
+    private var byPrefix = IDPrefixIndex()
     /// Boxes inserted or read since the last packing, oldest first: a download just added is read again at once
     /// (its answer, its event, its write to the store), so it is packed only once `unpackedLimit` newer ones came
     /// after.
@@ -82,7 +80,7 @@ final class DownloadRegistry {
     func reserve(_ count: Int) {
         machines.reserveCapacity(count)
         order.reserveCapacity(count)
-        prefixCapacity = count / 1024
+        destinations.reserveCapacity(count)
     }
 
     /// Adds `box`, whose machine holds `download` (the caller's copy: reading it out of the box again would copy
@@ -91,11 +89,52 @@ final class DownloadRegistry {
     func insert(_ box: MachineBox, holding download: Download, loading: Bool = false) {
         machines[download.id] = box
         nextSequence = max(nextSequence, download.sequence + 1)
-        place(box, download)
+        place(box, download.sequence, download.id)
         index(download, was: nil)
         receivedTotal += download.receivedBytes
         hold(download, sign: 1)
         if loading { box.pack() } else { packLater(box) }
+    }
+
+    /// Adds a download loaded from the store packed (`StoredRowPacker`), indexed from its bytes as `insert` indexes
+    /// a download: nothing unpacked, no string made but its id (and its owner's); counted by state once
+    /// `finishLoading` is called. The start calls it only for one it has nothing else to do with
+    /// (`Engine.onlyIndexed`).
+    func insert(loaded packed: PackedDownload, settings: MachineSettings) {
+        let box = MachineBox(packed: packed, settings: settings)
+        packed.scan(texts: true) { scan, text in
+            func string(_ range: Range<Int>) -> String {
+                String(decoding: UnsafeBufferPointer(rebasing: text[range]), as: UTF8.self)
+            }
+            let id = string(scan.id)
+            machines[id] = box
+            nextSequence = max(nextSequence, scan.sequence + 1)
+            place(box, scan.sequence, id)
+            byPrefix.insert(id)
+            loadedStates[scan.stateIndex] += 1
+            receivedTotal += scan.receivedBytes
+            if let owner = scan.owner.map(string) {
+                owned[owner, default: []].insert(id)
+                // As `heldBytes` (a packed row has no size its client said: that is an extra).
+                let bytes =
+                    scan.state == .failed ? scan.receivedBytes : max(scan.totalBytes ?? 0, scan.receivedBytes)
+                held[owner, default: 0] += bytes
+            }
+            if scan.state == .queued {
+                runQueue.push(
+                    RunQueue.Entry(
+                        priority: Int(scan.priority), order: scan.queueRank ?? scan.sequence &* QueueOrder.step,
+                        sequence: scan.sequence, id: id))
+            }
+            if !scan.state.isFinished {
+                let url = UnsafeBufferPointer(rebasing: text[scan.url])
+                let directory = UnsafeBufferPointer(rebasing: text[scan.directory])
+                let name = scan.requestedFilename.map { UnsafeBufferPointer(rebasing: text[$0]) }
+                claimDestination(Self.hash(url, directory, name), for: id) {
+                    (string(scan.url), string(scan.directory), scan.requestedFilename.map(string))
+                }
+            }
+        }
     }
 
     /// Puts `box` in place of what is known of its download (another node changed it), or adds it.
@@ -107,7 +146,7 @@ final class DownloadRegistry {
             replaced.isRemoved = true
             departed += 1
         }
-        place(box, download)
+        place(box, download.sequence, download.id)
         index(download, was: before)
         receivedTotal += download.receivedBytes - (before?.receivedBytes ?? 0)
         hold(before, sign: -1)
@@ -176,8 +215,14 @@ final class DownloadRegistry {
         if let owner, heldDelta != 0 { held[owner, default: 0] += heldDelta }
     }
 
-    /// Sorts creation order once, after loading every download at start.
-    func sortOrder() { order.sort { $0.sequence < $1.sequence } }
+    /// Sorts creation order once, after loading every download at start, and counts the ones loaded packed.
+    func finishLoading() {
+        order.sort { $0.sequence < $1.sequence }
+        for (index, count) in loadedStates.enumerated() where count > 0 {
+            stateCounts[PackedDownload.states[index], default: 0] += count
+        }
+        loadedStates = loadedStates.map { _ in 0 }
+    }
 
     /// The unfinished download that fetches `url` into `directory` under `name`, if one does.
     func download(fetching url: String, into directory: String, as name: String?) -> String? {
@@ -186,11 +231,33 @@ final class DownloadRegistry {
     }
 
     private static func hash(_ url: String, _ directory: String, _ name: String?) -> Int {
-        var hasher = Hasher()
-        hasher.combine(url)
-        hasher.combine(directory)
-        hasher.combine(name)
-        return hasher.finalize()
+        var (url, directory, name) = (url, directory, name)
+        return url.withUTF8 { url in
+            directory.withUTF8 { directory in
+                guard name != nil else { return hash(url, directory, nil) }
+                return name!.withUTF8 { hash(url, directory, $0) }
+            }
+        }
+    }
+
+    /// The hash of a destination by its texts' bytes: the same whether they are read from a download or from its
+    /// packed bytes. FNV-1a, not the seeded `Hasher` (whose set-up was a third of it): a destination whose hash
+    /// another holds goes to `collided` by its whole text, so hashes made to collide cost a lookup each, not more.
+    private static func hash(
+        _ url: UnsafeBufferPointer<UInt8>, _ directory: UnsafeBufferPointer<UInt8>, _ name: UnsafeBufferPointer<UInt8>?
+    ) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func add(_ byte: UInt8) { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        // Each text ends with a byte no UTF-8 text holds ("ab" + "c" is not "a" + "bc"), nil with another.
+        func add(_ text: UnsafeBufferPointer<UInt8>?) {
+            guard let text else { return add(0xff) }
+            for byte in text { add(byte) }
+            add(0xfe)
+        }
+        add(url)
+        add(directory)
+        add(name)
+        return Int(truncatingIfNeeded: hash)
     }
 
     /// Whether download `id` fetches `url` into `directory` under `name`.
@@ -202,9 +269,7 @@ final class DownloadRegistry {
     /// The ids that start with `prefix`, found without a walk of every download; nil when `prefix` is shorter than
     /// the index's key (a walk it is, then).
     func ids(prefixed prefix: String) -> Set<String>? {
-        guard prefix.count >= Self.prefixLength else { return nil }
-        let matches = byPrefix[String(prefix.prefix(Self.prefixLength))] ?? []
-        return prefix.count == Self.prefixLength ? matches : matches.filter { $0.hasPrefix(prefix) }
+        byPrefix.ids(prefixed: prefix)
     }
 
     /// The position in `order` of the first download with a sequence above `sequence` (binary search).
@@ -220,18 +285,16 @@ final class DownloadRegistry {
     /// Puts `box` in creation order: new downloads take ever larger numbers (and come in that order at start-up),
     /// so most are appended without a search. Another node's may arrive after a later one of this node's, and one
     /// removed and back (another node's download read again), or read again in a new box, takes its old entry.
-    private func place(_ box: MachineBox, _ download: Download) {
-        guard let last = order.last, last.sequence >= download.sequence else {
-            return order.append((download.sequence, box))
+    private func place(_ box: MachineBox, _ sequence: Int64, _ id: String) {
+        guard let last = order.last, last.sequence >= sequence else {
+            return order.append((sequence, box))
         }
-        let position = firstIndex(after: download.sequence - 1)
-        if position < order.count, order[position].sequence == download.sequence,
-            order[position].box.download.id == download.id
-        {
+        let position = firstIndex(after: sequence - 1)
+        if position < order.count, order[position].sequence == sequence, order[position].box.id == id {
             if order[position].box.isRemoved { departed = max(0, departed - 1) }
             order[position].box = box
         } else {
-            order.insert((download.sequence, box), at: position)
+            order.insert((sequence, box), at: position)
         }
     }
 
@@ -239,12 +302,9 @@ final class DownloadRegistry {
     /// added or removed).
     private func index(_ now: Download?, was: Download?) {
         if was == nil, let now {
-            byPrefix[String(now.id.prefix(Self.prefixLength)), default: Set(minimumCapacity: prefixCapacity)]
-                .insert(now.id)
+            byPrefix.insert(now.id)
         } else if now == nil, let was {
-            let key = String(was.id.prefix(Self.prefixLength))
-            byPrefix[key]?.remove(was.id)
-            if byPrefix[key]?.isEmpty == true { byPrefix.removeValue(forKey: key) }
+            byPrefix.remove(was.id)
         }
         if was?.owner != now?.owner {
             if let owner = was?.owner, let id = was?.id {
@@ -274,18 +334,26 @@ final class DownloadRegistry {
                 runQueue.push(RunQueue.Entry(now))
             }
             if !now.state.isFinished {
-                let hash = Self.hash(now.url, now.directory, now.requestedFilename)
-                if let holder = destinations[hash] {
-                    // Another of the same destination keeps it; one of another destination with the same hash
-                    // leaves this one to `collided`.
-                    if holder != now.id, !leads(holder, to: now.url, now.directory, now.requestedFilename) {
-                        let key = Self.destination(now.url, now.directory, now.requestedFilename)
-                        if collided[key] == nil { collided[key] = now.id }
-                    }
-                } else {
-                    destinations[hash] = now.id
+                claimDestination(Self.hash(now.url, now.directory, now.requestedFilename), for: now.id) {
+                    (now.url, now.directory, now.requestedFilename)
                 }
             }
+        }
+    }
+
+    /// Notes `id` as the download that fetches to the destination of `hash`, unless another of the same
+    /// destination holds it; one of another destination with the same hash leaves this one to `collided`. `key`
+    /// tells the destination (made only when the hash is held).
+    private func claimDestination(_ hash: Int, for id: String, key: () -> (String, String, String?)) {
+        guard let holder = destinations[hash] else {
+            destinations[hash] = id
+            return
+        }
+        guard holder != id else { return }
+        let (url, directory, name) = key()
+        if !leads(holder, to: url, directory, name) {
+            let key = Self.destination(url, directory, name)
+            if collided[key] == nil { collided[key] = id }
         }
     }
 

@@ -93,7 +93,12 @@ public final class Engine {
         let observers = self.observers
         // The rows are read and decoded beside this thread while it builds each machine and indexes it; what the
         // start does with some of them is noted now, while each is at hand, instead of in walks of all afterwards.
-        try store.forEachOverlapped { download in
+        // Most come packed straight from their rows, and are indexed from their bytes.
+        try store.forEachStoredOverlapped { stored in
+            if case .packed(let packed) = stored, Self.onlyIndexed(packed) {
+                return registry.insert(loaded: packed, settings: settings.machine)
+            }
+            let download = stored.download
             let box = MachineBox(DownloadMachine(download: download, settings: settings.machine))
             var loaded = download
             if download.state.isActive && !shared {
@@ -109,7 +114,7 @@ public final class Engine {
         }
         // Written once the rows are read: no update while the table is being stepped through.
         for download in interrupted { try store.save(download) }
-        registry.sortOrder()
+        registry.finishLoading()
         for download in failed { releaseUnwritten(download) }
         pool.startTicking(every: config.progressInterval, clock: clock)
         if shared {
@@ -137,6 +142,18 @@ public final class Engine {
         for observer in observers { observer.engineStopping() }
         cluster?.leave()
         pool.close()
+    }
+
+    /// Whether the start has nothing to do with a download loaded packed but index it: none of what it finishes (an
+    /// interrupted, failed or seeding download) nor of what the observers note as loaded (`FileMover`'s moves left
+    /// unsettled, `HookRunner`'s hooks due). Any other is unpacked and loaded as a download.
+    private static func onlyIndexed(_ packed: PackedDownload) -> Bool {
+        if packed.hookPending { return false }
+        switch packed.state {
+        case .paused, .queued: return true
+        case .completed: return packed.moveSettled || !packed.hasCompletedDirectory
+        default: return false
+        }
     }
 
     /// A failed download keeps the bytes it received but not the blocks reserved for the rest; one that failed

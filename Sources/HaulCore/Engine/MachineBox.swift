@@ -26,6 +26,12 @@ final class MachineBox {
 
     init(_ machine: DownloadMachine) { live = machine }
 
+    /// A box for a download loaded packed: its machine rests, as every one loaded does.
+    init(packed: PackedDownload, settings: MachineSettings) {
+        live = DownloadMachine(download: Self.vacant, settings: settings)
+        self.packed = packed
+    }
+
     /// The machine; a packed one's download is unpacked for the read (each read: nothing is kept), and for good
     /// when changed (packed again after the change if the machine still rests).
     var machine: DownloadMachine {

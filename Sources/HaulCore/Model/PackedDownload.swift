@@ -6,13 +6,13 @@ import FoundationEssentials
 /// its URL's string of its own; a completed one about 250 instead of some 900 (its validators, type, final URL and
 /// ranges each a string or an array of their own). `MachineBox` holds a download so while its machine rests and
 /// unpacks it (`download`) when asked; the packing is lossless, so what is read is what was packed.
-struct PackedDownload {
+struct PackedDownload: Equatable {
     private let bytes: [UInt8]
     private let extras: ExtrasBox
 
     /// Byte 0 is the state's index in `DownloadState.allCases`: read without unpacking the rest.
-    private static let states = DownloadState.allCases
-    private static let kinds = DownloadKind.allCases
+    static let states = DownloadState.allCases
+    static let kinds = DownloadKind.allCases
     private static let mirrorStates: [Mirror.State] = [.pending, .active, .dropped]
 
     init(_ download: Download) {
@@ -87,8 +87,31 @@ struct PackedDownload {
         extras = f.extras
     }
 
+    /// Bytes a writer of this layout assembled (`StoredRowPacker`), with no extras.
+    init(assembled: [UInt8]) {
+        bytes = assembled
+        extras = ExtrasBox()
+    }
+
     /// The state, read from the first byte.
     var state: DownloadState { Self.states[Int(bytes[0])] }
+
+    /// Flags read from the third byte.
+    var hookPending: Bool { bytes[2] & 64 != 0 }
+    var moveSettled: Bool { bytes[2] & 32 != 0 }
+
+    /// Whether a completed directory is set, read past the texts before it.
+    var hasCompletedDirectory: Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            var r = PackReader(buffer)
+            r.at = 3
+            r.passNumbers()
+            // id, url, requested name, name, category, owner, directory, the final URL unless it is the URL, tags,
+            // validators, type, node and owner's name.
+            for _ in 0..<(buffer[2] & 0x80 != 0 ? 13 : 14) { _ = r.range() }
+            return r.range() != nil
+        }
+    }
 
     /// The id, read from the bytes after the numbers.
     var id: String {
@@ -184,9 +207,12 @@ struct PackedDownload {
     /// as ranges of `text`.
     struct Scan {
         var state: DownloadState
+        /// The state's index in `states`.
+        var stateIndex: Int
         var kind: DownloadKind
         var id = 0..<0, url = 0..<0
         var requestedFilename: Range<Int>?, filename: Range<Int>?, category: Range<Int>?, owner: Range<Int>?
+        var directory = 0..<0
         var sequence: Int64 = 0, priority: Int64 = 0
         var totalBytes: Int64?, queueRank: Int64?
         var receivedBytes: Int64 = 0
@@ -196,7 +222,8 @@ struct PackedDownload {
     func scan<Result>(texts: Bool, _ body: (Scan, UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         bytes.withUnsafeBufferPointer { buffer in
             var r = PackReader(buffer)
-            var scan = Scan(state: Self.states[Int(r.byte())], kind: Self.kinds[Int(r.byte())])
+            let state = Int(r.byte())
+            var scan = Scan(state: Self.states[state], stateIndex: state, kind: Self.kinds[Int(r.byte())])
             r.at += 1  // the flags
             scan.sequence = r.int()
             scan.priority = r.int()
@@ -214,6 +241,7 @@ struct PackedDownload {
                 scan.filename = r.range()
                 scan.category = r.range()
                 scan.owner = r.range()
+                scan.directory = r.range()!
             }
             return body(scan, buffer)
         }
@@ -259,7 +287,7 @@ struct PackedDownload {
 }
 
 /// Appends a packed download's values.
-private struct PackWriter {
+struct PackWriter {
     var bytes: [UInt8] = []
 
     mutating func byte(_ value: UInt8) { bytes.append(value) }

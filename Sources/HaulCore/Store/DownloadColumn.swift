@@ -101,8 +101,8 @@ struct DownloadColumn: Sendable {
         DownloadColumn(name: "fence", write: nil) { d, v in d.fence = v.int ?? 0 },
     ]
 
-    /// A download from a row selected with `all`'s names, in that order.
-    static func decode(_ row: some RandomAccessCollection<SQLValue>) throws -> Download {
+    /// A download's fields from a row selected with `all`'s names, in that order.
+    static func decode(_ row: some RandomAccessCollection<SQLValue>) throws -> DownloadFields {
         guard row.count == all.count else { throw DatabaseError("malformed download row") }
         var download = DownloadFields(
             id: "", sequence: 0, url: "", headers: [], requestedFilename: nil, directory: "",
@@ -120,7 +120,7 @@ struct DownloadColumn: Sendable {
         // Most downloads were not redirected, and most files kept the name asked for: each pair shares one string.
         if download.finalURL == download.url { download.finalURL = download.url }
         if download.filename == download.requestedFilename { download.filename = download.requestedFilename }
-        return Download(fields: download)
+        return download
     }
 
     private static func date(_ value: SQLValue) -> Date? { value.double.map(Date.init(timeIntervalSince1970:)) }

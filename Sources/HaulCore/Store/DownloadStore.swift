@@ -294,7 +294,7 @@ public final class DownloadStore {
     /// comes with its segments from one join in the same order (a row per segment), so no table of journals by id
     /// is built on the side.
     public func forEach(_ body: (Download) throws -> Void) throws {
-        try forEach(id: nil, body)
+        try read(id: nil, packing: false) { try body($0.download) }
     }
 
     /// As `forEach`, with the rows stepped and decoded on a thread of their own while `body` runs on the caller's:
@@ -302,65 +302,34 @@ public final class DownloadStore {
     /// else until this returns: SQLite's one connection (held exclusively) is that thread's meanwhile. PostgreSQL's
     /// rows come in turn on the caller's thread, as `forEach` hands them.
     public func forEachOverlapped(_ body: (Download) throws -> Void) throws {
-        guard db.dialect == .sqlite else { return try forEach(body) }
-        try Overlap.run(produce: { [self] yield in try forEach(id: nil, yield) }, consume: body)
+        try forEachStoredOverlapped { try body($0.download) }
+    }
+
+    /// As `forEachOverlapped`, a download of the usual shape packed straight from its row (`StoredRowPacker`).
+    func forEachStoredOverlapped(_ body: (StoredDownload) throws -> Void) throws {
+        guard db.dialect == .sqlite else { return try read(id: nil, packing: true, body) }
+        try Overlap.run(produce: { [self] yield in try read(id: nil, packing: true, yield) }, consume: body)
     }
 
     /// The download `id` as stored now (another node may have changed it), or nil when there is none.
     public func load(id: String) throws -> Download? {
         var found: Download?
-        try forEach(id: id) { found = $0 }
+        try read(id: id, packing: false) { found = $0.download }
         return found
     }
 
-    private func forEach(id: String?, _ body: (Download) throws -> Void) throws {
-        let width = DownloadColumn.all.count
+    /// The downloads (or the one `id`) in creation order, each with its segments from one join (`StoredRowReader`).
+    private func read(id: String?, packing: Bool, _ body: (StoredDownload) throws -> Void) throws {
         let columns = DownloadColumn.all.map { "d.\($0.name)" }.joined(separator: ", ")
         let sql =
             "SELECT \(columns), s.start, s.\"end\", s.received FROM downloads d "
             + "LEFT JOIN segments s ON s.download_id = d.id " + (id == nil ? "" : "WHERE d.id = ? ")
             + "ORDER BY d.seq, s.idx"
-        // A few content types cover most files: one string each, shared by every download of that type.
-        var contentTypes: [String: String] = [:]
-        var current: (download: Download, received: Int64)?
-        func finish() throws {
-            // Moved out, not copied: a copy retains every string and array of the download once more.
-            guard let taken = current.take() else { return }
-            var download = taken.download
-            if download.journal.isEmpty { download.journal = Self.legacyJournal(download, received: taken.received) }
-            download.segments = download.journal
-            try body(download)
+        var reader = StoredRowReader(packing: packing)
+        try db.forEachRawRow(sql, id.map { [.text($0)] } ?? []) { row in
+            if let download = try reader.read(row) { try body(download) }
         }
-        // The segment's columns follow the download's: `width`, `width + 1` and `width + 2`.
-        try db.forEachRow(sql, id.map { [.text($0)] } ?? []) { row in
-            let values = row.values
-            guard case .text(let rowID) = values[DownloadColumn.idPosition] else {
-                throw DatabaseError("malformed download row: no id")
-            }
-            if current?.download.id != rowID {
-                try finish()
-                var download = try DownloadColumn.decode(values.prefix(width))
-                if let type = download.contentType {
-                    if let shared = contentTypes[type] {
-                        download.contentType = shared
-                    } else if contentTypes.count < 256 {
-                        contentTypes[type] = type
-                    }
-                }
-                current = (download, values[DownloadColumn.receivedPosition].int ?? 0)
-            }
-            if let start = values[width].int, let receivedBytes = values[width + 2].int {
-                current?.download.journal.append(
-                    Segment(start: start, end: values[width + 1].int, received: receivedBytes))
-            }
-        }
-        try finish()
-    }
-
-    /// A database from before segments recorded only a byte count: one segment from the start.
-    private static func legacyJournal(_ d: Download, received: Int64) -> [Segment] {
-        guard received > 0 else { return [] }
-        return [Segment(start: 0, end: d.totalBytes.map { $0 - 1 }, received: received)]
+        if let download = reader.finish() { try body(download) }
     }
 
     static func encode(_ headers: [HeaderField]) -> String {
@@ -368,6 +337,8 @@ public final class DownloadStore {
     }
 
     static func decodeHeaders(_ text: String) -> [HeaderField] {
+        // What most downloads store: no parse for it (a million rows read at start-up).
+        if text == "[]" { return [] }
         guard case .array(let items)? = try? JSONValue.parse(text) else { return [] }
         return items.compactMap { item in
             guard case .array(let pair) = item, pair.count == 2, let name = pair[0].stringValue,

@@ -61,6 +61,22 @@ public final class SQLiteDatabase: SQLDatabase {
 
     /// Hands each row of `sql` to `body` as it is stepped: a large table is never all in memory at once.
     public func forEachRow(_ sql: String, _ parameters: [SQLValue], _ body: (SQLRow) throws -> Void) throws {
+        var row: [SQLValue] = []
+        try step(sql, parameters) { raw, columns in
+            row.removeAll(keepingCapacity: true)
+            row.reserveCapacity(columns.names.count)
+            for column in columns.names.indices { row.append(raw.value(column)) }
+            try body(SQLRow(values: row, columns: columns))
+        }
+    }
+
+    /// As `forEachRow`, each row read in place from the statement.
+    func forEachStatementRow(_ sql: String, _ parameters: [SQLValue], _ body: (SQLRawRow) throws -> Void) throws {
+        try step(sql, parameters) { row, _ in try body(row) }
+    }
+
+    /// Prepares `sql` (once), binds `parameters` and calls `body` on each row it steps to.
+    private func step(_ sql: String, _ parameters: [SQLValue], _ body: (SQLRawRow, SQLColumns) throws -> Void) throws {
         let (statement, columns) = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -75,23 +91,15 @@ public final class SQLiteDatabase: SQLDatabase {
             case .text(let v): try check(sqlite3_bind_text(statement, position, v, -1, haul_sqlite_transient()))
             }
         }
-        let count = sqlite3_column_count(statement)
-        var row: [SQLValue] = []
-        row.reserveCapacity(Int(count))
+        let count = Int(sqlite3_column_count(statement))
+        let types = UnsafeMutableBufferPointer<Int32>.allocate(capacity: count)
+        defer { types.deallocate() }
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { break }
             try check(rc, SQLITE_ROW)
-            row.removeAll(keepingCapacity: true)
-            for column in 0..<count {
-                switch sqlite3_column_type(statement, column) {
-                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
-                case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(statement, column)))
-                case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
-                default: row.append(.null)
-                }
-            }
-            try body(SQLRow(values: row, columns: columns))
+            for column in 0..<count { types[column] = sqlite3_column_type(statement, Int32(column)) }
+            try body(SQLRawRow(statement: statement, types: UnsafeBufferPointer(types)), columns)
         }
     }
 
