@@ -88,8 +88,8 @@ final class StoredRowPackerTests: XCTestCase {
             ),
             // An unknown state reads as failed either way.
             (download(5) { d in d.state = .failed }, true),
-            (download(6) { d in d.url = "http://127.0.0.1:9/パス/é.bin" }, false),
-            (download(7) { d in d.filename = "naïve.bin" }, false),
+            (download(6) { d in d.url = "http://127.0.0.1:9/パス/é.bin" }, true),
+            (download(7) { d in d.filename = "naïve.bin" }, true),
             (download(8) { d in d.headers = [HeaderField(name: "Authorization", value: "Bearer x")] }, false),
             (download(9) { d in d.mirrors = [Mirror(url: "http://mirror.test/a")] }, false),
             (download(10) { d in d.error = DownloadError(.http(404), "not found") }, false),
@@ -143,7 +143,8 @@ final class StoredRowPackerTests: XCTestCase {
     }
 
     /// A database from before segments kept only a byte count: the packed journal is made from it as the whole
-    /// read makes it; a state this Haul does not know reads as failed.
+    /// read makes it; a state this Haul does not know reads as failed. A text that is not UTF-8 is read whole (and
+    /// repaired); one with a NUL stops at it either way.
     func testAByteCountWithoutSegmentsAndAnUnknownStatePackAsTheyReadWhole() throws {
         let path = directory + "/haul.sqlite"
         do {
@@ -151,21 +152,34 @@ final class StoredRowPackerTests: XCTestCase {
             let store = try DownloadStore(path: path)
             try store.save(download(1) { d in d.totalBytes = 1000 })
             try store.save(download(2))
+            try store.save(download(3))
+            try store.save(download(4))
         }
         let raw = try SQLiteDatabase(path: path)
         try raw.execute("DELETE FROM segments")
         try raw.execute("UPDATE downloads SET received_bytes = 300 WHERE id = 'r1'")
         try raw.execute("UPDATE downloads SET state = 'sleeping' WHERE id = 'r2'")
+        try raw.execute("UPDATE downloads SET filename = CAST(X'6E61C3' AS TEXT) WHERE id = 'r3'")
+        try raw.execute("UPDATE downloads SET filename = CAST(X'6E6100C3A9' AS TEXT) WHERE id = 'r4'")
         raw.close()
         let store = try DownloadStore(path: path)
         let whole = try store.loadAll()
         XCTAssertEqual(whole[0].journal, [Segment(start: 0, end: 999, received: 300)])
         XCTAssertEqual(whole[1].state, .failed)
+        XCTAssertEqual(whole[2].filename, "na\u{FFFD}")
+        XCTAssertEqual(whole[3].filename, "na")
         var stored: [StoredDownload] = []
         try store.forEachStoredOverlapped { stored.append($0) }
+        XCTAssertEqual(stored.count, 4)
         for (index, item) in stored.enumerated() {
-            guard case .packed(let packed) = item else { return XCTFail("r\(index + 1) was read whole") }
-            XCTAssertEqual(packed, PackedDownload(whole[index]))
+            switch item {
+            case .packed(let packed):
+                XCTAssertNotEqual(index, 2, "a text that is not UTF-8 was packed")
+                XCTAssertEqual(packed, PackedDownload(whole[index]))
+            case .whole(let download):
+                XCTAssertEqual(index, 2, "r\(index + 1) was read whole")
+                XCTAssertEqual(download, whole[index])
+            }
         }
     }
 }

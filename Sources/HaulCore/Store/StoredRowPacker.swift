@@ -3,7 +3,7 @@ import HaulLoop
 
 /// Packs a stored download's row straight into `PackedDownload`'s bytes, read in place: no `String` for each text,
 /// no fields built to be packed and thrown away (a million rows at start-up). Only rows of the usual shape are
-/// packed so: every text ASCII, no header, mirror or seldom-set field (those are `DownloadExtras`, kept by
+/// packed so: every text valid UTF-8 (read whole, a text that is not is repaired), no header, mirror or seldom-set field (those are `DownloadExtras`, kept by
 /// reference); any other row is read whole (`DownloadColumn.decode`), as is one whose column this reader does not
 /// know holds a value, so a column added later is never passed over. The bytes are the ones `PackedDownload` packs
 /// of the download read whole (`StoredRowPackerTests`).
@@ -96,19 +96,26 @@ struct StoredRowPacker {
         return PackedDownload(assembled: bytes)
     }
 
-    /// Writes the column's text (nil as nil, or as "" when `orEmpty`); false when it is not ASCII. (No NUL is
-    /// among its bytes: SQLite's text is read up to the first, PostgreSQL's holds none.)
+    /// Writes the column's text (nil as nil, or as "" when `orEmpty`); false when it is not valid UTF-8, which a
+    /// `String` would hold repaired. (No NUL is among its bytes: SQLite's text is read up to the first, PostgreSQL's
+    /// holds none.)
     private mutating func text(_ row: SQLRawRow, _ column: Int, orEmpty: Bool = false) -> Bool {
         row.withText(column) { text in
             guard let text else {
                 middle.string(orEmpty ? "" : nil)
                 return true
             }
-            guard Self.isASCII(text) else { return false }
+            guard Self.isASCII(text) || Self.isUTF8(text) else { return false }
             middle.unsigned(UInt64(text.count) + 1)
             middle.bytes.append(contentsOf: text)
             return true
         }
+    }
+
+    /// Whether the bytes are valid UTF-8: what a `String` made of them holds unchanged.
+    private static func isUTF8(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        var string = String(decoding: text, as: UTF8.self)
+        return string.withUTF8 { $0.elementsEqual(text) }
     }
 
     /// Whether no byte has its high bit set, eight bytes at a time.
