@@ -121,7 +121,8 @@ final class StoredRowPackerTests: XCTestCase {
             for (index, item) in stored.enumerated() {
                 let (download, packs) = cases[index]
                 switch item {
-                case .packed(let packed):
+                case .packed(let row):
+                    let packed = row.packed
                     XCTAssertTrue(packs, "\(name): \(download.id) should have been read whole")
                     XCTAssertEqual(packed, PackedDownload(whole[index]), "\(name): \(download.id)")
                     XCTAssertEqual(packed.download, whole[index], "\(name): \(download.id)")
@@ -173,7 +174,8 @@ final class StoredRowPackerTests: XCTestCase {
         XCTAssertEqual(stored.count, 4)
         for (index, item) in stored.enumerated() {
             switch item {
-            case .packed(let packed):
+            case .packed(let row):
+                let packed = row.packed
                 XCTAssertNotEqual(index, 2, "a text that is not UTF-8 was packed")
                 XCTAssertEqual(packed, PackedDownload(whole[index]))
             case .whole(let download):

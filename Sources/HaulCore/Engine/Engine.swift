@@ -95,10 +95,15 @@ public final class Engine {
         // start does with some of them is noted now, while each is at hand, instead of in walks of all afterwards.
         // Most come packed straight from their rows, and are indexed from their bytes.
         try store.forEachStoredOverlapped { stored in
-            if case .packed(let packed) = stored, Self.onlyIndexed(packed) {
-                return registry.insert(loaded: packed, settings: settings.machine)
+            let download: Download
+            switch stored {
+            case .packed(let row):
+                let packed = row.packed
+                if Self.onlyIndexed(packed) { return registry.insert(loaded: packed, settings: settings.machine) }
+                download = packed.download
+            case .whole(let whole):
+                download = whole
             }
-            let download = stored.download
             let box = MachineBox(DownloadMachine(download: download, settings: settings.machine))
             var loaded = download
             if download.state.isActive && !shared {

@@ -15,6 +15,8 @@ struct StoredRowPacker {
     /// The journal's byte count, for a database from before segments (`DownloadStore.legacyJournal`).
     private var received: Int64 = 0
     private var totalBytes: Int64?
+    /// Where the packed bytes are written.
+    private var chunk = PackedChunk(capacity: PackedChunk.size)
     /// The columns' positions, found once for the reading: a static's each read (its once token) was 3% of it.
     private let c = Columns()
 
@@ -78,22 +80,32 @@ struct StoredRowPacker {
         return true
     }
 
-    /// The download packed, once every row of its journal was read.
-    mutating func finish() -> PackedDownload {
+    /// The download packed, once every row of its journal was read: its bytes in `chunk`.
+    mutating func finish() -> PackedRow {
         if journal.isEmpty, received > 0 {
             journal = [Segment(start: 0, end: totalBytes.map { $0 - 1 }, received: received)]
         }
         var segments = PackWriter()
         segments.segments(journal)
-        // Exactly its size: head, segments, texts and the rest, the journal (the same segments), no mirrors.
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(head.bytes.count + 2 * segments.bytes.count + middle.bytes.count + 1)
-        bytes.append(contentsOf: head.bytes)
-        bytes.append(contentsOf: segments.bytes)
-        bytes.append(contentsOf: middle.bytes)
-        bytes.append(contentsOf: segments.bytes)
-        bytes.append(0)
-        return PackedDownload(assembled: bytes)
+        // Head, segments, texts and the rest, the journal (the same segments), no mirrors.
+        let count = head.bytes.count + 2 * segments.bytes.count + middle.bytes.count + 1
+        if chunk.used + count > chunk.capacity { chunk = PackedChunk(capacity: max(PackedChunk.size, count)) }
+        let offset = chunk.used
+        var at = chunk.start + offset
+        func put(_ bytes: [UInt8]) {
+            bytes.withUnsafeBufferPointer { bytes in
+                guard let base = bytes.baseAddress else { return }
+                at.initialize(from: base, count: bytes.count)
+            }
+            at += bytes.count
+        }
+        put(head.bytes)
+        put(segments.bytes)
+        put(middle.bytes)
+        put(segments.bytes)
+        at.initialize(to: 0)
+        chunk.used = offset + count
+        return PackedRow(chunk: chunk, offset: offset, count: count)
     }
 
     /// Writes the column's text (nil as nil, or as "" when `orEmpty`); false when it is not valid UTF-8, which a
@@ -189,13 +201,44 @@ struct StoredRowPacker {
 
 /// A stored download as the store reads it at start-up: packed straight from its row, or read whole.
 enum StoredDownload {
-    case packed(PackedDownload)
+    case packed(PackedRow)
     case whole(Download)
 
     var download: Download {
         switch self {
-        case .packed(let packed): packed.download
+        case .packed(let row): row.packed.download
         case .whole(let download): download
         }
     }
+}
+
+/// A download packed by the reading thread, in a chunk it shares with the downloads packed before and after it.
+struct PackedRow {
+    let chunk: PackedChunk
+    let offset: Int
+    let count: Int
+
+    /// The download packed, its bytes copied into an array of their own where this is called: on the engine's
+    /// thread, beside the download's box (bytes allocated on the reading thread lay apart from their boxes, and a
+    /// walk of the list reading both, a sorted page of a million, took 0.60-0.65 s instead of 0.45-0.47).
+    var packed: PackedDownload {
+        PackedDownload(assembled: Array(UnsafeBufferPointer(start: chunk.start + offset, count: count)))
+    }
+}
+
+/// Memory the reading thread writes packed downloads into, one after another: one allocation for many, instead of
+/// one each on that thread. The reader writes only past what it handed on (`used` is its alone), and the hand-over
+/// orders its writes before the reads of them; the chunk is freed with the last row that refers to it.
+final class PackedChunk: @unchecked Sendable {
+    static let size = 1 << 16
+    let start: UnsafeMutablePointer<UInt8>
+    let capacity: Int
+    var used = 0
+
+    init(capacity: Int) {
+        start = .allocate(capacity: capacity)
+        self.capacity = capacity
+    }
+
+    deinit { start.deallocate() }
 }
