@@ -100,6 +100,11 @@ final class PackedDownloadTests: XCTestCase {
         XCTAssertEqual(box.state, .failed)
         XCTAssertEqual(box.snapshot(clock: ManualClock()).download, download)
         XCTAssertTrue(box.isPacked, "reads unpack nothing for good")
+        // The file's name, as an adopted part file is checked against every download's.
+        XCTAssertTrue(box.names("file name (1).bin", in: "tv/shows"))
+        XCTAssertFalse(box.names("file name (1).bin", in: "tv"))
+        XCTAssertFalse(box.names("file name.bin", in: "tv/shows"))
+        XCTAssertFalse(MachineBox(DownloadMachine(download: plain(), settings: MachineSettings())).names("", in: ""))
 
         // A change of its download alone: the machine still rests, so it is packed again, with the change.
         box.machine.download.tags = "c"
@@ -111,6 +116,8 @@ final class PackedDownloadTests: XCTestCase {
         box.machine.restarts = 1
         XCTAssertFalse(box.isPacked)
         XCTAssertEqual(box.download.tags, "c")
+        XCTAssertTrue(box.names("file name (1).bin", in: "tv/shows"))
+        XCTAssertFalse(box.names("file name (1).bin", in: ""))
         box.pack()
         XCTAssertFalse(box.isPacked)
 

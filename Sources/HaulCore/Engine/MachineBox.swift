@@ -63,6 +63,12 @@ final class MachineBox {
 
     var isPacked: Bool { packed != nil }
 
+    /// Whether the download's file is `name` in `directory`, read from the packed bytes if packed.
+    func names(_ name: String, in directory: String) -> Bool {
+        if let packed { return packed.names(name, in: directory) }
+        return live.download.filename == name && live.download.directory == directory
+    }
+
     /// Whether `filter` matches the download, read from the packed bytes where they tell.
     func matches(_ filter: DownloadFilter) -> Bool {
         if let packed, let answer = packed.matches(filter) { return answer }

@@ -247,6 +247,17 @@ struct PackedDownload: Equatable {
         }
     }
 
+    /// Whether the download's file is `name` in `directory`, told from its bytes (by their bytes: two names a
+    /// file system tells apart are two names).
+    func names(_ name: String, in directory: String) -> Bool {
+        scan(texts: true) { scan, text in
+            guard let filename = scan.filename else { return false }
+            var (name, directory) = (name, directory)
+            return name.withUTF8 { $0.elementsEqual(text[filename]) }
+                && directory.withUTF8 { $0.elementsEqual(text[scan.directory]) }
+        }
+    }
+
     /// Whether `filter` matches the download, told from its bytes; nil where only the download unpacked can tell
     /// (a torrent named by its metadata, a URL with credentials to hide, text beyond ASCII).
     func matches(_ filter: DownloadFilter) -> Bool? {
