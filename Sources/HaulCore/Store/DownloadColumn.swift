@@ -38,7 +38,8 @@ struct DownloadColumn: Sendable {
         },
         DownloadColumn(name: "final_url", write: { text($0.finalURL) }) { d, v in d.finalURL = v.string },
         DownloadColumn(name: "total_bytes", write: { integer($0.totalBytes) }) { d, v in d.totalBytes = v.int },
-        // What the journal vouches for; read back through the segments (or, from before them, `legacyJournal`).
+        // What the journal vouches for; read back through the segments (or, from before them, as one segment:
+        // `StoredRowReader.finish`).
         DownloadColumn(name: "received_bytes", write: { .integer($0.durableBytes) }) { _, _ in },
         DownloadColumn(name: "accepts_ranges", write: { .integer($0.acceptsRanges ? 1 : 0) }) { d, v in
             d.acceptsRanges = (v.int ?? 0) != 0

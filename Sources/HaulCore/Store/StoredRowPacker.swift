@@ -3,16 +3,16 @@ import HaulLoop
 
 /// Packs a stored download's row straight into `PackedDownload`'s bytes, read in place: no `String` for each text,
 /// no fields built to be packed and thrown away (a million rows at start-up). Only rows of the usual shape are
-/// packed so: every text valid UTF-8 (read whole, a text that is not is repaired), no header, mirror or seldom-set field (those are `DownloadExtras`, kept by
-/// reference); any other row is read whole (`DownloadColumn.decode`), as is one whose column this reader does not
-/// know holds a value, so a column added later is never passed over. The bytes are the ones `PackedDownload` packs
-/// of the download read whole (`StoredRowPackerTests`).
+/// packed so: every text valid UTF-8 (read whole, one that is not is repaired), no header, mirror or seldom-set
+/// field (those are `DownloadExtras`, kept by reference); any other row is read whole (`DownloadColumn.decode`), as
+/// is one whose column this reader does not know holds a value, so a column added later is never passed over. The
+/// bytes are the ones `PackedDownload` packs of the download read whole (`StoredRowPackerTests`).
 struct StoredRowPacker {
     private var head = PackWriter()
     private var middle = PackWriter()
     /// The segments of the download being read, from the rows of the join.
     var journal: [Segment] = []
-    /// The journal's byte count, for a database from before segments (`DownloadStore.legacyJournal`).
+    /// The journal's byte count, for a database from before segments (as `StoredRowReader.finish` reads it whole).
     private var received: Int64 = 0
     private var totalBytes: Int64?
     /// Where the packed bytes are written.
