@@ -56,7 +56,7 @@ public final class EventLoop {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         }
         wakeFDs = (fds[0], fds[1])
-        inbox.wakeFD = fds[1]
+        inbox.wake(through: fds[1])
         let me = Unmanaged.passUnretained(self).toOpaque()
         wakeEvent = event_new(
             base, fds[0], haul_ev_read() | haul_ev_persist(),
@@ -71,6 +71,7 @@ public final class EventLoop {
 
     deinit {
         signalEvents.removeAll()
+        inbox.close()
         if let wakeEvent { event_free(wakeEvent) }
         close(wakeFDs.read)
         close(wakeFDs.write)
@@ -150,13 +151,28 @@ private final class SignalWatch {
 final class Inbox: @unchecked Sendable {
     private let lock = Lock()
     private var items: [@Sendable () -> Void] = []
-    /// The pipe end whose readiness wakes the loop; set once before the loop runs.
-    var wakeFD: Int32 = -1
+    /// The pipe end whose readiness wakes the loop; set once before the loop runs, -1 once the loop is gone.
+    private var wakeFD: Int32 = -1
+
+    init() {}
+
+    /// Sets the pipe end that wakes the loop (before it runs).
+    func wake(through fd: Int32) { lock.withLock { wakeFD = fd } }
+
+    /// The loop is gone: nothing more wakes it. A worker finishing after it (a test's loop torn down while its
+    /// fsync ran) then writes to no pipe: not to one whose reading end is closed (SIGPIPE, which killed a test
+    /// process), nor to a descriptor the process has since opened again for something else.
+    func close() { lock.withLock { wakeFD = -1 } }
 
     func append(_ work: @escaping @Sendable () -> Void) {
-        lock.withLock { items.append(work) }
-        var byte: UInt8 = 1
-        _ = write(wakeFD, &byte, 1)
+        // The write under the lock: `close` cannot come between the check and the write. The pipe does not block
+        // (a full pipe is awake already).
+        lock.withLock {
+            items.append(work)
+            guard wakeFD >= 0 else { return }
+            var byte: UInt8 = 1
+            _ = write(wakeFD, &byte, 1)
+        }
     }
 
     func takeAll() -> [@Sendable () -> Void] {

@@ -1,0 +1,47 @@
+import Foundation
+import Glibc
+import XCTest
+
+@testable import HaulLoop
+
+/// A loop freed while one of its workers still runs a job (a test's loop torn down while its fsync runs): the
+/// worker's completion must wake nothing, or its byte goes to the loop's pipe with its reading end closed (SIGPIPE,
+/// which killed a test run) or to whatever the process has opened since under the pipe's number. The loop closes
+/// its inbox before its pipe; a closed inbox still queues, and writes to no descriptor.
+final class EventLoopTests: XCTestCase {
+    func testAnInboxWakesItsLoopUntilClosedAndNothingAfter() throws {
+        var fds: [Int32] = [-1, -1]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer {
+            close(fds[0])
+            close(fds[1])
+        }
+        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
+        let inbox = Inbox()
+        inbox.wake(through: fds[1])
+        var byte: UInt8 = 0
+        inbox.append {}
+        XCTAssertEqual(read(fds[0], &byte, 1), 1, "an open inbox wakes its loop")
+        inbox.close()
+        inbox.append {}
+        XCTAssertEqual(read(fds[0], &byte, 1), -1, "a closed inbox wrote to its old pipe")
+        XCTAssertEqual(inbox.takeAll().count, 2)
+    }
+
+    func testALoopFreedWhileItsWorkerRunsLeavesTheProcessStanding() throws {
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        var loop: EventLoop? = try EventLoop()
+        loop?.offload(
+            {
+                started.signal()
+                release.wait()
+            }, then: { _ in })
+        started.wait()
+        loop = nil
+        release.signal()
+        // The worker queues its completion as soon as its job returns; the process is still here after it.
+        usleep(100_000)
+        XCTAssertNil(loop)
+    }
+}
