@@ -112,34 +112,52 @@ final class PackedDownloadTests: XCTestCase {
         XCTAssertEqual(box.download.tags, "c")
         XCTAssertEqual(box.download.error, download.error)
 
-        // A change of its run: it stays unpacked from then on.
+        // A change of its run while idle: packed again, with its run beside it.
         box.machine.restarts = 1
-        XCTAssertFalse(box.isPacked)
+        XCTAssertTrue(box.isPacked)
         XCTAssertEqual(box.download.tags, "c")
+        XCTAssertEqual(box.machine.restarts, 1)
         XCTAssertTrue(box.names("file name (1).bin", in: "tv/shows"))
         XCTAssertFalse(box.names("file name (1).bin", in: ""))
+
+        // Once it runs, it stays unpacked.
+        box.machine.phase = .transferring
+        XCTAssertFalse(box.isPacked)
         box.pack()
         XCTAssertFalse(box.isPacked)
+        XCTAssertFalse(box.settleRun(clock: ManualClock()))
 
-        // A completed download whose runner is gone: its run is dropped and it is packed again; one paused after
-        // running keeps its run (it may go on), and so does one whose file is being read.
+        // A completed download whose runner is gone: its run is dropped and it is packed again; a failed or paused
+        // one keeps its run (its last error, what may go on) and is packed beside it; the time of the last write
+        // goes into `updatedAt` (as a snapshot showed it).
         var completed = plain(state: .completed)
         completed.totalBytes = 9
         completed.segments = [Segment(start: 0, end: 8, received: 9)]
         let finished = MachineBox(DownloadMachine(download: completed, settings: MachineSettings()))
         finished.machine.restarts = 1
         finished.lastWriteAt = 3
-        XCTAssertFalse(finished.isPacked)
-        XCTAssertTrue(finished.dropCompletedRun())
+        finished.pack()
+        XCTAssertFalse(finished.isPacked, "a write's time is pending")
+        let clock = ManualClock()
+        completed.updatedAt = finished.snapshot(clock: clock).download.updatedAt
+        XCTAssertTrue(finished.settleRun(clock: clock))
         finished.pack()
         XCTAssertTrue(finished.isPacked)
         XCTAssertEqual(finished.download, completed)
         XCTAssertEqual(finished.machine.restarts, 0)
-        let paused = MachineBox(DownloadMachine(download: plain(), settings: MachineSettings()))
-        paused.machine.restarts = 1
-        XCTAssertFalse(paused.dropCompletedRun())
-        paused.pack()
-        XCTAssertFalse(paused.isPacked)
+        for state in [DownloadState.failed, .paused] {
+            let clock = ManualClock()
+            let ran = MachineBox(DownloadMachine(download: plain(state: state), settings: MachineSettings()))
+            ran.machine.restarts = 2
+            ran.lastWriteAt = clock.now + 5
+            let shown = ran.snapshot(clock: clock).download.updatedAt
+            XCTAssertTrue(ran.settleRun(clock: clock))
+            ran.pack()
+            XCTAssertTrue(ran.isPacked, "\(state)")
+            XCTAssertEqual(ran.machine.restarts, 2, "\(state)")
+            XCTAssertEqual(ran.download.updatedAt, shown, "\(state)")
+            XCTAssertEqual(ran.snapshot(clock: clock).download.updatedAt, shown, "\(state)")
+        }
 
         // A download whose file is being read as it arrives is not packed.
         let read = MachineBox(DownloadMachine(download: plain(), settings: MachineSettings()))
@@ -193,7 +211,7 @@ final class PackedDownloadTests: XCTestCase {
         // Once twice the limit came, the older half was packed; a running one among them is left as it is.
         XCTAssertTrue(boxes[..<limit].allSatisfy(\.isPacked))
         XCTAssertFalse(boxes[limit...].contains(where: \.isPacked))
-        boxes[limit].machine.restarts = 1
+        boxes[limit].machine.phase = .transferring
         registry.packWaiting()
         XCTAssertFalse(boxes[limit].isPacked)
         XCTAssertTrue(boxes[(limit + 1)...].allSatisfy(\.isPacked))

@@ -154,7 +154,7 @@ final class DownloadRegistry {
         packLater(box)
     }
 
-    /// Packs `box` once `unpackedLimit` boxes were inserted or read after it (if its machine rests then), and the
+    /// Packs `box` once `unpackedLimit` boxes were inserted or read after it (if its machine is idle then), and the
     /// older ones waiting with it. (Packing changes no machine: a box being changed is never here, as a machine's
     /// step is a value's own and calls nothing back.)
     private func packLater(_ box: MachineBox) {
@@ -164,9 +164,10 @@ final class DownloadRegistry {
         unpacked.removeFirst(Self.unpackedLimit)
     }
 
-    /// The runner of `id` ended: a completed download drops its run and is packed later like one just added.
-    func runEnded(_ id: String) {
-        guard let box = machines[id], box.dropCompletedRun() else { return }
+    /// The runner of `id` ended: an idle download (completed, failed, paused) is packed later like one just added,
+    /// a completed one without its run (`MachineBox.settleRun`).
+    func runEnded(_ id: String, clock: Clock) {
+        guard let box = machines[id], box.settleRun(clock: clock) else { return }
         packLater(box)
     }
 

@@ -117,7 +117,7 @@ extension Engine {
         if let download = machines[id]?.machine.download, download.state == .queued {
             registry.runQueue.push(RunQueue.Entry(download))
         }
-        registry.runEnded(id)
+        registry.runEnded(id, clock: clock)
         schedule()
     }
 }

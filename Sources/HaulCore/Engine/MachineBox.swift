@@ -2,10 +2,11 @@ import FoundationEssentials
 import HaulLoop
 
 /// A download's machine on the heap, so the engine's dictionary holds a reference, not the value. While the machine
-/// rests (it has not run since the server started: a paused, queued, completed or failed download read from the
-/// store or added, or a completed one), its download is kept packed (`PackedDownload`, a fifth of the memory or
-/// less) and unpacked for each read; a client's read through the registry (`DownloadRegistry.reading`) keeps it
-/// unpacked a while, and a change unpacks it for good unless the machine still rests after it.
+/// is idle (nothing runs: a paused, queued, completed or failed download read from the store or added, or one whose
+/// runner ended), its download is kept packed (`PackedDownload`, a fifth of the memory or less) and unpacked for each
+/// read; what its run kept stays beside it (a failed download's last error, a paused one's counters), but for a
+/// completed one's, which is dropped. A client's read through the registry (`DownloadRegistry.reading`) keeps it
+/// unpacked a while, and a change unpacks it for good unless the machine is still idle after it.
 final class MachineBox {
     private var live: DownloadMachine
     /// The download's fields while packed; `live` then holds `vacant` in their place.
@@ -26,14 +27,14 @@ final class MachineBox {
 
     init(_ machine: DownloadMachine) { live = machine }
 
-    /// A box for a download loaded packed: its machine rests, as every one loaded does.
+    /// A box for a download loaded packed: its machine is idle, as every one loaded is.
     init(packed: PackedDownload, settings: MachineSettings) {
         live = DownloadMachine(download: Self.vacant, settings: settings)
         self.packed = packed
     }
 
     /// The machine; a packed one's download is unpacked for the read (each read: nothing is kept), and for good
-    /// when changed (packed again after the change if the machine still rests).
+    /// when changed (packed again after the change if the machine is still idle).
     var machine: DownloadMachine {
         _read {
             if let packed {
@@ -76,7 +77,7 @@ final class MachineBox {
     }
 
     /// What a sort of the list reads of the download, from the packed bytes if packed (its speed is then 0: a
-    /// resting machine runs nothing).
+    /// machine packed runs nothing).
     var sortFields: SortFields {
         if let packed {
             return packed.scan(texts: false) { scan, _ in
@@ -109,21 +110,27 @@ final class MachineBox {
         self.packed = nil
     }
 
-    /// Packs the download if its machine rests and nobody reads its file as it arrives.
+    /// Packs the download if its machine is idle, no write's time is pending and nobody reads its file as it
+    /// arrives.
     func pack() {
-        guard packed == nil, readers == 0, lastWriteAt == nil, live.isResting else { return }
+        guard packed == nil, readers == 0, lastWriteAt == nil, live.phase == .idle else { return }
         packed = PackedDownload(live.download)
         live.download = Self.vacant
     }
 
-    /// Drops what the run kept (connections, meters, counters) once the download completed and its runner is
-    /// gone: no transition leaves `completed`, so the machine rests again like one that never ran and can be
-    /// packed. A long-running server's memory then follows what it keeps, not what it has fetched. False when it
-    /// did not complete, or its file is still read as it arrived.
-    func dropCompletedRun() -> Bool {
-        guard live.download.state == .completed, live.phase == .idle, readers == 0, packed == nil else { return false }
-        live.run = RunBox()
-        lastWriteAt = nil
+    /// Settles what a run left once its runner is gone and the machine is idle, so the download can be packed: the
+    /// time of its last write goes into `updatedAt` (as a snapshot would show it), and a completed download drops
+    /// its run (connections, meters, counters: no transition leaves `completed`), so a long-running server's memory
+    /// follows what it keeps, not what it has fetched. Any other keeps its run (a failed one shows its last error
+    /// from it, a paused one may go on). False while it runs, or its file is read as it arrives.
+    func settleRun(clock: Clock) -> Bool {
+        guard live.phase == .idle, readers == 0, packed == nil else { return false }
+        if let written = lastWriteAt {
+            let wall = clock.wallTime.addingTimeInterval(written - clock.now)
+            if wall > live.download.updatedAt { live.download.updatedAt = wall }
+            lastWriteAt = nil
+        }
+        if live.download.state == .completed { live.run = RunBox() }
         return true
     }
 

@@ -182,9 +182,6 @@ public struct DownloadMachine {
         _modify { yield &run[seed: download.sequence].pending }
     }
 
-    /// Whether nothing of it has run or changed since the server started: its download is all there is of it.
-    var isResting: Bool { phase == .idle && !run.isMade }
-
     public init(download: Download, settings: MachineSettings) {
         self.download = download
         self.settings = settings

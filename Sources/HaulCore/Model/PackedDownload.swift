@@ -1,10 +1,10 @@
 import FoundationEssentials
 
-/// A resting download's fields packed into one array of bytes: numbers as variable-length integers, strings as
+/// An idle download's fields packed into one array of bytes: numbers as variable-length integers, strings as
 /// their UTF-8 bytes behind a length, nil as one byte, and the seldom-set fields (`DownloadExtras`) kept by
 /// reference. A paused download that never started takes about 100 bytes this way instead of its fields' 480 and
 /// its URL's string of its own; a completed one about 250 instead of some 900 (its validators, type, final URL and
-/// ranges each a string or an array of their own). `MachineBox` holds a download so while its machine rests and
+/// ranges each a string or an array of their own). `MachineBox` holds a download so while its machine is idle and
 /// unpacks it (`download`) when asked; the packing is lossless, so what is read is what was packed.
 struct PackedDownload: Equatable {
     private let bytes: [UInt8]
