@@ -145,7 +145,10 @@ final class ClusterTests: XCTestCase {
             }
         }
         let took = try XCTUnwrap(takeover, "the dead node's downloads were fetched again after the kill")
-        XCTAssertGreaterThan(took, lease * 0.5, "not before the lease ran out")
+        // Renewals fall due every third of the lease but go out on the claim timer's ticks (every second), so the
+        // dead node's last one may be two seconds old at the kill and its claims run out a second after it (1.44 s
+        // of 3 was seen); a quarter of the lease still tells a takeover that waited from one that did not.
+        XCTAssertGreaterThan(took, lease * 0.25, "not before the lease ran out")
         print(
             "cluster: 30 downloads on 3 nodes, n3 killed with \(victims.count) running; "
                 + "takeover \(String(format: "%.2f", took)) s after SIGKILL (lease \(lease) s)")

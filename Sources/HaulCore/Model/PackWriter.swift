@@ -45,6 +45,15 @@ struct PackWriter {
         }
     }
 
+    /// A file's stamp: 0 when there is none, else 1 and its device, inode and size.
+    mutating func fileStamp(_ stamp: FileStamp?) {
+        guard let stamp else { return byte(0) }
+        byte(1)
+        unsigned(stamp.device)
+        unsigned(stamp.inode)
+        int(stamp.size)
+    }
+
     mutating func segments(_ segments: [Segment]) {
         int(Int64(segments.count))
         for segment in segments {

@@ -55,14 +55,7 @@ struct PackedDownload: Equatable {
         w.date(f.updatedAt)
         w.optionalDate(f.startedAt)
         w.optionalDate(f.completedAt)
-        if let stamp = f.fileStamp {
-            w.byte(1)
-            w.unsigned(stamp.device)
-            w.unsigned(stamp.inode)
-            w.int(stamp.size)
-        } else {
-            w.byte(0)
-        }
+        w.fileStamp(f.fileStamp)
         w.int(Int64(f.headers.count))
         for header in f.headers {
             w.string(header.name)

@@ -68,14 +68,7 @@ struct StoredRowPacker {
         let stamp = row.withText(c.fileStamp) { text in
             text.flatMap { FileStamp(text: String(decoding: $0, as: UTF8.self)) }
         }
-        if let stamp {
-            middle.byte(1)
-            middle.unsigned(stamp.device)
-            middle.unsigned(stamp.inode)
-            middle.int(stamp.size)
-        } else {
-            middle.byte(0)
-        }
+        middle.fileStamp(stamp)
         middle.int(0)  // no headers
         return true
     }

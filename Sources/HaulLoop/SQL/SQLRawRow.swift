@@ -23,8 +23,6 @@ public struct SQLRawRow {
         self.values = values
     }
 
-    public var count: Int { statement == nil ? values.count : types.count }
-
     /// Whether the column holds no value `forEachRow` would read (null, or a blob).
     public func isNull(_ column: Int) -> Bool {
         guard statement != nil else { return values[column] == .null }
