@@ -98,8 +98,11 @@ func serve(_ arguments: [String]) -> Int32 {
             engine: engine, loop: loop, events: config.events, access: access, limits: config.limits,
             aria2: config.aria2, qbittorrent: config.qbittorrent, log: log)
         let connections = config.connectionPolicy
+        // From two threads, the clients' connections are read and written on a loop of their own; the engine's
+        // loop answers them (ForwardedExchange).
+        let apiThread = config.effectiveThreads > 1 ? try LoopThread(name: "haul-api") : nil
         let server = try HTTPServer(
-            loop: loop, timeout: Int32(config.httpTimeout),
+            loop: apiThread?.loop ?? loop, handledOn: loop, timeout: Int32(config.httpTimeout),
             connections: connections
         ) { exchange in
             api.serve(exchange.message, receivedAt: exchange.receivedAt) { result in
@@ -111,7 +114,7 @@ func serve(_ arguments: [String]) -> Int32 {
                 case .fileStream(let request):
                     api.attach(HTTPByteSink(exchange: exchange), for: request)
                 case .webSocket(let upgrade):
-                    if let socket = exchange.upgradeToWebSocket(headers: upgrade.headers) {
+                    if let socket = exchange.upgrade(headers: upgrade.headers) {
                         api.attach(socket, for: upgrade)
                     }
                 case .pending:
@@ -163,11 +166,22 @@ func serve(_ arguments: [String]) -> Int32 {
                 "http.address": "\(host):\(port)", "download.root": downloadRoot,
                 "store": store.location,
             ])
+        if let apiThread {
+            // Once the engine's loop runs (its thread known to it): what the API's loop posts waits there till then.
+            loop.whenRunning {
+                do { try apiThread.start() } catch {
+                    log.error("cannot start the API's thread: \(error)")
+                    loop.stop()
+                }
+            }
+        }
         loop.run()
-        // Torn down in order while the event base still exists: open event streams are ended before their
-        // connections are freed.
+        // The API's loop stops first (what it still posts to the engine's is never run), then everything is torn
+        // down in order while the event bases still exist: open event streams are ended before their connections
+        // are freed.
+        apiThread?.stop()
         server.close()
-        withExtendedLifetime((server, api, engine, store, shutdownTimer)) {}
+        withExtendedLifetime((server, api, engine, store, shutdownTimer, apiThread)) {}
         return 0
     } catch {
         log.error("cannot start: \(error)")

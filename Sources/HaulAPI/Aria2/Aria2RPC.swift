@@ -29,7 +29,7 @@ final class Aria2RPC {
     /// The WebSockets open, each told aria2's notifications about the downloads the token it proved sees: at its
     /// handshake (`?token=`, `Authorization: Bearer`) or by its last admitted call. On a server with a token, a
     /// socket that proved none hears nothing.
-    private var sockets: [ObjectIdentifier: (socket: WebSocketConnection, caller: Caller?)] = [:]
+    private var sockets: [ObjectIdentifier: (socket: any WebSocketEndpoint, caller: Caller?)] = [:]
     /// The socket whose message is being answered.
     private var answering: ObjectIdentifier?
     private var notifier = Aria2Notifier()
@@ -150,7 +150,7 @@ final class Aria2RPC {
 
     /// Answers each text message on `socket` (a call or a batch, as a POST body) and sends it aria2's notifications;
     /// `caller` is who its handshake proved it is, if anyone.
-    func attach(_ socket: WebSocketConnection, caller proved: Caller?) {
+    func attach(_ socket: any WebSocketEndpoint, caller proved: Caller?) {
         let key = ObjectIdentifier(socket)
         sockets[key] = (socket, proved)
         socket.onText = { [unowned self, unowned socket] text in
@@ -169,7 +169,7 @@ final class Aria2RPC {
         }
     }
 
-    private func send(_ bytes: [UInt8], to socket: WebSocketConnection) {
+    private func send(_ bytes: [UInt8], to socket: any WebSocketEndpoint) {
         guard socket.queuedBytes <= Aria2RPC.maxQueuedBytes else {
             return socket.close(code: 1008, reason: "the client does not read what it is sent")
         }

@@ -174,7 +174,7 @@ public final class API {
 
     /// Serves aria2's JSON-RPC on a WebSocket the transport opened after `.webSocket`: calls answered in order,
     /// with aria2's notifications.
-    public func attach(_ socket: WebSocketConnection, for upgrade: WebSocketUpgrade) {
+    public func attach(_ socket: any WebSocketEndpoint, for upgrade: WebSocketUpgrade) {
         aria2.attach(socket, caller: upgrade.caller)
     }
 

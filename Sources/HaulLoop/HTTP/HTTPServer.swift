@@ -55,6 +55,24 @@ public final class HTTPServer {
             }, Unmanaged.passUnretained(self).toOpaque())
     }
 
+    /// A server on `loop` whose requests are handled on `home`'s thread: there as they are when the loops are one,
+    /// else each through a `ForwardedExchange` posted to `home` (the API's loop reads and writes the connections,
+    /// the engine's answers).
+    public convenience init(
+        loop: EventLoop, handledOn home: EventLoop, timeout: Int32 = 60,
+        connections: ConnectionPolicy = ConnectionPolicy(), handler: @escaping (any ServerExchange) -> Void
+    ) throws {
+        if home === loop {
+            try self.init(loop: loop, timeout: timeout, connections: connections) { handler($0) }
+            return
+        }
+        let handler = LoopBound(handler)
+        try self.init(loop: loop, timeout: timeout, connections: connections) { exchange in
+            let forwarded = ForwardedExchange(exchange, io: loop, home: home)
+            home.post { handler.value(forwarded) }
+        }
+    }
+
     deinit { close() }
 
     /// Ends every open stream, then closes the listening sockets and every connection. Call it while the loop

@@ -29,6 +29,8 @@ public final class WebSocketConnection {
     public var onText: ((String) -> Void)?
     /// The connection ended (either side), once.
     public var onClose: (() -> Void)?
+    /// Everything queued was written to the socket.
+    var onWritten: (() -> Void)?
 
     init(connection: OpaquePointer, bufferEvent: OpaquePointer, server: HTTPServer?, loop: EventLoop, peer: String) {
         self.connection = connection
@@ -127,6 +129,7 @@ public final class WebSocketConnection {
     }
 
     private func written() {
+        onWritten?()
         if closing, queuedBytes == 0 { finish() }
     }
 
@@ -156,6 +159,7 @@ public final class WebSocketConnection {
         let onClose = self.onClose
         self.onClose = nil
         onText = nil
+        onWritten = nil
         onClose?()
         selfReference = nil
     }

@@ -21,8 +21,9 @@ public final class EventLoop {
         case transfer = 1
     }
 
-    public init() throws {
-        workers = try WorkerPool(threads: 2)
+    /// `workerThreads`: the threads `offload` runs blocking work on.
+    public init(workerThreads: Int = 2) throws {
+        workers = try WorkerPool(threads: workerThreads)
         guard let settings = event_config_new() else { throw LoopError.libevent("event_config_new failed") }
         defer { event_config_free(settings) }
         // Priorities alone do not keep the API answering: libevent runs every active event of a priority before it
@@ -89,6 +90,12 @@ public final class EventLoop {
         event_base_loopbreak(base)
     }
 
+    /// Makes `run()` return once the work posted before this has run. Safe to call from any thread.
+    public func stopSoon() {
+        let me = LoopBound(self)
+        post { me.value.stop() }
+    }
+
     /// True on the loop's own thread (or before the loop has started).
     public var inLoopThread: Bool {
         guard let thread else { return true }
@@ -104,6 +111,12 @@ public final class EventLoop {
     /// Runs `work` on the loop thread soon. Safe to call from any thread.
     public func post(_ work: @escaping @Sendable () -> Void) {
         inbox.append(work)
+    }
+
+    /// Runs `work` on the loop's thread once `run()` has begun. Call it from that thread, before `run()`.
+    public func whenRunning(_ work: @escaping () -> Void) {
+        let work = LoopBound(work)
+        post { work.value() }
     }
 
     private func drainInbox() {
@@ -169,7 +182,9 @@ final class Inbox: @unchecked Sendable {
         // (a full pipe is awake already).
         lock.withLock {
             items.append(work)
-            guard wakeFD >= 0 else { return }
+            // A queue that held work has its wake-up byte written already, and the loop takes the whole queue
+            // after reading the pipe: one byte (one system call) for a burst of posts from another loop.
+            guard items.count == 1, wakeFD >= 0 else { return }
             var byte: UInt8 = 1
             _ = write(wakeFD, &byte, 1)
         }

@@ -3,13 +3,13 @@ import HaulLoop
 
 /// An event stream carried by an evhttp reply: the hub's `EventSink` on top of an `HTTPExchange`.
 final class HTTPEventSink: EventSink {
-    private let exchange: HTTPExchange
+    private let exchange: any ServerExchange
     var onDrained: (() -> Void)?
     var onClose: (() -> Void)?
 
     /// Opens the stream: status, headers, and a small kernel send buffer so a stalled client shows up in
     /// `queuedBytes` within kilobytes.
-    init(exchange: HTTPExchange, headers: [(name: String, value: String)]) {
+    init(exchange: any ServerExchange, headers: [(name: String, value: String)]) {
         self.exchange = exchange
         exchange.startStream(status: 200, headers: headers)
         exchange.limitSendBuffer(64 * 1024)

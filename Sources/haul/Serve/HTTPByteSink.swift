@@ -3,10 +3,10 @@ import HaulLoop
 
 /// A reader's stream carried by an evhttp reply: `ByteSink` on top of an `HTTPExchange`.
 final class HTTPByteSink: ByteSink {
-    private let exchange: HTTPExchange
+    private let exchange: any ServerExchange
     var onClose: (() -> Void)?
 
-    init(exchange: HTTPExchange) {
+    init(exchange: any ServerExchange) {
         self.exchange = exchange
     }
 

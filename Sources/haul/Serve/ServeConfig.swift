@@ -1,5 +1,6 @@
 import HaulAPI
 import HaulCore
+import Glibc
 import HaulLoop
 
 /// `haul serve`'s configuration, as `ServerOptions` set it from the config file, the environment and the flags
@@ -27,6 +28,8 @@ struct ServeConfig {
     var limits = APILimits()
     var connectionPolicy = ConnectionPolicy()
     var httpTimeout = 60
+    /// Event loops (`--threads`); nil for one per core.
+    var threads: Int?
     var aria2 = Aria2Config()
     var qbittorrent = QBittorrentConfig()
     var token: String?
@@ -209,6 +212,9 @@ struct ServeConfig {
     }
 
     /// The addresses besides `listen` serving the same API (aria2's and qBittorrent's ports).
+    /// The event loops to run: `--threads`, or one per core the process may run on.
+    var effectiveThreads: Int { threads ?? max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
     var extraListen: [ListenAddress] { [rpcListen, qbittorrentListen].compactMap { $0 } }
 
     static func isLoopback(_ host: String) -> Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }

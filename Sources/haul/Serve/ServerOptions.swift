@@ -201,6 +201,11 @@ enum ServerOptions {
             help: "time to deliver each whole request, "
                 + "counted from a connection's opening or its previous request; idle API connections close",
             sample: "20", \.httpTimeout),
+        ServerOption(
+            name: "threads", placeholder: "N", kind: .integer(1...1024), defaultShown: "the number of cores",
+            help: "event loops: 1 runs the API and the engine on one thread; from 2, the API's connections are "
+                + "read and written on a loop of their own beside the engine's", sample: "1",
+            apply: { given, config in config.threads = given.integer }, show: { $0.threads.map(String.init) }),
     ]
 
     // MARK: who may use it
