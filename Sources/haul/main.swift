@@ -101,6 +101,7 @@ func serve(_ arguments: [String]) -> Int32 {
         // From two threads, the clients' connections are read and written on a loop of their own; the engine's
         // loop answers them (ForwardedExchange).
         let apiThread = config.effectiveThreads > 1 ? try LoopThread(name: "haul-api") : nil
+        if apiThread != nil { loop.prioritizeInbox(.transfer) }
         let server = try HTTPServer(
             loop: apiThread?.loop ?? loop, handledOn: loop, timeout: Int32(config.httpTimeout),
             connections: connections

@@ -122,4 +122,43 @@ final class ForwardedExchangeTests: XCTestCase {
             XCTAssertEqual(String(decoding: reply.body, as: UTF8.self), "answered /r\(index)")
         }
     }
+
+    /// The engine's loop takes requests from the API's without pause under load: posted work at its timers'
+    /// priority leaves them their turns. At the API's priority, a busy inbox held the engine's tick back for ten
+    /// seconds under `wrk`, and this test's timer fired under ten times in its second (checked; not asserted, as
+    /// how much a loaded machine lets the poster keep up is not this test's to promise).
+    func testALoopTakingPostsWithoutPauseStillRunsItsTimers() throws {
+        do {
+            let engine = try LoopThread(name: "test-engine")
+            engine.loop.prioritizeInbox(.transfer)
+            let fired = Seen()
+            let timer = LoopTimer(loop: engine.loop, delay: 0.01, repeating: true, priority: .transfer) {
+                fired.update { $0.closes += 1 }
+            }
+            let loop = LoopBound(engine.loop)
+            // Armed before its loop runs (nothing else touches the loop yet).
+            timer.start()
+            try engine.start()
+            // A poster that keeps the inbox from running dry (each job a request's few microseconds of work, at
+            // most 256 waiting), for a second or until the timer fired ten times.
+            let waiting = Seen()
+            let deadline = Date().addingTimeInterval(1)
+            while Date() < deadline, fired.lock.withLock({ fired.closes }) < 10 {
+                guard waiting.lock.withLock({ waiting.closes }) < 256 else {
+                    usleep(20)
+                    continue
+                }
+                waiting.update { $0.closes += 1 }
+                loop.value.post {
+                    var sum = 0
+                    for value in 0..<2_000 { sum &+= value &* value }
+                    waiting.update { $0.closes -= 1 + (sum == 1 ? 1 : 0) }
+                }
+            }
+            engine.stop()
+            let count = fired.lock.withLock { fired.closes }
+            XCTAssertEqual(count, 10, "the timer ran \(count) times in a second of posts")
+            withExtendedLifetime(timer) {}
+        }
+    }
 }

@@ -90,6 +90,14 @@ public final class EventLoop {
         event_base_loopbreak(base)
     }
 
+    /// The priority of the work other threads post (`.api` unless set). A loop answering requests another loop
+    /// posts (the engine's, beside the API's) takes them at `.transfer`: posted without pause under load, at `.api`
+    /// they kept its wake-up always ready, and libevent runs a lower priority only when no higher one is (its timers
+    /// and transfers waited up to ten seconds under `wrk`). At one priority, each turn runs both. Set before `run()`.
+    public func prioritizeInbox(_ priority: Priority) {
+        event_priority_set(wakeEvent, priority.rawValue)
+    }
+
     /// Makes `run()` return once the work posted before this has run. Safe to call from any thread.
     public func stopSoon() {
         let me = LoopBound(self)
