@@ -181,6 +181,8 @@ func serve(_ arguments: [String]) -> Int32 {
         // down in order while the event bases still exist: open event streams are ended before their connections
         // are freed.
         apiThread?.stop()
+        // What the API's loop forwarded as the engine's stopped is never answered: let go, with what it holds.
+        if apiThread != nil { loop.closeInbox() }
         server.close()
         withExtendedLifetime((server, api, engine, store, shutdownTimer, apiThread)) {}
         return 0

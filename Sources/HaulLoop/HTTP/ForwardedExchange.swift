@@ -8,10 +8,10 @@ public final class ForwardedExchange: ServerExchange, @unchecked Sendable {
     public var onClose: (() -> Void)?
     public private(set) var isClosed = false
     private let local: LoopBound<HTTPExchange>
-    private let io: EventLoop
-    /// Where what the connection tells goes: `home`'s inbox.
+    /// The connection's loop and the answering one, by their inboxes: work posted to a loop that has stopped is
+    /// let go with it, and holds neither loop alive.
+    private let io: Inbox
     private let home: Inbox
-    private let homeLoop: EventLoop
     /// A stream's bytes not yet written (made by `startStream`: a plain answer needs none).
     private var gauge: SendGauge?
     /// Sends so far, and the `drained` waiting for send number `after` (and all before it) to be written.
@@ -22,9 +22,8 @@ public final class ForwardedExchange: ServerExchange, @unchecked Sendable {
         message = exchange.message
         receivedAt = exchange.receivedAt
         local = LoopBound(exchange)
-        self.io = io
+        self.io = io.inbox
         self.home = home.inbox
-        homeLoop = home
     }
 
     public var queuedBytes: Int { isClosed ? 0 : gauge?.total ?? 0 }
@@ -33,14 +32,14 @@ public final class ForwardedExchange: ServerExchange, @unchecked Sendable {
         guard !isClosed else { return }
         closeHere()
         let local = self.local
-        io.post { local.value.respond(response) }
+        io.append { local.value.respond(response) }
     }
 
     public func startStream(status: Int, headers: [(name: String, value: String)]) {
         guard !isClosed, gauge == nil else { return }
         gauge = SendGauge()
         let (local, home) = (self.local, self.home)
-        io.post {
+        io.append {
             local.value.startStream(status: status, headers: headers)
             local.value.onClose = { home.append { self.clientClosed() } }
         }
@@ -53,7 +52,7 @@ public final class ForwardedExchange: ServerExchange, @unchecked Sendable {
         if let drained { self.drained = (number, drained) }
         gauge.posted(bytes.count)
         let (local, home) = (self.local, self.home)
-        io.post {
+        io.append {
             let exchange = local.value
             // Every send asks to hear when the socket has taken it: a later send replaces an earlier one's wait,
             // and the callback waiting here goes once the send it came with (or a later one) is written.
@@ -69,7 +68,7 @@ public final class ForwardedExchange: ServerExchange, @unchecked Sendable {
         guard !isClosed, gauge != nil else { return }
         closeHere()
         let local = self.local
-        io.post {
+        io.append {
             local.value.onClose = nil
             local.value.end()
         }
@@ -78,21 +77,21 @@ public final class ForwardedExchange: ServerExchange, @unchecked Sendable {
     public func limitSendBuffer(_ bytes: Int32) {
         guard !isClosed else { return }
         let local = self.local
-        io.post { local.value.limitSendBuffer(bytes) }
+        io.append { local.value.limitSendBuffer(bytes) }
     }
 
     public func abort() {
         guard !isClosed else { return }
         let local = self.local
-        io.post { local.value.abort() }
+        io.append { local.value.abort() }
     }
 
     public func upgrade(headers: [(name: String, value: String)]) -> (any WebSocketEndpoint)? {
         guard !isClosed else { return nil }
         closeHere()
-        let socket = ForwardedWebSocket(peer: message.peer, io: io, home: homeLoop)
+        let socket = ForwardedWebSocket(peer: message.peer, io: io, home: home)
         let (local, home) = (self.local, self.home)
-        io.post {
+        io.append {
             guard let connection = local.value.upgradeToWebSocket(headers: headers) else {
                 return home.append { socket.peerClosed() }
             }
@@ -128,15 +127,15 @@ final class ForwardedWebSocket: WebSocketEndpoint, @unchecked Sendable {
     var onText: ((String) -> Void)?
     var onClose: (() -> Void)?
     private(set) var isClosed = false
-    private let io: EventLoop
+    private let io: Inbox
     private let home: Inbox
     private let gauge = SendGauge()
     private var connection: WebSocketConnection?
 
-    init(peer: String, io: EventLoop, home: EventLoop) {
+    init(peer: String, io: Inbox, home: Inbox) {
         self.peer = peer
         self.io = io
-        self.home = home.inbox
+        self.home = home
     }
 
     /// On `io`: the socket evhttp's connection became.
@@ -157,7 +156,7 @@ final class ForwardedWebSocket: WebSocketEndpoint, @unchecked Sendable {
         guard !isClosed else { return }
         gauge.posted(bytes.count)
         let gauge = self.gauge
-        io.post {
+        io.append {
             self.connection?.send(bytes)
             gauge.handedOver(bytes.count, buffered: self.connection?.queuedBytes ?? 0)
         }
@@ -165,7 +164,7 @@ final class ForwardedWebSocket: WebSocketEndpoint, @unchecked Sendable {
 
     func close(code: UInt16, reason: String) {
         guard !isClosed else { return }
-        io.post { self.connection?.close(code: code, reason: reason) }
+        io.append { self.connection?.close(code: code, reason: reason) }
     }
 
     private func received(_ text: String) {

@@ -172,6 +172,7 @@ public final class HTTPExchange {
         evhttp_send_reply(request, Int32(response.status), HTTPExchange.reason(response.status), buffer)
         evbuffer_free(buffer)
         self.request = nil
+        onClose = nil
     }
 
     /// Sends the status and headers now; the body follows with `send`. Without a Content-Length header an
@@ -242,6 +243,8 @@ public final class HTTPExchange {
         evhttp_send_reply_end(request)
         self.request = nil
         drained = nil
+        // Ended, it closes for no one: what `onClose` holds (a forwarded exchange holds this one) is let go.
+        onClose = nil
     }
 
     /// Bytes queued for this client and not yet written to its socket.

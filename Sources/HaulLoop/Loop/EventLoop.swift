@@ -121,6 +121,13 @@ public final class EventLoop {
         inbox.append(work)
     }
 
+    /// Lets go of the work posted and not yet run, and of any posted from now on: for a loop that has stopped for
+    /// good, whose queued work (a request the API's loop forwarded as the engine's stopped) may hold objects that
+    /// hold the loop itself.
+    public func closeInbox() {
+        inbox.close()
+    }
+
     /// Runs `work` on the loop's thread once `run()` has begun. Call it from that thread, before `run()`.
     public func whenRunning(_ work: @escaping () -> Void) {
         let work = LoopBound(work)
@@ -174,6 +181,7 @@ final class Inbox: @unchecked Sendable {
     private var items: [@Sendable () -> Void] = []
     /// The pipe end whose readiness wakes the loop; set once before the loop runs, -1 once the loop is gone.
     private var wakeFD: Int32 = -1
+    private var closed = false
 
     init() {}
 
@@ -183,12 +191,24 @@ final class Inbox: @unchecked Sendable {
     /// The loop is gone: nothing more wakes it. A worker finishing after it (a test's loop torn down while its
     /// fsync ran) then writes to no pipe: not to one whose reading end is closed (SIGPIPE, which killed a test
     /// process), nor to a descriptor the process has since opened again for something else.
-    func close() { lock.withLock { wakeFD = -1 } }
+    /// What is queued then, or posted after, never runs: it is let go (work holding objects that hold this inbox,
+    /// as a forwarded exchange does, would otherwise keep them and the inbox alive for good).
+    func close() {
+        let dropped = lock.withLock {
+            wakeFD = -1
+            closed = true
+            var dropped: [@Sendable () -> Void] = []
+            swap(&dropped, &items)
+            return dropped
+        }
+        withExtendedLifetime(dropped) {}
+    }
 
     func append(_ work: @escaping @Sendable () -> Void) {
         // The write under the lock: `close` cannot come between the check and the write. The pipe does not block
         // (a full pipe is awake already).
         lock.withLock {
+            guard !closed else { return }
             items.append(work)
             // A queue that held work has its wake-up byte written already, and the loop takes the whole queue
             // after reading the pipe: one byte (one system call) for a burst of posts from another loop.

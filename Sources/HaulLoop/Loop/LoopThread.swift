@@ -41,5 +41,6 @@ public final class LoopThread: @unchecked Sendable {
         loop.stopSoon()
         pthread_join(thread, nil)
         self.thread = nil
+        loop.closeInbox()
     }
 }
