@@ -104,7 +104,7 @@ func serve(_ arguments: [String]) -> Int32 {
         if apiThread != nil { loop.prioritizeInbox(.transfer) }
         let server = try HTTPServer(
             loop: apiThread?.loop ?? loop, handledOn: loop, timeout: Int32(config.httpTimeout),
-            connections: connections
+            connections: connections, answeredHere: apiThread.map { api.readsBeside(on: $0.loop) }
         ) { exchange in
             api.serve(exchange.message, receivedAt: exchange.receivedAt) { result in
                 switch result {

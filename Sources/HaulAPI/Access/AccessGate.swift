@@ -53,6 +53,8 @@ final class AccessGate {
     let tickets: Tickets
     /// Failed attempts per client address, as a leaky bucket: the attempts still counted and when last updated.
     private var failures: [String: (count: Double, at: Double)] = [:]
+    /// Held around `failures`, which the API's own loop reads too (`admitsServerOnAnyLoop`).
+    private let failuresLock = Lock()
     /// The scoped token a presented secret is (`POST /tokens`), nil for none: the engine's store.
     var lookup: ((String) -> AccessToken?)?
     /// The scoped token with an id (a ticket names it), nil when it is gone or expired.
@@ -181,6 +183,24 @@ final class AccessGate {
         return unauthorized(path, "the token is not right")
     }
 
+    /// Whether `request` is a plain one from the server's own token that `check` would admit as it is: no Origin
+    /// (no CORS to answer), a Host that is well-formed and allowed, and no token on the server, or the server's
+    /// token from an address not blocked for wrong ones. Safe on any loop: it reads the policy, fixed at start, and
+    /// the failures under their lock; it counts nothing, so anything else is left to `check`.
+    func admitsServerOnAnyLoop(_ request: HTTPRequest, now: Double) -> Bool {
+        guard request.header("Origin") == nil, HostHeader.problem(in: request) == nil else { return false }
+        if let allowed = policy.allowedHosts, let host = request.header("Host"),
+            !allowed.contains(HostHeader(host)?.name ?? "")
+        {
+            return false
+        }
+        guard let tokenDigest else { return true }
+        guard let presented = AccessGate.bearer(request.header("Authorization")),
+            retryAfter(request.peer, now: now) == nil
+        else { return false }
+        return AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest)
+    }
+
     /// Whether a page of `origin` may change things here: one of --cors-origin, this server's own, a browser
     /// extension's, or `null` on a server with a token (whose calls must then carry it).
     func allowsOrigin(_ origin: String, _ request: HTTPRequest) -> Bool {
@@ -266,13 +286,17 @@ final class AccessGate {
 
     /// Seconds until `address` may try again, or nil when it may now.
     private func retryAfter(_ address: String, now: Double) -> Int? {
-        guard let entry = failures[address] else { return nil }
+        guard let entry = failuresLock.withLock({ failures[address] }) else { return nil }
         let count = max(0, entry.count - (now - entry.at) / policy.failureRefill)
         guard count + 1 > Double(policy.failureBurst) else { return nil }
         return max(1, Int(((count + 1 - Double(policy.failureBurst)) * policy.failureRefill).rounded(.up)))
     }
 
     private func recordFailure(_ address: String, now: Double) {
+        failuresLock.withLock { recordFailureLocked(address, now: now) }
+    }
+
+    private func recordFailureLocked(_ address: String, now: Double) {
         let previous = failures[address].map { max(0, $0.count - (now - $0.at) / policy.failureRefill) } ?? 0
         if failures[address] == nil, failures.count >= AccessGate.maxTrackedAddresses {
             // Forget the addresses whose attempts have all leaked away; if none has, the oldest entry.

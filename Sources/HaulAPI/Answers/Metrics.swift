@@ -31,9 +31,12 @@ final class RequestMetrics {
 
     private var requests: [Key: UInt64] = [:]
     private var latency: [String: Histogram] = [:]
+    /// Of those, the status reads the API's own loop answered from the engine's published answers.
+    private var answeredBeside: UInt64 = 0
 
     /// Runs for every request: updates in place, so no bucket array is copied.
-    func record(route: String, method: String, status: Int, seconds: Double) {
+    func record(route: String, method: String, status: Int, seconds: Double, beside: Bool = false) {
+        if beside { answeredBeside += 1 }
         let label = RequestMetrics.knownMethods.contains(method) ? method : "other"
         requests[Key(route: route, method: label, status: status), default: 0] += 1
         latency[route, default: Histogram()].observe(seconds)
@@ -67,6 +70,11 @@ final class RequestMetrics {
             out.sample("haul_http_request_duration_seconds_sum", ["route": route], histogram.sum)
             out.sample("haul_http_request_duration_seconds_count", ["route": route], Double(histogram.count))
         }
+        out.single(
+            "haul_http_requests_answered_beside_total", type: "counter",
+            help: "Status reads answered on the API's own loop from the answers the engine published for downloads "
+                + "at rest, without a turn of the engine's loop (counted in haul_http_requests_total too).",
+            Double(answeredBeside))
     }
 }
 

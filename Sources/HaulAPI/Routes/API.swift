@@ -20,7 +20,7 @@ public final class API {
     let qbittorrent: QBittorrentAPI
     /// Readers of unfinished files.
     let readers: FileReaders
-    private let loop: EventLoop
+    let loop: EventLoop
     /// `--watch-dir`'s lists, once `watch(folder:)` started it.
     private var watchFolder: WatchFolder?
     private let log: Logger?
@@ -92,25 +92,25 @@ public final class API {
                 send(.response(response))
                 self?.record(
                     request, path: path, route: matched?.route.pattern, status: response.status,
-                    receivedAt: receivedAt, audited: changes ? caller : nil)
+                    seconds: ProcessInfo.processInfo.systemUptime - receivedAt, audited: changes ? caller : nil)
             }
         }
         send(result)
         var status = result.response?.status ?? 200
         if case .webSocket = result { status = 101 }
         record(
-            request, path: path, route: matched?.route.pattern, status: status, receivedAt: receivedAt,
-            audited: changes ? caller : nil)
+            request, path: path, route: matched?.route.pattern, status: status,
+            seconds: ProcessInfo.processInfo.systemUptime - receivedAt, audited: changes ? caller : nil)
     }
 
     /// Counts an answered request in the metrics and logs its line; a state-changing one (`audited`) names the
     /// token it came with, by id and name (never its secret), at info level or above.
-    private func record(
-        _ request: HTTPRequest, path: String, route: String?, status: Int, receivedAt: Double,
-        audited: Caller?
+    func record(
+        _ request: HTTPRequest, path: String, route: String?, status: Int, seconds: Double, audited: Caller?,
+        beside: Bool = false
     ) {
-        let seconds = ProcessInfo.processInfo.systemUptime - receivedAt
-        metrics.record(route: route ?? "unmatched", method: request.method, status: status, seconds: seconds)
+        metrics.record(
+            route: route ?? "unmatched", method: request.method, status: status, seconds: seconds, beside: beside)
         if let log, log.minimum <= .info {
             // The path only: a query may carry an access token.
             var fields = [
@@ -240,10 +240,17 @@ public final class API {
     /// Adds an ETag (a hash of the body) and answers 304 when the client's If-None-Match names it: a poller that
     /// already has the current state pays for no body.
     func conditional(_ request: HTTPRequest, _ response: HTTPResponse) throws(Problem) -> HTTPResponse {
-        let tag = ETag.of(response.body)
-        var response = response
-        response.headers.append(("ETag", tag))
-        if let header = request.header("If-None-Match"), ETag.matches(header, tag) {
+        API.conditional(request, tagged: API.tagged(response))
+    }
+
+    /// `response` with its entity tag.
+    static func tagged(_ response: HTTPResponse) -> HTTPResponse {
+        response.adding([("ETag", ETag.of(response.body))])
+    }
+
+    /// `tagged` (a response with its entity tag), or 304 when the request's If-None-Match names its tag.
+    static func conditional(_ request: HTTPRequest, tagged response: HTTPResponse) -> HTTPResponse {
+        if let header = request.header("If-None-Match"), let tag = response.header("ETag"), ETag.matches(header, tag) {
             return HTTPResponse(status: 304, headers: [("ETag", tag)])
         }
         return response

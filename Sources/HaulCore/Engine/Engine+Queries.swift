@@ -11,6 +11,12 @@ extension Engine {
 
     public func snapshot(_ id: String) -> DownloadSnapshot? { registry.reading(id)?.snapshot(clock: clock) }
 
+    /// Status answers of downloads at rest, for a loop other than the engine's to answer reads with.
+    public var statusBoard: StatusBoard { settings.machine.statusBoard! }
+
+    /// Puts up `response`, the status answer just worked out for `id` in this turn, if the download is at rest.
+    public func publishStatus(_ response: HTTPResponse, for id: String) { machines[id]?.publish(response) }
+
     /// How many downloads are stored.
     public var count: Int { machines.count }
 

@@ -13,10 +13,17 @@ final class MachineBox {
     private var packed: PackedDownload?
     /// The clock's time of the last bytes written, which stamp no `updatedAt` on the hot path; a snapshot makes
     /// `updated_at` follow them.
-    var lastWriteAt: Double?
+    var lastWriteAt: Double? {
+        didSet { if isPublished { withdraw() } }
+    }
     /// Gone from the registry (removed, or replaced by another box): its entry in creation order is passed over
     /// until swept. Beside `lastWriteAt`'s flag byte, so the box grows by nothing.
-    var isRemoved = false
+    var isRemoved = false {
+        didSet { if isPublished { withdraw() } }
+    }
+    /// Whether the engine put up a status answer of this download (`StatusBoard`), which any change takes down
+    /// first. Beside `isRemoved`, in the same padding.
+    private var isPublished = false
     /// Readers of the file waiting for its bytes: while any, each write is told (`EngineListener.engineWrote`).
     var readers = 0
 
@@ -46,6 +53,7 @@ final class MachineBox {
             }
         }
         _modify {
+            if isPublished { withdraw() }
             let wasPacked = packed != nil
             unpack()
             yield &live
@@ -125,6 +133,7 @@ final class MachineBox {
     /// from it, a paused one may go on). False while it runs, or its file is read as it arrives.
     func settleRun(clock: Clock) -> Bool {
         guard live.phase == .idle, readers == 0, packed == nil else { return false }
+        if isPublished { withdraw() }
         if let written = lastWriteAt {
             let wall = clock.wallTime.addingTimeInterval(written - clock.now)
             if wall > live.download.updatedAt { live.download.updatedAt = wall }
@@ -132,6 +141,20 @@ final class MachineBox {
         }
         if live.download.state == .completed { live.run = RunBox() }
         return true
+    }
+
+    /// Puts up `response` as the download's status answer when nothing in it can change without a change of its
+    /// machine: nothing runs, no write's time or retry is pending, and it is still in the registry.
+    func publish(_ response: HTTPResponse) {
+        guard !isRemoved, lastWriteAt == nil, live.phase == .idle, live.nextAttemptAt == nil,
+            let board = live.settings.statusBoard
+        else { return }
+        if board.put(response, for: id) { isPublished = true }
+    }
+
+    private func withdraw() {
+        isPublished = false
+        live.settings.statusBoard?.withdraw(id)
     }
 
     /// What a client reads of the download now, its times on `clock`'s wall time.

@@ -15,6 +15,7 @@ public struct MachineSettings: Sendable {
         var checkpointBytes: Int64 = 16 << 20
         var spaceCheckBytes: Int64 = 4 << 20
         var space = SpacePolicy()
+        var statusBoard: StatusBoard?
 
         func copy() -> Storage {
             let copy = Storage()
@@ -25,6 +26,7 @@ public struct MachineSettings: Sendable {
                 spaceCheckBytes
             )
             copy.space = space
+            copy.statusBoard = statusBoard
             return copy
         }
     }
@@ -83,6 +85,12 @@ public struct MachineSettings: Sendable {
     public var space: SpacePolicy {
         get { storage.space }
         set { change { $0.space = newValue } }
+    }
+    /// Where the engine puts up status answers of downloads at rest; a machine's box takes its own down when it
+    /// changes (`MachineBox`).
+    public var statusBoard: StatusBoard? {
+        get { storage.statusBoard }
+        set { change { $0.statusBoard = newValue } }
     }
 
     public init() {}

@@ -168,6 +168,16 @@ public struct Operations {
         return snapshot
     }
 
+    /// Status answers of downloads at rest, for the API's own loop (`StatusBoard`).
+    public var statusBoard: StatusBoard { engine.statusBoard }
+
+    /// Puts up `response`, the status answer to the server's own token just worked out for `id` in this turn, for
+    /// the API's own loop to answer the next reads with while the download rests; another caller's is never put up.
+    public func publishStatus(_ response: HTTPResponse, for id: String) {
+        guard caller.token == nil, caller.scope == .admin else { return }
+        engine.publishStatus(response, for: id)
+    }
+
     /// The filter as the caller may apply it: a confined caller's matches its own downloads only.
     private func confined(_ filter: DownloadFilter) -> DownloadFilter {
         guard let owner = caller.confinedTo else { return filter }

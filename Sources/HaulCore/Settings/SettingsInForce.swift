@@ -36,6 +36,7 @@ public final class SettingsInForce {
         machine.tickInterval = config.progressInterval
         machine.minSplitSize = config.minSplitSize
         machine.space = config.space
+        machine.statusBoard = StatusBoard()
         self.machine = machine
         defaults = ServerSettings(
             maxActive: config.maxActive, maxSpeed: config.maxSpeed,

@@ -57,10 +57,13 @@ public final class HTTPServer {
 
     /// A server on `loop` whose requests are handled on `home`'s thread: there as they are when the loops are one,
     /// else each through a `ForwardedExchange` posted to `home` (the API's loop reads and writes the connections,
-    /// the engine's answers).
+    /// the engine's answers), unless `answeredHere`, asked on `loop` first, answers it there (with the request and
+    /// the uptime it arrived at).
     public convenience init(
         loop: EventLoop, handledOn home: EventLoop, timeout: Int32 = 60,
-        connections: ConnectionPolicy = ConnectionPolicy(), handler: @escaping (any ServerExchange) -> Void
+        connections: ConnectionPolicy = ConnectionPolicy(),
+        answeredHere: ((HTTPRequest, Double) -> HTTPResponse?)? = nil,
+        handler: @escaping (any ServerExchange) -> Void
     ) throws {
         if home === loop {
             try self.init(loop: loop, timeout: timeout, connections: connections) { handler($0) }
@@ -68,6 +71,9 @@ public final class HTTPServer {
         }
         let handler = LoopBound(handler)
         try self.init(loop: loop, timeout: timeout, connections: connections) { exchange in
+            if let answeredHere, let response = answeredHere(exchange.message, exchange.receivedAt) {
+                return exchange.respond(response)
+            }
             let forwarded = ForwardedExchange(exchange, io: loop, home: home)
             home.post { handler.value(forwarded) }
         }

@@ -242,7 +242,7 @@ extension EventLoop {
 
 /// Carries a loop-confined value through a `@Sendable` closure that hands it back to the same loop thread.
 /// Unchecked because the compiler cannot see that only the loop thread ever touches `value`.
-struct LoopBound<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+public struct LoopBound<Value>: @unchecked Sendable {
+    public let value: Value
+    public init(_ value: Value) { self.value = value }
 }

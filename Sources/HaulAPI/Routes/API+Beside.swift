@@ -1,0 +1,93 @@
+import FoundationEssentials
+import HaulCore
+import HaulLoop
+
+/// Status reads answered on the API's own loop, beside the engine's: from the answers the engine put up for
+/// downloads at rest (`StatusBoard`), with no turn of the engine's loop and no hop between threads.
+extension API {
+    /// Opens the status board and returns what the API's own loop asks before it hands a request to the engine's:
+    /// the answer to a plain `GET /downloads/{id}` of a download at rest, from the server's own token (or on a
+    /// server without one), or nil for the engine to answer. Everything else, and anything the gate would have
+    /// to count or refuse, goes to the engine's loop as before. The request is counted in the metrics and logged
+    /// there, a turn's reads in one post.
+    public func readsBeside(on here: EventLoop) -> (_ request: HTTPRequest, _ receivedAt: Double) -> HTTPResponse? {
+        let board = serverOperations.statusBoard
+        board.open()
+        // Its metrics and log are the engine's loop's: only `record` is called through this, posted there.
+        let engineSide = LoopBound(self)
+        let ledger = BesideLedger(loop: here, engine: loop) { reads in
+            for read in reads {
+                engineSide.value.record(
+                    HTTPRequest(method: "GET", target: read.target, peer: read.peer), path: read.target,
+                    route: API.statusRoute, status: read.status, seconds: read.seconds, audited: nil, beside: true)
+            }
+        }
+        return { [gate] request, receivedAt in
+            guard request.method == "GET", let id = API.statusID(in: request.target),
+                gate.admitsServerOnAnyLoop(request, now: ProcessInfo.processInfo.systemUptime),
+                let published = board.answer(for: id)
+            else { return nil }
+            let response = API.conditional(request, tagged: published).adding(API.everyAnswer)
+            ledger.note(
+                BesideLedger.Read(
+                    target: request.target, peer: request.peer, status: response.status,
+                    seconds: ProcessInfo.processInfo.systemUptime - receivedAt))
+            return response
+        }
+    }
+
+    /// The route a status read is counted under.
+    static let statusRoute = "/downloads/{id}"
+
+    /// The id of `/downloads/{id}` when `target` is exactly that, with no query and nothing encoded in the id.
+    static func statusID(in target: String) -> String? {
+        let prefix = "/downloads/".utf8
+        let bytes = target.utf8
+        guard bytes.count > prefix.count, bytes.count <= prefix.count + 64, bytes.starts(with: prefix) else {
+            return nil
+        }
+        let id = bytes.dropFirst(prefix.count)
+        guard
+            id.allSatisfy({ byte in
+                (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            })
+        else { return nil }
+        return String(decoding: id, as: UTF8.self)
+    }
+}
+
+/// The reads answered on the API's own loop in one of its turns, handed to the engine's loop in one post when the
+/// turn ends (a post each would wake the engine's loop for every read). Confined to the API's loop.
+final class BesideLedger {
+    struct Read: Sendable {
+        let target: String
+        let peer: String
+        let status: Int
+        let seconds: Double
+    }
+
+    private var reads: [Read] = []
+    /// Held so the timer is freed before its loop (see `deinit`).
+    private let loop: EventLoop
+    private var flush: LoopTimer?
+
+    init(loop: EventLoop, engine: EventLoop, record: @escaping ([Read]) -> Void) {
+        self.loop = loop
+        let record = LoopBound(record)
+        flush = LoopTimer(loop: loop, delay: 0) { [unowned self] in
+            let batch = reads
+            reads.removeAll(keepingCapacity: true)
+            engine.post { record.value(batch) }
+        }
+    }
+
+    // The timer's event is freed while its event base still is.
+    deinit { flush = nil }
+
+    func note(_ read: Read) {
+        loop.assertInLoop()
+        if reads.isEmpty { flush?.start() }
+        reads.append(read)
+    }
+}

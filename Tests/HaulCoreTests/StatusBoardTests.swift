@@ -1,0 +1,104 @@
+import Foundation
+import HaulLoop
+import HaulTestSupport
+import XCTest
+
+@testable import HaulCore
+
+/// A status answer the engine puts up for a download at rest comes down at anything that could change what the
+/// download shows: a change of its machine, its removal, a write, a run settled. One that could change on its own
+/// (a running download) is never put up.
+final class StatusBoardTests: XCTestCase {
+    private func box(_ id: String, _ state: DownloadState, board: StatusBoard) -> MachineBox {
+        let download = Download(
+            id: id, sequence: 1, url: "http://origin.test/\(id)", headers: [], requestedFilename: nil,
+            directory: "", state: state, connections: 1, priority: 0, maxSpeed: nil,
+            createdAt: Date(timeIntervalSince1970: 0))
+        var settings = MachineSettings()
+        settings.statusBoard = board
+        return MachineBox(DownloadMachine(download: download, settings: settings))
+    }
+
+    private func answer(_ text: String) -> HTTPResponse { HTTPResponse(status: 200, body: Array(text.utf8)) }
+
+    private func openBoard() -> StatusBoard {
+        let board = StatusBoard()
+        board.open()
+        return board
+    }
+
+    func testNothingIsPutUpUntilTheBoardIsOpen() {
+        let board = StatusBoard()
+        box("a", .paused, board: board).publish(answer("a"))
+        XCTAssertNil(board.answer(for: "a"))
+        board.open()
+        box("a", .paused, board: board).publish(answer("a"))
+        XCTAssertEqual(board.answer(for: "a")?.body, Array("a".utf8))
+    }
+
+    func testAChangeOfTheMachineTakesTheAnswerDownFirst() {
+        let board = openBoard()
+        let paused = box("p", .paused, board: board)
+        paused.publish(answer("p0"))
+        XCTAssertNotNil(board.answer(for: "p"))
+        // Taken down before the change is made: a read in between goes to the engine.
+        paused.machine.download.priority = 3
+        XCTAssertNil(board.answer(for: "p"))
+        paused.publish(answer("p3"))
+        XCTAssertEqual(board.answer(for: "p")?.body, Array("p3".utf8))
+        // A packed box too: its changes unpack it.
+        paused.pack()
+        XCTAssertTrue(paused.isPacked)
+        XCTAssertNotNil(board.answer(for: "p"), "packing changes nothing a client reads")
+        paused.machine.download.tags = "t"
+        XCTAssertNil(board.answer(for: "p"))
+    }
+
+    func testRemovalAWriteAndASettledRunTakeItDown() {
+        let board = openBoard()
+        let removed = box("r", .completed, board: board)
+        removed.publish(answer("r"))
+        removed.isRemoved = true
+        XCTAssertNil(board.answer(for: "r"))
+        removed.publish(answer("r"))
+        XCTAssertNil(board.answer(for: "r"), "a box gone from the registry is never put up")
+
+        let written = box("w", .paused, board: board)
+        written.publish(answer("w"))
+        written.lastWriteAt = 12
+        XCTAssertNil(board.answer(for: "w"))
+        written.publish(answer("w"))
+        XCTAssertNil(board.answer(for: "w"), "a write's time is still to be folded in")
+
+        let settled = box("s", .completed, board: board)
+        settled.publish(answer("s"))
+        XCTAssertTrue(settled.settleRun(clock: ManualClock()))
+        XCTAssertNil(board.answer(for: "s"))
+    }
+
+    func testARunningDownloadIsNeverPutUp() {
+        let board = openBoard()
+        let running = box("run", .queued, board: board)
+        running.machine.phase = .reserving
+        running.publish(answer("run"))
+        XCTAssertNil(board.answer(for: "run"))
+        XCTAssertEqual(board.count, 0)
+    }
+
+    func testABoardFullIsClearedAndALargeAnswerLeftToTheEngine() {
+        let board = openBoard()
+        let boxes = (0...StatusBoard.capacity).map { box("d\($0)", .paused, board: board) }
+        for box in boxes.dropLast() { box.publish(answer(box.id)) }
+        XCTAssertEqual(board.count, StatusBoard.capacity)
+        boxes.last!.publish(answer("last"))
+        XCTAssertEqual(board.count, 1, "cleared, then the new one put up")
+        XCTAssertNotNil(board.answer(for: boxes.last!.id))
+        // A box whose answer went with the clearing is changed: nothing to take down, nothing wrong.
+        boxes[0].machine.download.priority = 1
+        XCTAssertEqual(board.count, 1)
+
+        let large = box("large", .paused, board: board)
+        large.publish(HTTPResponse(status: 200, body: [UInt8](repeating: 32, count: StatusBoard.largestBody + 1)))
+        XCTAssertNil(board.answer(for: "large"))
+    }
+}

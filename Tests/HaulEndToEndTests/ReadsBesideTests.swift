@@ -1,0 +1,112 @@
+import Foundation
+import XCTest
+
+/// With two loops, a status read of a download at rest is answered on the API's own loop from the answer the engine
+/// put up, with no turn of the engine's: the same bytes, never older than the last change a client was told of,
+/// and only where the gate would have let it through unchanged (the server's token, from an address not blocked
+/// for wrong ones; no Origin to answer).
+final class ReadsBesideTests: HaulTestCase {
+    let token = "beside-token-for-the-tests"
+    var bearer: [String: String] { ["Authorization": "Bearer \(token)"] }
+
+    override var serveArguments: [String] {
+        super.serveArguments + ["--threads", "2", "--token", token, "--cors-origin", "http://dash.example"]
+    }
+
+    private func read(_ id: String, headers: [String: String] = [:]) throws -> Client.Reply {
+        try api.request("GET", "/downloads/\(id)", headers: bearer.merging(headers) { _, new in new })
+    }
+
+    /// Status reads answered beside the engine's loop so far (`/metrics`, answered after every read before it).
+    private func answeredBeside() throws -> Int {
+        let text = try api.request("GET", "/metrics", headers: bearer).text
+        let name = "haul_http_requests_answered_beside_total "
+        let line = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix(name) })
+        return Int(Double(line.dropFirst(name.count)) ?? -1)
+    }
+
+    func testAReadBesideIsTheEnginesAnswerAndNeverOlderThanAChange() throws {
+        let digest = try sandbox.makeRandomFile("www/rest.bin", size: 600_000)
+        let id = try add(["url": originURL("rest.bin", "rate=300000"), "start_paused": true], bearer: bearer)
+        let first = try read(id)
+        XCTAssertEqual(first.status, 200)
+        let before = try answeredBeside()
+        let again = try read(id)
+        XCTAssertEqual(try answeredBeside(), before + 1, "the second read of a paused download is answered beside")
+        XCTAssertEqual(again.body, first.body)
+        XCTAssertEqual(again.header("ETag"), first.header("ETag"))
+        XCTAssertEqual(again.header("Content-Type"), "application/json")
+        XCTAssertEqual(again.header("Referrer-Policy"), "no-referrer")
+        let notModified = try read(id, headers: ["If-None-Match": try XCTUnwrap(first.header("ETag"))])
+        XCTAssertEqual(notModified.status, 304)
+        XCTAssertEqual(notModified.header("ETag"), first.header("ETag"))
+        XCTAssertEqual(try answeredBeside(), before + 2)
+
+        // Each change is seen by the read right after its answer.
+        for priority in 1...5 {
+            let changed = try api.request(
+                "PATCH", "/downloads/\(id)", json: ["priority": priority, "tags": "p\(priority)"], headers: bearer)
+            XCTAssertEqual(changed.status, 200)
+            for _ in 0..<3 {
+                let now = try read(id).json
+                XCTAssertEqual(int(now["priority"]), Int64(priority))
+                XCTAssertEqual(now["tags"] as? String, "p\(priority)")
+            }
+        }
+        let afterChanges = try answeredBeside()
+        XCTAssertGreaterThanOrEqual(afterChanges, before + 2 + 5 * 2, "reads after each change's first")
+
+        // Running, it is read from the engine: its bytes move, then it completes.
+        let resumed = try api.request("PATCH", "/downloads/\(id)", json: ["state": "queued"], headers: bearer)
+        XCTAssertEqual(resumed.status, 200)
+        XCTAssertNotEqual(try read(id).json["state"] as? String, "paused")
+        var seen: Set<Int64> = []
+        try waitFor("the download to complete", timeout: 30) {
+            let now = try read(id).json
+            seen.insert(int(now["received_bytes"]))
+            return now["state"] as? String == "completed"
+        }
+        XCTAssertGreaterThan(seen.count, 2, "the reads followed its progress: \(seen.sorted())")
+        let done = try read(id).json
+        XCTAssertEqual(int(done["received_bytes"]), 600_000)
+        XCTAssertEqual(try sha256(try downloadedPath(done)), digest)
+
+        // Removed: the next read is the engine's 404, not the answer put up.
+        XCTAssertEqual(try read(id).status, 200)
+        XCTAssertEqual(try api.request("DELETE", "/downloads/\(id)", headers: bearer).status, 204)
+        XCTAssertEqual(try read(id).status, 404)
+    }
+
+    func testWhatTheGateMustSeeGoesToTheEngine() throws {
+        let id = try add(["url": originURL("gate.bin"), "start_paused": true], bearer: bearer)
+        XCTAssertEqual(try read(id).status, 200)
+        XCTAssertEqual(try read(id).status, 200)
+        let before = try answeredBeside()
+        // No token, a wrong one, an Origin to answer, a query (this route takes none): each answered as before, by
+        // the engine.
+        XCTAssertEqual(try api.get("/downloads/\(id)").status, 401)
+        XCTAssertEqual(
+            try api.request("GET", "/downloads/\(id)", headers: ["Authorization": "Bearer nope"]).status, 401)
+        let cors = try read(id, headers: ["Origin": "http://dash.example"])
+        XCTAssertEqual(cors.status, 200)
+        XCTAssertEqual(cors.header("Access-Control-Allow-Origin"), "http://dash.example")
+        XCTAssertEqual(try api.request("GET", "/downloads/\(id)?x=1", headers: bearer).status, 400)
+        XCTAssertEqual(try answeredBeside(), before)
+
+        // Past the burst of wrong tokens the address gets 429, the right token too, beside or not.
+        for _ in 0..<12 {
+            _ = try api.request("GET", "/downloads/\(id)", headers: ["Authorization": "Bearer wrong"])
+        }
+        XCTAssertEqual(try read(id).status, 429)
+        XCTAssertEqual(try api.request("GET", "/stats", headers: bearer).status, 429)
+    }
+}
+
+extension HaulTestCase {
+    /// POSTs a download with `headers` and returns its id, requiring 201.
+    func add(_ body: [String: Any], bearer headers: [String: String]) throws -> String {
+        let reply = try api.request("POST", "/downloads", json: body, headers: headers)
+        XCTAssertEqual(reply.status, 201, reply.text)
+        return try XCTUnwrap(reply.json["id"] as? String)
+    }
+}
