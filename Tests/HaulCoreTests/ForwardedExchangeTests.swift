@@ -22,10 +22,13 @@ final class ForwardedExchangeTests: XCTestCase {
     private var server: HTTPServer!
     private var port: UInt16 = 0
 
-    private func serve(_ handler: @escaping (any ServerExchange) -> Void) throws {
+    private func serve(
+        answeredHere: ((HTTPRequest, Double) -> HTTPResponse?)? = nil,
+        _ handler: @escaping (any ServerExchange) -> Void
+    ) throws {
         io = try LoopThread(name: "test-api")
         home = try LoopThread(name: "test-engine")
-        server = try HTTPServer(loop: io.loop, handledOn: home.loop, handler: handler)
+        server = try HTTPServer(loop: io.loop, handledOn: home.loop, answeredHere: answeredHere, handler: handler)
         port = try server.bind(host: "127.0.0.1", port: 0)
         try io.start()
         try home.start()
@@ -116,16 +119,34 @@ final class ForwardedExchangeTests: XCTestCase {
         }
     }
 
-    func testAnAnswerFromAnotherLoopKeepsTheConnectionForTheNextRequest() throws {
-        try serve { exchange in
+    /// Twenty requests on one kept-alive connection, answered from the other loop or, every third, on the
+    /// connection's own loop (`answeredHere`, which the handler then never sees): each answer whole, in order, on
+    /// the same socket.
+    func testOneKeptAliveConnectionTakesAnswersFromEitherLoopInOrder() throws {
+        let seen = Seen()
+        let answeredOnIO = Seen()
+        try serve(
+            answeredHere: { request, _ in
+                answeredOnIO.update { $0.closes += 1 }
+                guard request.target.hasSuffix("/here") else { return nil }
+                return HTTPResponse(status: 200, body: Array("here \(request.target)".utf8))
+            }
+        ) { exchange in
+            seen.update { $0.closes += 1 }
             let body = Array("answered \(exchange.message.target)".utf8)
             exchange.respond(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain")], body: body))
         }
+        let connection = try KeptAlive(port: port)
+        defer { connection.close() }
         for index in 0..<20 {
-            let reply = try APIRequest(url: "http://127.0.0.1:\(port)/r\(index)").send()
-            XCTAssertEqual(reply.status, 200)
-            XCTAssertEqual(String(decoding: reply.body, as: UTF8.self), "answered /r\(index)")
+            let here = index % 3 == 0
+            let target = here ? "/r\(index)/here" : "/r\(index)"
+            let reply = try connection.get(target)
+            XCTAssertTrue(reply.head.hasPrefix("HTTP/1.1 200"), reply.head)
+            XCTAssertEqual(reply.body, (here ? "here " : "answered ") + target)
         }
+        XCTAssertEqual(seen.lock.withLock { seen.closes }, 13, "the handler saw only the forwarded requests")
+        XCTAssertEqual(answeredOnIO.lock.withLock { answeredOnIO.closes }, 20, "asked of every request")
     }
 
     /// The engine's loop takes requests from the API's without pause under load: posted work at its timers'
@@ -165,5 +186,60 @@ final class ForwardedExchangeTests: XCTestCase {
             XCTAssertEqual(count, 10, "the timer ran \(count) times in a second of posts")
             withExtendedLifetime(timer) {}
         }
+    }
+}
+
+/// One HTTP/1.1 connection to loopback, kept alive across requests: each `get` writes a request and reads its
+/// answer by its Content-Length.
+private final class KeptAlive {
+    private let fd: Int32
+    private var pending: [UInt8] = []
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    }
+
+    func close() { _ = Glibc.close(fd) }
+
+    func get(_ target: String) throws -> (head: String, body: String) {
+        let request = Array("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard send(fd, request, request.count, 0) == request.count else { throw POSIXError(.EPIPE) }
+        let separator = Array("\r\n\r\n".utf8)
+        var headEnd: Int?
+        while headEnd == nil {
+            headEnd = pending.indices.dropLast(3).first { Array(pending[$0..<$0 + 4]) == separator }
+            if headEnd == nil { try receive() }
+        }
+        let head = String(decoding: pending[..<headEnd!], as: UTF8.self)
+        let length =
+            head.split(separator: "\r\n").compactMap { line -> Int? in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+                return Int(parts[1].trimmingCharacters(in: .whitespaces))
+            }.first ?? 0
+        let bodyStart = headEnd! + 4
+        while pending.count < bodyStart + length { try receive() }
+        let body = String(decoding: pending[bodyStart..<bodyStart + length], as: UTF8.self)
+        pending.removeFirst(bodyStart + length)
+        return (head, body)
+    }
+
+    private func receive() throws {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        guard count > 0 else { throw POSIXError(.ECONNRESET) }
+        pending += buffer[..<count]
     }
 }
