@@ -97,6 +97,17 @@ final class StressTests: HaulTestCase {
                     findings.problem("\(what): \(reply.status) without a problem document")
                 }
             }
+            /// Reads `id` and notes a problem unless it is paused (`paused`) or not.
+            func readState(_ id: String, _ name: String, _ what: String, paused: Bool) {
+                let reply = try? api.get("/downloads/\(id)")
+                check(reply, "\(what) of \(name)", [200])
+                guard let reply, reply.status == 200 else { return }
+                let state = reply.json["state"] as? String
+                if (state == "paused") != paused {
+                    findings.problem(
+                        "\(what) of \(name): state \(state ?? "none"), expected \(paused ? "" : "not ")paused")
+                }
+            }
             var mine: [(id: String, name: String)] = []
             let names = (0..<perClient).map { "c\(client)-\($0).bin" }
             func source(_ name: String) -> [String: Any] { ["url": origin + "/files/" + name + "?rate=3000000"] }
@@ -166,10 +177,15 @@ final class StressTests: HaulTestCase {
                     if let reply, reply.status == 200, (reply.json["received_bytes"] as? Int ?? 0) > 0 {
                         findings.pausedWithPart()
                     }
+                    // Only this client changes its downloads: every read after the pause's answer sees it paused
+                    // (the second, of a download at rest, may be answered beside the engine's loop).
+                    if let reply, reply.status == 200 {
+                        for read in 0..<2 { readState(id, name, "read \(read) after the pause", paused: true) }
+                    }
                 case 7, 8:
-                    check(
-                        try? api.request("PATCH", "/downloads/\(id)", json: ["state": "queued"]), "resume \(name)",
-                        [200, 409])
+                    let reply = try? api.request("PATCH", "/downloads/\(id)", json: ["state": "queued"])
+                    check(reply, "resume \(name)", [200, 409])
+                    if let reply, reply.status == 200 { readState(id, name, "read after the resume", paused: false) }
                 default:
                     // One in four clients' picks of a removal go through; the rest read the events' counters.
                     if round % 4 == client % 4 {
