@@ -22,16 +22,26 @@ final class ForwardedExchangeTests: XCTestCase {
     private var server: HTTPServer!
     private var port: UInt16 = 0
 
+    /// `oneLoop`: the connections are answered on their own loop, as with `--threads 1`.
     private func serve(
+        oneLoop: Bool = false, connections: ConnectionPolicy = ConnectionPolicy(),
         answeredHere: ((HTTPRequest, Double) -> HTTPResponse?)? = nil,
         _ handler: @escaping (any ServerExchange) -> Void
     ) throws {
         io = try LoopThread(name: "test-api")
-        home = try LoopThread(name: "test-engine")
-        server = try HTTPServer(loop: io.loop, handledOn: home.loop, answeredHere: answeredHere, handler: handler)
+        home = oneLoop ? io : try LoopThread(name: "test-engine")
+        server = try HTTPServer(
+            loop: io.loop, handledOn: home.loop, connections: connections, answeredHere: answeredHere, handler: handler)
         port = try server.bind(host: "127.0.0.1", port: 0)
         try io.start()
-        try home.start()
+        if !oneLoop { try home.start() }
+    }
+
+    override func setUp() {
+        super.setUp()
+        // As the server does (main.swift): a write to a connection the client or the deadline closed is an error
+        // libevent handles, not the end of the process.
+        signal(SIGPIPE, SIG_IGN)
     }
 
     override func tearDown() {
@@ -116,6 +126,97 @@ final class ForwardedExchangeTests: XCTestCase {
             XCTAssertEqual(seen.closes, 1)
             XCTAssertTrue(seen.closedOnTheAnsweringLoop)
             XCTAssertEqual(seen.sendAfterCloseQueued, 0, "a send after the close queued nothing")
+        }
+    }
+
+    /// A client that leaves before its stream starts (the handler was slow to answer: evhttp has detached the
+    /// request from the closed connection by then) is told once, as one that leaves during the stream, and the
+    /// server lets the exchange go: nothing waits for ever on a stream no one reads. Answered from the same loop
+    /// and from another.
+    func testAClientLeavingBeforeItsStreamStartsIsToldOnceAndLetGo() throws {
+        for oneLoop in [true, false] {
+            tearDown()
+            let seen = Seen()
+            let arrived = DispatchSemaphore(value: 0)
+            let left = DispatchSemaphore(value: 0)
+            let closed = DispatchSemaphore(value: 0)
+            try serve(oneLoop: oneLoop) { [unowned self] exchange in
+                let home = LoopBound(self.home.loop)
+                let held = LoopBound(exchange)
+                arrived.signal()
+                DispatchQueue.global().async {
+                    // Started once the client has closed its socket and the server's loop has seen it.
+                    _ = left.wait(timeout: .now() + 10)
+                    usleep(200_000)
+                    home.value.post {
+                        let exchange = held.value
+                        exchange.startStream(status: 200, headers: [])
+                        exchange.onClose = {
+                            seen.update { $0.closes += 1 }
+                            closed.signal()
+                        }
+                        exchange.send(Self.piece(1), drained: nil)
+                    }
+                }
+            }
+            let connection = try KeptAlive(port: port)
+            try connection.write("GET /late HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            XCTAssertEqual(arrived.wait(timeout: .now() + 10), .success)
+            connection.close()
+            left.signal()
+            XCTAssertEqual(
+                closed.wait(timeout: .now() + 10), .success, "told of the client gone (one loop: \(oneLoop))")
+            usleep(100_000)
+            XCTAssertEqual(seen.lock.withLock { seen.closes }, 1)
+            let streams = Seen()
+            let counted = DispatchSemaphore(value: 0)
+            let server = LoopBound(self.server!)
+            io.loop.post {
+                streams.update { $0.closes = server.value.streams.count }
+                counted.signal()
+            }
+            XCTAssertEqual(counted.wait(timeout: .now() + 10), .success)
+            XCTAssertEqual(streams.lock.withLock { streams.closes }, 0, "no stream held open (one loop: \(oneLoop))")
+        }
+    }
+
+    /// A stream started after the request deadline closed its connection (the handler took longer than the
+    /// deadline) is told of the close once, and the server lets it go; a write to the closed socket is an error
+    /// libevent handles.
+    func testAStreamStartedPastItsRequestDeadlineIsToldOfTheCloseAndLetGo() throws {
+        for oneLoop in [true, false] {
+            tearDown()
+            let seen = Seen()
+            let closed = DispatchSemaphore(value: 0)
+            try serve(oneLoop: oneLoop, connections: ConnectionPolicy(requestDeadline: 0.3)) {
+                [unowned self] exchange in
+                let home = LoopBound(self.home.loop)
+                let held = LoopBound(exchange)
+                DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
+                    home.value.post {
+                        let exchange = held.value
+                        exchange.startStream(status: 200, headers: [])
+                        exchange.onClose = {
+                            seen.update { $0.closes += 1 }
+                            closed.signal()
+                        }
+                        exchange.send(Self.piece(1), drained: nil)
+                    }
+                }
+            }
+            let connection = try KeptAlive(port: port)
+            try connection.write("GET /late HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            XCTAssertEqual(closed.wait(timeout: .now() + 5), .success, "told of the client gone (one loop: \(oneLoop))")
+            connection.close()
+            let streams = Seen()
+            let counted = DispatchSemaphore(value: 0)
+            let server = LoopBound(self.server!)
+            io.loop.post {
+                streams.update { $0.closes = server.value.streams.count }
+                counted.signal()
+            }
+            XCTAssertEqual(counted.wait(timeout: .now() + 10), .success)
+            XCTAssertEqual(streams.lock.withLock { streams.closes }, 0, "no stream held open (one loop: \(oneLoop))")
         }
     }
 
@@ -212,6 +313,11 @@ private final class KeptAlive {
     }
 
     func close() { _ = Glibc.close(fd) }
+
+    func write(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        guard send(fd, bytes, bytes.count, 0) == bytes.count else { throw POSIXError(.EPIPE) }
+    }
 
     func get(_ target: String) throws -> (head: String, body: String) {
         let request = Array("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)

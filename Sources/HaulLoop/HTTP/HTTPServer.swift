@@ -10,7 +10,7 @@ public final class HTTPServer {
     private var http: OpaquePointer?
     private let handler: (HTTPExchange) -> Void
     /// Exchanges streaming a reply, which `close` ends before it frees their connections.
-    fileprivate var streams: [ObjectIdentifier: HTTPExchange] = [:]
+    fileprivate(set) var streams: [ObjectIdentifier: HTTPExchange] = [:]
     let connectionGuard: ConnectionGuard
     /// WebSockets taken over from evhttp, which `close` frees before the server.
     var webSockets: [ObjectIdentifier: WebSocketConnection] = [:]
