@@ -101,4 +101,55 @@ final class StatusBoardTests: XCTestCase {
         large.publish(HTTPResponse(status: 200, body: [UInt8](repeating: 32, count: StatusBoard.largestBody + 1)))
         XCTAssertNil(board.answer(for: "large"))
     }
+
+    // MARK: pages of the list
+
+    func testAnyDownloadsChangeTakesEveryPageDownFirst() {
+        let board = openBoard()
+        let shown = box("shown", .paused, board: board)
+        let other = box("other", .paused, board: board)
+        let running = box("running", .queued, board: board)
+        running.machine.phase = .reserving
+        XCTAssertTrue(board.putPage(answer("page 1"), for: "/downloads?limit=1"))
+        XCTAssertTrue(board.putPage(answer("all"), for: "/downloads"))
+        XCTAssertEqual(board.page(for: "/downloads?limit=1")?.body, Array("page 1".utf8))
+        XCTAssertNil(board.page(for: "/downloads?limit=2"), "only the very target the engine answered")
+        // A download not shown changes: it may now belong on the page, or move the cursor.
+        other.machine.download.priority = 2
+        XCTAssertEqual(board.pageCount, 0)
+
+        XCTAssertTrue(board.putPage(answer("all"), for: "/downloads"))
+        running.lastWriteAt = 3
+        XCTAssertEqual(board.pageCount, 0, "a running download's write (its updated_at) takes pages down")
+
+        XCTAssertTrue(board.putPage(answer("all"), for: "/downloads"))
+        shown.isRemoved = true
+        XCTAssertEqual(board.pageCount, 0, "a removal")
+
+        XCTAssertTrue(board.putPage(answer("all"), for: "/downloads"))
+        box("new", .paused, board: board).changing()
+        XCTAssertEqual(board.pageCount, 0, "a download joining the list (what the registry calls on insert)")
+
+        XCTAssertTrue(board.putPage(answer("all"), for: "/downloads"))
+        board.clearPages()
+        XCTAssertEqual(board.pageCount, 0, "an event (what the event hub calls at each)")
+        XCTAssertNil(board.answer(for: "shown"), "no status answer was put up by a page")
+    }
+
+    func testPagesAreBoundedByBytesAndALargePageLeftToTheEngine() {
+        let board = StatusBoard()
+        XCTAssertFalse(board.putPage(answer("closed"), for: "/downloads"), "closed: nothing put up")
+        board.open()
+        let body = [UInt8](repeating: 32, count: StatusBoard.largestPage)
+        let fit = StatusBoard.pageCapacity / StatusBoard.largestPage
+        for index in 0..<fit { XCTAssertTrue(board.putPage(HTTPResponse(status: 200, body: body), for: "/p\(index)")) }
+        XCTAssertEqual(board.pageCount, fit)
+        // The same target again replaces its page, counted once.
+        XCTAssertTrue(board.putPage(HTTPResponse(status: 200, body: body), for: "/p0"))
+        XCTAssertEqual(board.pageCount, fit)
+        XCTAssertTrue(board.putPage(answer("one more"), for: "/more"))
+        XCTAssertEqual(board.pageCount, 1, "past the bytes, cleared and the new one put up")
+        XCTAssertFalse(board.putPage(HTTPResponse(status: 200, body: body + [32]), for: "/large"))
+        XCTAssertNil(board.page(for: "/large"))
+    }
 }

@@ -77,6 +77,77 @@ final class ReadsBesideTests: HaulTestCase {
         XCTAssertEqual(try read(id).status, 404)
     }
 
+    /// The ids a page of the list shows, with each one's fields.
+    private func page(_ target: String) throws -> (sequence: Int64, downloads: [String: [String: Any]], ids: [String]) {
+        let reply = try api.request("GET", target, headers: bearer)
+        XCTAssertEqual(reply.status, 200, reply.text)
+        let list = try XCTUnwrap(reply.json["downloads"] as? [[String: Any]])
+        let ids = list.compactMap { $0["id"] as? String }
+        return (int(reply.json["sequence"]), Dictionary(uniqueKeysWithValues: zip(ids, list)), ids)
+    }
+
+    /// A page of the list whose downloads all rest is answered beside from its second read, with the engine's
+    /// bytes; whatever could change it (a change of a download it shows or not, an add, a removal, an event, which
+    /// moves the page's sequence) is seen by the read right after its answer; a page showing a running download
+    /// follows its bytes.
+    func testAPageBesideIsTheEnginesAnswerAndNeverOlderThanAChange() throws {
+        var ids: [String] = []
+        for index in 0..<3 {
+            ids.append(try add(["url": originURL("page\(index).bin"), "start_paused": true], bearer: bearer))
+        }
+        let all = "/downloads?limit=10"
+        let first = try api.request("GET", all, headers: bearer)
+        XCTAssertEqual(first.status, 200)
+        let before = try answeredBeside()
+        let again = try api.request("GET", all, headers: bearer)
+        XCTAssertEqual(try answeredBeside(), before + 1, "the second read of a page at rest is answered beside")
+        XCTAssertEqual(again.body, first.body)
+        XCTAssertEqual(again.header("ETag"), first.header("ETag"))
+        XCTAssertEqual(again.header("Content-Type"), "application/json")
+        let tag = try XCTUnwrap(first.header("ETag"))
+        let notModified = try api.request("GET", all, headers: bearer.merging(["If-None-Match": tag]) { $1 })
+        XCTAssertEqual(notModified.status, 304)
+        XCTAssertEqual(try answeredBeside(), before + 2)
+
+        // A page of one: a change of a download it does not show is in the delta from the page's sequence.
+        let one = "/downloads?limit=1"
+        let firstOfOne = try page(one)
+        XCTAssertEqual(firstOfOne.ids, [ids[0]])
+        let besideBefore = try answeredBeside()
+        XCTAssertEqual(try page(one).sequence, firstOfOne.sequence)
+        XCTAssertEqual(try answeredBeside(), besideBefore + 1)
+        XCTAssertEqual(
+            try api.request("PATCH", "/downloads/\(ids[2])", json: ["priority": 4], headers: bearer).status, 200)
+        XCTAssertEqual(try page(one).ids, [ids[0]])
+        let delta = try page("/downloads?changed_since=\(firstOfOne.sequence)")
+        XCTAssertEqual(delta.ids, [ids[2]])
+        XCTAssertEqual(int(delta.downloads[ids[2]]?["priority"]), 4)
+
+        // A change of a download it shows, an add and a removal, each seen by the next read, twice.
+        XCTAssertEqual(
+            try api.request("PATCH", "/downloads/\(ids[0])", json: ["tags": "changed"], headers: bearer).status,
+            200)
+        for _ in 0..<2 { XCTAssertEqual(try page(all).downloads[ids[0]]?["tags"] as? String, "changed") }
+        let added = try add(["url": originURL("page3.bin"), "start_paused": true], bearer: bearer)
+        for _ in 0..<2 { XCTAssertEqual(try page(all).ids, ids + [added]) }
+        XCTAssertEqual(try api.request("DELETE", "/downloads/\(ids[1])", headers: bearer).status, 204)
+        for _ in 0..<2 { XCTAssertEqual(try page(all).ids, [ids[0], ids[2], added]) }
+
+        // Running, its page follows its bytes to the end.
+        let digest = try sandbox.makeRandomFile("www/page-run.bin", size: 600_000)
+        let running = try add(["url": originURL("page-run.bin", "rate=300000")], bearer: bearer)
+        var seen: Set<Int64> = []
+        try waitFor("the download to complete", timeout: 30) {
+            let now = try XCTUnwrap(try page(all).downloads[running])
+            seen.insert(int(now["received_bytes"]))
+            return now["state"] as? String == "completed"
+        }
+        XCTAssertGreaterThan(seen.count, 2, "the pages followed its progress: \(seen.sorted())")
+        let done = try XCTUnwrap(try page(all).downloads[running])
+        XCTAssertEqual(int(done["received_bytes"]), 600_000)
+        XCTAssertEqual(try sha256(try downloadedPath(done)), digest)
+    }
+
     func testWhatTheGateMustSeeGoesToTheEngine() throws {
         let id = try add(["url": originURL("gate.bin"), "start_paused": true], bearer: bearer)
         XCTAssertEqual(try read(id).status, 200)

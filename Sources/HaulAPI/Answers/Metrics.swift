@@ -72,8 +72,9 @@ final class RequestMetrics {
         }
         out.single(
             "haul_http_requests_answered_beside_total", type: "counter",
-            help: "Status reads answered on the API's own loop from the answers the engine published for downloads "
-                + "at rest, without a turn of the engine's loop (counted in haul_http_requests_total too).",
+            help: "Status reads and pages of the list answered on the API's own loop from the answers the engine "
+                + "published for downloads at rest, without a turn of the engine's loop (counted in "
+                + "haul_http_requests_total too).",
             Double(answeredBeside))
     }
 }

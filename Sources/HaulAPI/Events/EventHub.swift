@@ -10,7 +10,10 @@ public final class EventHub: EngineListener {
     private let config: EventStreamConfig
     /// The last sequence number handed out. Starts at the microseconds since 1970, so numbers keep growing
     /// across restarts and a Last-Event-ID from an earlier run is never mistaken for one of this run.
-    public private(set) var sequence: Int64
+    public private(set) var sequence: Int64 {
+        // A page of the list tells the sequence it was read at: a page put up before this event is taken down.
+        didSet { operations.statusBoard.clearPages() }
+    }
     /// The newest events, oldest first, at most `replayCapacity`.
     private var replay: [StreamEvent] = []
     private var replayStart = 0

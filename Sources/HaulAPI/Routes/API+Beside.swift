@@ -2,14 +2,15 @@ import FoundationEssentials
 import HaulCore
 import HaulLoop
 
-/// Status reads answered on the API's own loop, beside the engine's: from the answers the engine put up for
-/// downloads at rest (`StatusBoard`), with no turn of the engine's loop and no hop between threads.
+/// Status reads and pages of the list answered on the API's own loop, beside the engine's: from the answers the
+/// engine put up while what they show rested (`StatusBoard`), with no turn of the engine's loop and no hop between
+/// threads.
 extension API {
     /// Opens the status board and returns what the API's own loop asks before it hands a request to the engine's:
-    /// the answer to a plain `GET /downloads/{id}` of a download at rest, from the server's own token (or on a
-    /// server without one), or nil for the engine to answer. Everything else, and anything the gate would have
-    /// to count or refuse, goes to the engine's loop as before. The request is counted in the metrics and logged
-    /// there, a turn's reads in one post.
+    /// the answer to a plain `GET /downloads/{id}` of a download at rest, or to a `GET /downloads?...` whose page the
+    /// engine put up for that very target, from the server's own token (or on a server without one), or nil for
+    /// the engine to answer. Everything else, and anything the gate would have to count or refuse, goes to the
+    /// engine's loop as before. The request is counted in the metrics and logged there, a turn's reads in one post.
     public func readsBeside(on here: EventLoop) -> (_ request: HTTPRequest, _ receivedAt: Double) -> HTTPResponse? {
         let board = serverOperations.statusBoard
         board.open()
@@ -17,27 +18,40 @@ extension API {
         let engineSide = LoopBound(self)
         let ledger = BesideLedger(loop: here, engine: loop) { reads in
             for read in reads {
+                // The path only in the log, as the engine logs it: a query may carry a secret.
+                let path = read.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? read.target
                 engineSide.value.record(
-                    HTTPRequest(method: "GET", target: read.target, peer: read.peer), path: read.target,
-                    route: API.statusRoute, status: read.status, seconds: read.seconds, audited: nil, beside: true)
+                    HTTPRequest(method: "GET", target: read.target, peer: read.peer), path: path,
+                    route: read.route, status: read.status, seconds: read.seconds, audited: nil, beside: true)
             }
         }
         return { [gate] request, receivedAt in
-            guard request.method == "GET", let id = API.statusID(in: request.target),
+            guard request.method == "GET" else { return nil }
+            let id = API.statusID(in: request.target)
+            guard id != nil || API.isListTarget(request.target),
                 gate.admitsServerOnAnyLoop(request, now: ProcessInfo.processInfo.systemUptime),
-                let published = board.answer(for: id)
+                let published = id.map(board.answer(for:)) ?? board.page(for: request.target)
             else { return nil }
             let response = API.conditional(request, tagged: published).adding(API.everyAnswer)
             ledger.note(
                 BesideLedger.Read(
-                    target: request.target, peer: request.peer, status: response.status,
-                    seconds: ProcessInfo.processInfo.systemUptime - receivedAt))
+                    target: request.target, route: id == nil ? API.listRoute : API.statusRoute, peer: request.peer,
+                    status: response.status, seconds: ProcessInfo.processInfo.systemUptime - receivedAt))
             return response
         }
     }
 
-    /// The route a status read is counted under.
+    /// The routes a read beside is counted under.
     static let statusRoute = "/downloads/{id}"
+    static let listRoute = "/downloads"
+
+    /// Whether `target` asks for the list (`/downloads`, with or without a query) within a length worth looking up.
+    static func isListTarget(_ target: String) -> Bool {
+        let bytes = target.utf8
+        let path = "/downloads".utf8
+        guard bytes.count <= 1024, bytes.starts(with: path) else { return false }
+        return bytes.count == path.count || bytes.dropFirst(path.count).first == UInt8(ascii: "?")
+    }
 
     /// The id of `/downloads/{id}` when `target` is exactly that, with no query and nothing encoded in the id.
     static func statusID(in target: String) -> String? {
@@ -62,6 +76,7 @@ extension API {
 final class BesideLedger {
     struct Read: Sendable {
         let target: String
+        let route: String
         let peer: String
         let status: Int
         let seconds: Double

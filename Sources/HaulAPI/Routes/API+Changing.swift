@@ -9,7 +9,7 @@ extension API {
         let response = API.tagged(API.json(200, bytes: DownloadResource.bytes(snapshot, owner: c.caller.seesOwners)))
         // While it rests, the API's own loop answers the next reads with it (`readsBeside`).
         c.operations.publishStatus(response, for: snapshot.download.id)
-        return try API.conditional(c.request, tagged: response)
+        return API.conditional(c.request, tagged: response)
     }
 
     /// What PATCH /downloads/{id} may change: the state, the options the table lets it, and its place in the queue.

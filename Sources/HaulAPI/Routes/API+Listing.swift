@@ -97,7 +97,10 @@ extension API {
                 w.member("reset", changes == nil)
             }
         }
-        return try conditional(c.request, API.json(200, bytes: w.bytes))
+        let response = API.tagged(API.json(200, bytes: w.bytes))
+        // While every download in it rests, the API's own loop answers the next reads of this page with it.
+        c.operations.publishPage(response, for: c.request.target, showing: page.downloads.map(\.download.id))
+        return API.conditional(c.request, tagged: response)
     }
 
     func eventStream(_ c: RequestContext, downloadID: String?) throws(Problem) -> APIResult {

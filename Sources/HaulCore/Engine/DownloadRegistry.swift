@@ -87,6 +87,8 @@ final class DownloadRegistry {
     /// every field once more). At start-up downloads come in any order: `sortOrder` once after loading them all; and
     /// each is packed as it is loaded (`loading`), beside its box in memory, where a walk of the list finds both.
     func insert(_ box: MachineBox, holding download: Download, loading: Bool = false) {
+        // The list grows: no page put up before holds it.
+        box.changing()
         machines[download.id] = box
         nextSequence = max(nextSequence, download.sequence + 1)
         place(box, download.sequence, download.id)
@@ -139,6 +141,7 @@ final class DownloadRegistry {
 
     /// Puts `box` in place of what is known of its download (another node changed it), or adds it.
     func replace(with box: MachineBox) {
+        box.changing()
         let download = box.machine.download
         let replaced = machines.updateValue(box, forKey: download.id)
         let before = replaced?.machine.download

@@ -17,6 +17,13 @@ extension Engine {
     /// Puts up `response`, the status answer just worked out for `id` in this turn, if the download is at rest.
     public func publishStatus(_ response: HTTPResponse, for id: String) { machines[id]?.publish(response) }
 
+    /// Puts up `response`, a page of the list worked out in this turn for `target`, if every download it shows
+    /// (`ids`) is at rest.
+    public func publishPage(_ response: HTTPResponse, for target: String, showing ids: [String]) {
+        guard ids.allSatisfy({ machines[$0]?.rests == true }) else { return }
+        _ = statusBoard.putPage(response, for: target)
+    }
+
     /// How many downloads are stored.
     public var count: Int { machines.count }
 

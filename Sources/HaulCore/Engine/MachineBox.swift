@@ -14,15 +14,15 @@ final class MachineBox {
     /// The clock's time of the last bytes written, which stamp no `updatedAt` on the hot path; a snapshot makes
     /// `updated_at` follow them.
     var lastWriteAt: Double? {
-        didSet { if isPublished { withdraw() } }
+        didSet { changing() }
     }
     /// Gone from the registry (removed, or replaced by another box): its entry in creation order is passed over
     /// until swept. Beside `lastWriteAt`'s flag byte, so the box grows by nothing.
     var isRemoved = false {
-        didSet { if isPublished { withdraw() } }
+        didSet { changing() }
     }
     /// Whether the engine put up a status answer of this download (`StatusBoard`), which any change takes down
-    /// first. Beside `isRemoved`, in the same padding.
+    /// first (with every page of the list). Beside `isRemoved`, in the same padding.
     private var isPublished = false
     /// Readers of the file waiting for its bytes: while any, each write is told (`EngineListener.engineWrote`).
     var readers = 0
@@ -53,7 +53,7 @@ final class MachineBox {
             }
         }
         _modify {
-            if isPublished { withdraw() }
+            changing()
             let wasPacked = packed != nil
             unpack()
             yield &live
@@ -133,7 +133,7 @@ final class MachineBox {
     /// from it, a paused one may go on). False while it runs, or its file is read as it arrives.
     func settleRun(clock: Clock) -> Bool {
         guard live.phase == .idle, readers == 0, packed == nil else { return false }
-        if isPublished { withdraw() }
+        changing()
         if let written = lastWriteAt {
             let wall = clock.wallTime.addingTimeInterval(written - clock.now)
             if wall > live.download.updatedAt { live.download.updatedAt = wall }
@@ -143,18 +143,25 @@ final class MachineBox {
         return true
     }
 
-    /// Puts up `response` as the download's status answer when nothing in it can change without a change of its
-    /// machine: nothing runs, no write's time or retry is pending, and it is still in the registry.
+    /// Whether nothing in the download can change without a change of its machine: nothing runs, no write's time or
+    /// retry is pending, and it is still in the registry.
+    var rests: Bool { !isRemoved && lastWriteAt == nil && live.phase == .idle && live.nextAttemptAt == nil }
+
+    /// Puts up `response` as the download's status answer while it `rests`.
     func publish(_ response: HTTPResponse) {
-        guard !isRemoved, lastWriteAt == nil, live.phase == .idle, live.nextAttemptAt == nil,
-            let board = live.settings.statusBoard
-        else { return }
+        guard rests, let board = live.settings.statusBoard else { return }
         if board.put(response, for: id) { isPublished = true }
     }
 
-    private func withdraw() {
-        isPublished = false
-        live.settings.statusBoard?.withdraw(id)
+    /// Takes down what the board shows of the download before it changes, or joins the list (added, or in place
+    /// of another box): its status answer, and every page of the list.
+    func changing() {
+        guard let board = live.settings.statusBoard else { return }
+        if isPublished {
+            isPublished = false
+            board.withdraw(id)
+        }
+        board.clearPages()
     }
 
     /// What a client reads of the download now, its times on `clock`'s wall time.

@@ -1,14 +1,25 @@
 import HaulLoop
 
-/// Status answers the engine published for downloads at rest, for the API's own loop to answer `GET
-/// /downloads/{id}` with, without a turn of the engine's loop. The engine puts an answer up when it has answered a
-/// status read of a download at rest (nothing runs, no write or retry is pending: nothing in it changes unless
-/// something changes it), and takes it down, before anything else happens, at any change of the download's machine,
-/// its removal or its replacement (`MachineBox`). A change's answer goes out after its turn, so a read that starts
-/// after it finds the old answer gone and is answered by the engine. Shared between the loops under one lock.
+/// Status answers and pages of the list the engine published while what they show rested, for the API's own loop
+/// to answer `GET /downloads/{id}` and `GET /downloads?...` with, without a turn of the engine's loop.
+///
+/// The engine puts a status answer up when it has answered a status read of a download at rest (nothing runs, no
+/// write or retry is pending: nothing in it changes unless something changes it), and takes it down, before
+/// anything else happens, at any change of the download's machine, its removal or its replacement (`MachineBox`).
+/// It puts a page up when every download in it rests, and takes every page down, first, at any change of any
+/// download's machine, any download added, removed or replaced, and any event (a page tells the events'
+/// sequence): what a page holds, its cursor and its length can change with any of them. A change's answer goes
+/// out after its turn, so a read that starts after it finds the old answers gone and is answered by the engine.
+/// Shared between the loops under one lock; the engine's thread puts up and takes down, any loop reads.
 public final class StatusBoard: @unchecked Sendable {
     private let lock = Lock()
     private var answers: [String: HTTPResponse] = [:]
+    /// Pages by the request target they answer, as the client sent it (path and query).
+    private var pages: [String: HTTPResponse] = [:]
+    private var pageBytes = 0
+    /// Whether any page is up. Read and written on the engine's thread only (which alone puts pages up and takes
+    /// them down), so a change looks at it without the lock: a running download's every chunk does.
+    private var pagesUp = false
     /// Whether the API reads from it (from two loops); while not, nothing is put up.
     private var isOpen = false
 
@@ -16,6 +27,10 @@ public final class StatusBoard: @unchecked Sendable {
     static let capacity = 4096
     /// A larger answer (a torrent's many files) is always worked out by the engine.
     static let largestBody = 64 << 10
+    /// The pages up hold at most this many bytes of bodies; past it they are cleared and filled again.
+    static let pageCapacity = 16 << 20
+    /// A larger page (a thousand downloads) is always worked out by the engine.
+    static let largestPage = 1 << 20
 
     public init() {}
 
@@ -39,6 +54,40 @@ public final class StatusBoard: @unchecked Sendable {
     /// Takes down the answer for `id`.
     func withdraw(_ id: String) { _ = lock.withLock { answers.removeValue(forKey: id) } }
 
+    /// The page up for `target` (a request's path and query, as sent), if any.
+    public func page(for target: String) -> HTTPResponse? { lock.withLock { pages[target] } }
+
+    /// Puts up `response` as the answer to `target`, the engine's thread only; false when the board is closed or
+    /// the page too large.
+    func putPage(_ response: HTTPResponse, for target: String) -> Bool {
+        guard response.body.count <= StatusBoard.largestPage, response.file == nil else { return false }
+        let put = lock.withLock {
+            guard isOpen else { return false }
+            let replaced = pages[target]?.body.count ?? 0
+            if pageBytes - replaced + response.body.count > StatusBoard.pageCapacity {
+                pages.removeAll(keepingCapacity: true)
+                pageBytes = 0
+            }
+            pageBytes += response.body.count - (pages.updateValue(response, forKey: target)?.body.count ?? 0)
+            return true
+        }
+        if put { pagesUp = true }
+        return put
+    }
+
+    /// Takes every page down, the engine's thread only: anything changed that a page may show.
+    public func clearPages() {
+        guard pagesUp else { return }
+        pagesUp = false
+        lock.withLock {
+            pages.removeAll(keepingCapacity: true)
+            pageBytes = 0
+        }
+    }
+
     /// How many answers are up (for the tests).
     var count: Int { lock.withLock { answers.count } }
+
+    /// How many pages are up (for the tests).
+    var pageCount: Int { lock.withLock { pages.count } }
 }

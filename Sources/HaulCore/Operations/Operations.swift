@@ -178,6 +178,13 @@ public struct Operations {
         engine.publishStatus(response, for: id)
     }
 
+    /// Puts up `response`, the page of the list the server's own token asked by `target` (path and query), just
+    /// worked out in this turn and showing `ids`, while every download in it rests (and no other change comes).
+    public func publishPage(_ response: HTTPResponse, for target: String, showing ids: [String]) {
+        guard caller.token == nil, caller.scope == .admin else { return }
+        engine.publishPage(response, for: target, showing: ids)
+    }
+
     /// The filter as the caller may apply it: a confined caller's matches its own downloads only.
     private func confined(_ filter: DownloadFilter) -> DownloadFilter {
         guard let owner = caller.confinedTo else { return filter }

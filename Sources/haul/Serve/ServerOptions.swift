@@ -204,8 +204,8 @@ enum ServerOptions {
         ServerOption(
             name: "threads", placeholder: "N", kind: .integer(1...1024), defaultShown: "the number of cores",
             help: "event loops: 1 runs the API and the engine on one thread; from 2, the API's connections are "
-                + "read and written on a loop of their own beside the engine's, which answers status reads of "
-                + "downloads at rest itself", sample: "1",
+                + "read and written on a loop of their own beside the engine's, which answers status reads and pages "
+                + "of downloads at rest itself", sample: "1",
             apply: { given, config in config.threads = given.integer }, show: { $0.threads.map(String.init) }),
     ]
 
