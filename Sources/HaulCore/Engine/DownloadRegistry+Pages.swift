@@ -91,12 +91,56 @@ extension DownloadRegistry {
     )
         -> (ids: [String], more: Bool)
     {
+        if let needle = filter.search, let blocks = search.blocks(for: needle) {
+            return page(after: after, limit: limit, where: filter, in: blocks)
+        }
         var items: [String] = []
         for entry in order[firstIndex(after: after)...] where !entry.box.isRemoved && entry.box.matches(filter) {
             if items.count == limit { return (items, true) }
             items.append(entry.box.id)
         }
         return (items, false)
+    }
+
+    /// As `page(after:limit:where:)`, reading only the downloads in `blocks` of creation order (ascending, as
+    /// `SearchIndex` answers a search): what a search costs is the blocks its trigrams are in, not the list.
+    private func page(
+        after: Int64, limit: Int, where filter: DownloadFilter, in blocks: [UInt32]
+    )
+        -> (ids: [String], more: Bool)
+    {
+        var items: [String] = []
+        let first = SearchIndex.block(of: max(after, 0) + 1)
+        for block in blocks[SearchIndex.lowerBound(blocks, UInt32(clamping: first))...] {
+            let start = Int64(block) << SearchIndex.blockShift
+            let end = start + (1 << SearchIndex.blockShift)
+            var position = firstIndex(after: max(after, start - 1))
+            while position < order.count, order[position].sequence < end {
+                let box = order[position].box
+                position += 1
+                guard !box.isRemoved, box.matches(filter) else { continue }
+                if items.count == limit { return (items, true) }
+                items.append(box.id)
+            }
+        }
+        return (items, false)
+    }
+
+    /// Indexes up to `count` more downloads for search, in creation order from where the build stands (new ones
+    /// come after it, and are indexed as they are added once it is past them); true once every download is.
+    func indexForSearch(count: Int) -> Bool {
+        guard let through = search.indexedThrough else { return true }
+        var position = firstIndex(after: through)
+        let end = min(order.count, position + count)
+        var last = through
+        while position < end {
+            let entry = order[position]
+            if !entry.box.isRemoved { entry.box.addSearchTexts(to: &search) }
+            last = entry.sequence
+            position += 1
+        }
+        search.indexed(through: position == order.count ? nil : last)
+        return position == order.count
     }
 
     /// The ids of the downloads that pass `filter`, in creation order, without building a snapshot of any.

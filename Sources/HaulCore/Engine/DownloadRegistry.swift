@@ -40,6 +40,8 @@ final class DownloadRegistry {
     private var loadedStates = PackedDownload.states.map { _ in 0 }
     /// Every download's id by its first two characters.
     private var byPrefix = IDPrefixIndex()
+    /// Where a search may match, by trigram (`SearchIndex`; built after the start, see `indexForSearch`).
+    var search = SearchIndex()
     /// Boxes inserted or read since the last packing, oldest first: a download just added is read again at once
     /// (its answer, its event, its write to the store), so it is packed only once `unpackedLimit` newer ones came
     /// after.
@@ -93,6 +95,7 @@ final class DownloadRegistry {
         nextSequence = max(nextSequence, download.sequence + 1)
         place(box, download.sequence, download.id)
         index(download, was: nil)
+        if search.covers(download.sequence) { box.addSearchTexts(to: &search) }
         receivedTotal += download.receivedBytes
         hold(download, sign: 1)
         if loading { box.pack() } else { packLater(box) }
@@ -151,6 +154,7 @@ final class DownloadRegistry {
         }
         place(box, download.sequence, download.id)
         index(download, was: before)
+        if search.covers(download.sequence) { box.addSearchTexts(to: &search) }
         receivedTotal += download.receivedBytes - (before?.receivedBytes ?? 0)
         hold(before, sign: -1)
         hold(download, sign: 1)
@@ -199,7 +203,9 @@ final class DownloadRegistry {
 
     /// A download's machine moved from `before`: its state, priority, place and bytes are indexed again.
     func changed(_ id: String, from before: Download) {
-        guard let download = machines[id]?.machine.download else { return }
+        guard let box = machines[id] else { return }
+        let download = box.machine.download
+        if search.covers(download.sequence), !download.searchesAlike(before) { box.addSearchTexts(to: &search) }
         receivedTotal += download.receivedBytes - before.receivedBytes
         if download.owner != nil || before.owner != nil {
             hold(before, sign: -1)

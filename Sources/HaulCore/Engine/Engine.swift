@@ -133,6 +133,15 @@ public final class Engine {
             pool.start(DownloadRunner(host: self, id: download.id, url: download.url, maxSpeed: download.maxSpeed))
         }
         schedule()
+        indexForSearchSoon()
+    }
+
+    /// Builds the search index over what the start loaded, 8,192 downloads a turn (a few milliseconds, so requests
+    /// are answered meanwhile): a million cost the start-up nothing, and searches walk until it is done.
+    private func indexForSearchSoon() {
+        pool.turns.later { [unowned self] in
+            if !self.registry.indexForSearch(count: 8_192) { self.indexForSearchSoon() }
+        }
     }
 
     /// Stops every transfer and checkpoints it (fdatasync, then the journal); they resume on the next start.

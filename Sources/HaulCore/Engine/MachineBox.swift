@@ -84,6 +84,29 @@ final class MachineBox {
         return filter.matches(download)
     }
 
+    /// Adds the texts a search looks in (`Download.matches(search:)`) to `index`, read from the packed bytes if
+    /// packed: the name, and the URL unless it carries credentials (searched as shown, without them); a torrent
+    /// named by its metadata, or a URL with credentials, is a candidate for every search.
+    func addSearchTexts(to index: inout SearchIndex) {
+        if let packed {
+            return packed.scan(texts: true) { scan, text in
+                let name = (scan.filename ?? scan.requestedFilename).map { UnsafeBufferPointer(rebasing: text[$0]) }
+                let url = UnsafeBufferPointer(rebasing: text[scan.url])
+                index.add(
+                    scan.sequence, name: name, url: url,
+                    opaque: (name == nil && scan.kind == .torrent) || url.contains(UInt8(ascii: "@")))
+            }
+        }
+        let d = live.download
+        var name = d.filename ?? d.requestedFilename
+        var url = d.url
+        let opaque = (name == nil && d.kind == .torrent) || url.utf8.contains(UInt8(ascii: "@"))
+        url.withUTF8 { url in
+            guard name != nil else { return index.add(d.sequence, name: nil, url: url, opaque: opaque) }
+            name!.withUTF8 { index.add(d.sequence, name: $0, url: url, opaque: opaque) }
+        }
+    }
+
     /// What a sort of the list reads of the download, from the packed bytes if packed (its speed is then 0: a
     /// machine packed runs nothing).
     var sortFields: SortFields {
