@@ -129,6 +129,43 @@ final class ForwardedExchangeTests: XCTestCase {
         }
     }
 
+    /// A handler that starts a stream once `wait` returns (on a thread of its own), and counts the close it hears.
+    private func startingLate(
+        _ seen: Seen, _ closed: DispatchSemaphore, after wait: @escaping @Sendable () -> Void
+    )
+        -> (any ServerExchange) -> Void
+    {
+        { [unowned self] exchange in
+            let home = LoopBound(self.home.loop)
+            let held = LoopBound(exchange)
+            DispatchQueue.global().async {
+                wait()
+                home.value.post {
+                    let exchange = held.value
+                    exchange.startStream(status: 200, headers: [])
+                    exchange.onClose = {
+                        seen.update { $0.closes += 1 }
+                        closed.signal()
+                    }
+                    exchange.send(Self.piece(1), drained: nil)
+                }
+            }
+        }
+    }
+
+    /// The streams the server holds open, counted on its loop.
+    private func openStreams() -> Int {
+        let streams = Seen()
+        let counted = DispatchSemaphore(value: 0)
+        let server = LoopBound(self.server!)
+        io.loop.post {
+            streams.update { $0.closes = server.value.streams.count }
+            counted.signal()
+        }
+        XCTAssertEqual(counted.wait(timeout: .now() + 10), .success)
+        return streams.lock.withLock { streams.closes }
+    }
+
     /// A client that leaves before its stream starts (the handler was slow to answer: evhttp has detached the
     /// request from the closed connection by then) is told once, as one that leaves during the stream, and the
     /// server lets the exchange go: nothing waits for ever on a stream no one reads. Answered from the same loop
@@ -140,25 +177,14 @@ final class ForwardedExchangeTests: XCTestCase {
             let arrived = DispatchSemaphore(value: 0)
             let left = DispatchSemaphore(value: 0)
             let closed = DispatchSemaphore(value: 0)
-            try serve(oneLoop: oneLoop) { [unowned self] exchange in
-                let home = LoopBound(self.home.loop)
-                let held = LoopBound(exchange)
-                arrived.signal()
-                DispatchQueue.global().async {
+            try serve(
+                oneLoop: oneLoop,
+                startingLate(seen, closed) {
                     // Started once the client has closed its socket and the server's loop has seen it.
+                    arrived.signal()
                     _ = left.wait(timeout: .now() + 10)
                     usleep(200_000)
-                    home.value.post {
-                        let exchange = held.value
-                        exchange.startStream(status: 200, headers: [])
-                        exchange.onClose = {
-                            seen.update { $0.closes += 1 }
-                            closed.signal()
-                        }
-                        exchange.send(Self.piece(1), drained: nil)
-                    }
-                }
-            }
+                })
             let connection = try KeptAlive(port: port)
             try connection.write("GET /late HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             XCTAssertEqual(arrived.wait(timeout: .now() + 10), .success)
@@ -168,15 +194,7 @@ final class ForwardedExchangeTests: XCTestCase {
                 closed.wait(timeout: .now() + 10), .success, "told of the client gone (one loop: \(oneLoop))")
             usleep(100_000)
             XCTAssertEqual(seen.lock.withLock { seen.closes }, 1)
-            let streams = Seen()
-            let counted = DispatchSemaphore(value: 0)
-            let server = LoopBound(self.server!)
-            io.loop.post {
-                streams.update { $0.closes = server.value.streams.count }
-                counted.signal()
-            }
-            XCTAssertEqual(counted.wait(timeout: .now() + 10), .success)
-            XCTAssertEqual(streams.lock.withLock { streams.closes }, 0, "no stream held open (one loop: \(oneLoop))")
+            XCTAssertEqual(openStreams(), 0, "no stream held open (one loop: \(oneLoop))")
         }
     }
 
@@ -188,35 +206,15 @@ final class ForwardedExchangeTests: XCTestCase {
             tearDown()
             let seen = Seen()
             let closed = DispatchSemaphore(value: 0)
-            try serve(oneLoop: oneLoop, connections: ConnectionPolicy(requestDeadline: 0.3)) {
-                [unowned self] exchange in
-                let home = LoopBound(self.home.loop)
-                let held = LoopBound(exchange)
-                DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
-                    home.value.post {
-                        let exchange = held.value
-                        exchange.startStream(status: 200, headers: [])
-                        exchange.onClose = {
-                            seen.update { $0.closes += 1 }
-                            closed.signal()
-                        }
-                        exchange.send(Self.piece(1), drained: nil)
-                    }
-                }
-            }
+            try serve(
+                oneLoop: oneLoop, connections: ConnectionPolicy(requestDeadline: 0.3),
+                startingLate(seen, closed) { usleep(1_000_000) })
             let connection = try KeptAlive(port: port)
             try connection.write("GET /late HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             XCTAssertEqual(closed.wait(timeout: .now() + 5), .success, "told of the client gone (one loop: \(oneLoop))")
             connection.close()
-            let streams = Seen()
-            let counted = DispatchSemaphore(value: 0)
-            let server = LoopBound(self.server!)
-            io.loop.post {
-                streams.update { $0.closes = server.value.streams.count }
-                counted.signal()
-            }
-            XCTAssertEqual(counted.wait(timeout: .now() + 10), .success)
-            XCTAssertEqual(streams.lock.withLock { streams.closes }, 0, "no stream held open (one loop: \(oneLoop))")
+            XCTAssertEqual(seen.lock.withLock { seen.closes }, 1)
+            XCTAssertEqual(openStreams(), 0, "no stream held open (one loop: \(oneLoop))")
         }
     }
 
