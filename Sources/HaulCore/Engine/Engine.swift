@@ -136,11 +136,12 @@ public final class Engine {
         indexForSearchSoon()
     }
 
-    /// Builds the search index over what the start loaded, 8,192 downloads a turn (a few milliseconds, so requests
-    /// are answered meanwhile): a million cost the start-up nothing, and searches walk until it is done.
+    /// Builds the search index over what the start loaded, 1,024 downloads a turn (well under a millisecond, so a
+    /// request waits for no more than that): a million cost the start-up nothing, and searches walk until it is
+    /// done (about half a second later).
     private func indexForSearchSoon() {
         pool.turns.later { [unowned self] in
-            if !self.registry.indexForSearch(count: 8_192) { self.indexForSearchSoon() }
+            if !self.registry.indexForSearch(count: 1_024) { self.indexForSearchSoon() }
         }
     }
 
