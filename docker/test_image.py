@@ -319,6 +319,17 @@ http {{
     return process, f"http://{host_ip}:{port}", prefix + "/logs/access.log"
 
 
+def stop_nginx(process):
+    """Stops an nginx run in the foreground: SIGTERM has its master stop its worker too (a SIGKILL of the master left
+    the worker running after every run, an orphan of init)."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def random_file(path, size):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
@@ -470,7 +481,7 @@ def main():
         network = Network(f"haul-dt-{os.getpid()}", 0)
         cleanup.append(network.close)
         origin, origin_url, origin_log = start_origin(work, network.host_ip)
-        cleanup.append(origin.kill)
+        cleanup.append(lambda: stop_nginx(origin))
         small_hash = random_file(os.path.join(work, "www/file.bin"), 24 * MIB)
         slow_size = 32 * MIB
         slow_hash = random_file(os.path.join(work, "www/slow/slow.bin"), slow_size)
