@@ -151,5 +151,10 @@ final class StatusBoardTests: XCTestCase {
         XCTAssertEqual(board.pageCount, 1, "past the bytes, cleared and the new one put up")
         XCTAssertFalse(board.putPage(HTTPResponse(status: 200, body: body + [32]), for: "/large"))
         XCTAssertNil(board.page(for: "/large"))
+
+        // Small pages of ever new targets (cursors walked past the end) are bounded by their number too.
+        board.clearPages()
+        for index in 0...StatusBoard.capacity { XCTAssertTrue(board.putPage(answer("[]"), for: "/c\(index)")) }
+        XCTAssertEqual(board.pageCount, 1, "past the number, cleared and the new one put up")
     }
 }

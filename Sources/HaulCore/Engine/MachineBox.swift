@@ -14,7 +14,9 @@ final class MachineBox {
     /// The clock's time of the last bytes written, which stamp no `updatedAt` on the hot path; a snapshot makes
     /// `updated_at` follow them.
     var lastWriteAt: Double? {
-        didSet { changing() }
+        // Only the first write of a run can take anything down: nothing is put up while a write's time is pending,
+        // and every later write is on the hot path.
+        didSet { if oldValue == nil { changing() } }
     }
     /// Gone from the registry (removed, or replaced by another box): its entry in creation order is passed over
     /// until swept. Beside `lastWriteAt`'s flag byte, so the box grows by nothing.

@@ -1,3 +1,5 @@
+import HaulLoop
+
 /// Where in creation order a search (`q=`, a text in the name or the URL, without case) may match: for each
 /// trigram (three bytes, ASCII letters folded to lower case), the blocks of 64 sequence numbers holding a download
 /// whose texts have it. A search of three bytes or more reads only the blocks that have all of its trigrams,
@@ -60,9 +62,9 @@ struct SearchIndex {
 
     private mutating func add(_ block: UInt32, _ text: UnsafeBufferPointer<UInt8>) {
         guard text.count >= 3 else { return }
-        var key = UInt32(SearchIndex.lower(text[0])) << 8 | UInt32(SearchIndex.lower(text[1]))
+        var key = UInt32(ASCII.lower(text[0])) << 8 | UInt32(ASCII.lower(text[1]))
         for index in 2..<text.count {
-            key = (key << 8 | UInt32(SearchIndex.lower(text[index]))) & 0xff_ffff
+            key = (key << 8 | UInt32(ASCII.lower(text[index]))) & 0xff_ffff
             // Most are appended (downloads come in creation order) or there already (the block's neighbours).
             if let last = postings[key]?.last, last >= block {
                 if last == block { continue }
@@ -80,10 +82,10 @@ struct SearchIndex {
         let bytes = Array(needle.utf8)
         guard bytes.count >= 3, !bytes.contains(where: { $0 >= 0x80 }) else { return nil }
         var lists: [[UInt32]] = []
-        var key = UInt32(SearchIndex.lower(bytes[0])) << 8 | UInt32(SearchIndex.lower(bytes[1]))
+        var key = UInt32(ASCII.lower(bytes[0])) << 8 | UInt32(ASCII.lower(bytes[1]))
         var seen: Set<UInt32> = []
         for byte in bytes[2...] {
-            key = (key << 8 | UInt32(SearchIndex.lower(byte))) & 0xff_ffff
+            key = (key << 8 | UInt32(ASCII.lower(byte))) & 0xff_ffff
             guard seen.insert(key).inserted else { continue }
             guard let list = postings[key] else { return everywhere }
             lists.append(list)
@@ -95,10 +97,6 @@ struct SearchIndex {
 
     /// Trigram postings held, for the tests and the notes on memory.
     var postingCount: Int { postings.values.reduce(0) { $0 + $1.count } }
-
-    @inline(__always) private static func lower(_ byte: UInt8) -> UInt8 {
-        byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
-    }
 
     /// The position of the first element of `sorted` not below `value`.
     static func lowerBound(_ sorted: [UInt32], _ value: UInt32) -> Int {

@@ -27,7 +27,9 @@ public final class StatusBoard: @unchecked Sendable {
     static let capacity = 4096
     /// A larger answer (a torrent's many files) is always worked out by the engine.
     static let largestBody = 64 << 10
-    /// The pages up hold at most this many bytes of bodies; past it they are cleared and filled again.
+    /// The pages up hold at most this many bytes of bodies, and are at most `capacity` (their keys, targets up to
+    /// 8 KiB, are not in the bytes: a client walking cursors past the end made a page of 60 bytes of each); past
+    /// either they are cleared and filled again.
     static let pageCapacity = 16 << 20
     /// A larger page (a thousand downloads) is always worked out by the engine.
     static let largestPage = 1 << 20
@@ -64,7 +66,9 @@ public final class StatusBoard: @unchecked Sendable {
         let put = lock.withLock {
             guard isOpen else { return false }
             let replaced = pages[target]?.body.count ?? 0
-            if pageBytes - replaced + response.body.count > StatusBoard.pageCapacity {
+            if pageBytes - replaced + response.body.count > StatusBoard.pageCapacity
+                || (pages.count >= StatusBoard.capacity && pages[target] == nil)
+            {
                 pages.removeAll(keepingCapacity: true)
                 pageBytes = 0
             }
