@@ -90,6 +90,9 @@ func serve(_ arguments: [String]) -> Int32 {
         // A crash test's point of no return (FileMove): never set in production.
         engineConfig.crashAt = ProcessInfo.processInfo.environment["HAUL_CRASH_AT"]
         engineConfig.node = node
+        // From two threads, transfers run on loops of their own beside the engine's and the API's: one less than
+        // asked, as the engine's thread is busy with what they hand it.
+        engineConfig.transferLoops = config.effectiveThreads > 1 ? config.effectiveThreads - 1 : 0
         let engine = try Engine(loop: loop, store: store, config: engineConfig, log: log)
         let access = AccessPolicy(
             token: config.token, allowedHosts: config.hostAllowlist,

@@ -57,7 +57,7 @@ public final class Engine {
         self.clock = clock
         self.store = store
         self.log = log
-        pool = try RunnerPool(loop: loop, clock: clock, fetcher: fetcher)
+        pool = try RunnerPool(loop: loop, clock: clock, fetcher: fetcher, transferLoops: config.transferLoops)
         bandwidth = Bandwidth(clock: clock)
         persister = Persister(store: store, clock: clock, log: log)
         settings = SettingsInForce(config: config)

@@ -13,6 +13,8 @@ public struct EngineConfig: Sendable {
     /// `on-failed`).
     public var hooks = HookConfig()
     public var maxActive = 5
+    /// Loops of their own that transfers run on (`--threads` less one); 0 runs them on the engine's loop.
+    public var transferLoops = 0
     public var defaultConnections = 8
     /// Attempts per download before it fails (the first one included).
     public var maxAttempts = 5

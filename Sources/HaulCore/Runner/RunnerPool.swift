@@ -4,8 +4,10 @@ import HaulLoop
 /// progress samples, and the work they deferred to the next turn.
 final class RunnerPool {
     let fetcher: Fetcher
-    /// The curl multi handle when the engine made its own fetcher; closed at shutdown.
+    /// The curl multi handle when the engine made its own fetcher on its loop; closed at shutdown.
     private let multi: CurlMulti?
+    /// The transfer loops when the engine's transfers run on loops of their own; stopped at shutdown.
+    private let transferLoops: TransferLoops?
     let turns: TurnQueue
     let playlists: HLSTransfers
     /// BitTorrent downloads' session (nil when BitTorrent is off).
@@ -15,12 +17,20 @@ final class RunnerPool {
     private(set) var runners: [String: DownloadRunner] = [:]
     private var tick: ClockTimer?
 
-    /// A pool fetching with libcurl on `loop`, unless a test gives its own fetcher.
-    init(loop: EventLoop, clock: Clock, fetcher: Fetcher?) throws {
+    /// A pool fetching with libcurl on `loop`, or on `transferLoops` loops of their own, unless a test gives its
+    /// own fetcher.
+    init(loop: EventLoop, clock: Clock, fetcher: Fetcher?, transferLoops: Int = 0) throws {
         if let fetcher {
             self.fetcher = fetcher
             multi = nil
+            self.transferLoops = nil
+        } else if transferLoops > 0 {
+            let loops = try TransferLoops(home: loop, count: transferLoops)
+            self.fetcher = loops
+            self.transferLoops = loops
+            multi = nil
         } else {
+            self.transferLoops = nil
             let multi = try CurlMulti(loop: loop)
             self.fetcher = multi
             self.multi = multi
@@ -78,6 +88,7 @@ final class RunnerPool {
     /// Closes the fetcher: every transfer ends.
     func close() {
         multi?.close()
+        transferLoops?.close()
         torrents?.close()
     }
 }

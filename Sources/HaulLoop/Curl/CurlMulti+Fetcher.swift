@@ -4,10 +4,24 @@ internal import CCurl
 /// before curl connects (through a proxy, curl's socket opener sees only the proxy's address).
 extension CurlMulti: Fetcher {
     public func start(_ id: TransferID, _ request: TransferRequest, delegate: FetchDelegate) throws {
-        guard request.policy.checksEachHop else {
-            return try launch(
-                id, request, proxy: request.policy.proxy(forHost: proxyHost(request.url)),
-                delegate: delegate)
+        try start(id, CurlMulti.prepare(request), delegate: delegate)
+    }
+
+    /// Builds what `start` would for `request`, on any thread, throwing as `start` does: a transfer loop's fetcher
+    /// (`TransferLoops`) builds on its caller's thread, so that what cannot start says so at once, and starts on the
+    /// multi's.
+    public static func prepare(_ request: TransferRequest) throws -> PreparedTransfer {
+        // A request whose hops are checked is built hop by hop, on the multi's loop.
+        guard !request.policy.checksEachHop else { return PreparedTransfer(request: request, transfer: nil) }
+        let proxy = request.policy.proxy(forHost: proxyHost(request.url))
+        return PreparedTransfer(request: request, transfer: try Transfer(request, proxy: proxy))
+    }
+
+    /// Starts what `prepare` built; throws only when the multi refuses the transfer.
+    public func start(_ id: TransferID, _ prepared: PreparedTransfer, delegate: FetchDelegate) throws {
+        let request = prepared.request
+        if let transfer = prepared.transfer {
+            return try launch(id, request, proxy: transfer.proxy, delegate: delegate, built: transfer)
         }
         // The first hop is checked like every later one, off the loop, so a refusal reaches the delegate as an
         // end after `start` returned, as any transfer's end does.
@@ -27,15 +41,15 @@ extension CurlMulti: Fetcher {
     }
 
     /// The host a URL's proxy is chosen by; parsed only when there is a proxy to choose.
-    private func proxyHost(_ url: String) -> String { URLParts(url)?.host ?? "" }
+    private static func proxyHost(_ url: String) -> String { URLParts(url)?.host ?? "" }
 
     private func launch(
         _ id: TransferID, _ request: TransferRequest, proxy: ProxyServer?, pinned: [String] = [],
-        delegate: FetchDelegate, hop: Hop? = nil
+        delegate: FetchDelegate, hop: Hop? = nil, built: Transfer? = nil
     ) throws {
         // The delegate is held until the transfer ends or is cancelled (then `byID` lets go of the transfer and its
         // closures): no weak reference, which would outlive a delegate that a shutdown leaves behind.
-        let transfer = try Transfer(request, proxy: proxy, pinned: pinned)
+        let transfer = try built ?? Transfer(request, proxy: proxy, pinned: pinned)
         transfer.onResponse = { response in delegate.transfer(id, responded: response) }
         transfer.onData = { chunk in delegate.transfer(id, received: chunk) }
         transfer.onComplete = { [unowned self] result in
@@ -114,7 +128,7 @@ extension CurlMulti: Fetcher {
         let url = hop.request.url
         let policy = hop.request.policy
         guard let parts = URLParts(url), let addressPolicy = policy.addressPolicy else {
-            return startChecked(hop, proxy: policy.proxy(forHost: proxyHost(url)))
+            return startChecked(hop, proxy: policy.proxy(forHost: CurlMulti.proxyHost(url)))
         }
         guard let proxy = policy.proxy(forHost: parts.host) else { return startChecked(hop, proxy: nil) }
         if let literal = parts.literalAddress {
@@ -187,4 +201,12 @@ extension CurlMulti: Fetcher {
                 })
         }
     }
+}
+
+/// A request's transfer, built but not started (`CurlMulti.prepare`): handed from the thread that built it to the
+/// multi's, used by one at a time.
+public struct PreparedTransfer: @unchecked Sendable {
+    let request: TransferRequest
+    /// nil when the multi builds it, one hop at a time.
+    let transfer: Transfer?
 }

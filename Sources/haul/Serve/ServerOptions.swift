@@ -203,9 +203,10 @@ enum ServerOptions {
             sample: "20", \.httpTimeout),
         ServerOption(
             name: "threads", placeholder: "N", kind: .integer(1...1024), defaultShown: "the number of cores",
-            help: "event loops: 1 runs the API and the engine on one thread; from 2, the API's connections are "
-                + "read and written on a loop of their own beside the engine's, which answers status reads and pages "
-                + "of downloads at rest itself", sample: "1",
+            help: "event loops: 1 runs the API, the engine and the transfers on one thread; from 2, the API's "
+                + "connections are read and written on a loop of their own beside the engine's, which answers status "
+                + "reads and pages of downloads at rest itself, and transfers run on N - 1 loops of their own",
+            sample: "1",
             apply: { given, config in config.threads = given.integer }, show: { $0.threads.map(String.init) }),
     ]
 

@@ -1,0 +1,224 @@
+import Foundation
+import HaulLoop
+import XCTest
+
+/// Transfers on loops of their own (`TransferLoops`, `--threads` 2 and more) against a real origin on loopback:
+/// their delegates hear, on the home loop, what a multi on it would have told them, byte for byte.
+final class TransferLoopsTests: XCTestCase {
+    /// Hears one transfer; decides on each chunk by `decide` (its index among the taken ones).
+    final class Recorder: FetchDelegate {
+        var response: TransferResponse?
+        var body: [UInt8] = []
+        var taken = 0
+        var result: TransferResult?
+        var accept = true
+        var decide: (Int) -> ChunkDecision = { _ in .consumed }
+        var onEnd: () -> Void = {}
+
+        func transfer(_ id: TransferID, responded response: TransferResponse) -> Bool {
+            XCTAssertNil(self.response, "one response")
+            self.response = response
+            return accept
+        }
+
+        func transfer(_ id: TransferID, received chunk: TransferChunk) -> ChunkDecision {
+            XCTAssertNotNil(response, "no body byte before the response")
+            XCTAssertNil(result, "no body byte after the end")
+            let decision = decide(taken)
+            if decision == .consumed {
+                chunk.append(to: &body)
+                taken += 1
+            }
+            return decision
+        }
+
+        func transfer(_ id: TransferID, ended result: TransferResult) {
+            XCTAssertNil(self.result, "one end")
+            self.result = result
+            onEnd()
+        }
+    }
+
+    private static func reply(_ body: [UInt8]) -> [UInt8] {
+        Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body
+    }
+
+    private static func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+        return (0..<count).map { _ in
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return UInt8(truncatingIfNeeded: state)
+        }
+    }
+
+    /// Runs `loop` until `done` is called or `seconds` pass (a failure).
+    private func run(_ loop: EventLoop, seconds: Double = 30) {
+        let watchdog = LoopTimer(loop: loop, delay: seconds) {
+            XCTFail("the transfers did not end in \(seconds) s")
+            loop.stop()
+        }
+        watchdog.start()
+        loop.run()
+        watchdog.cancel()
+    }
+
+    /// A transfer the home loop holds (a speed limit's pause) is held in curl on its own loop once about a
+    /// megabyte waits: the bytes that reach the delegate at its resume are what was queued, not the whole body,
+    /// and every byte arrives in order through pauses on every seventh chunk.
+    func testPausedTransferIsHeldOnItsLoopAndEveryByteArrives() throws {
+        let body = Self.randomBytes(6 << 20, seed: 1)
+        let origin = try HostileOrigin { _ in .send(Self.reply(body)) }
+        defer { origin.stop() }
+        let loop = try EventLoop()
+        let loops = try TransferLoops(home: loop, count: 2)
+        defer { loops.close() }
+        let recorder = Recorder()
+        let id = TransferID(1)
+        var firstPause = true
+        var deliveredAtResume = -1
+        // The measured resume takes all that waits: no pause inside it.
+        var measuring = false
+        var pausedAt: Set<Int> = []
+        var timers: [LoopTimer] = []
+        func resumeLater(_ delay: Double, measure: Bool) {
+            let timer = LoopTimer(loop: loop, delay: delay) {
+                let before = recorder.body.count
+                measuring = measure
+                loops.resume(id)
+                measuring = false
+                if measure { deliveredAtResume = recorder.body.count - before }
+            }
+            timers.append(timer)
+            timer.start()
+        }
+        recorder.decide = { taken in
+            if taken == 1, firstPause {
+                firstPause = false
+                resumeLater(0.5, measure: true)
+                return .pause
+            }
+            if taken > 1, taken % 7 == 0, !firstPause, !measuring, pausedAt.insert(taken).inserted {
+                resumeLater(0, measure: false)
+                return .pause
+            }
+            return .consumed
+        }
+        recorder.onEnd = { loop.stop() }
+        try loops.start(id, TransferRequest(url: origin.baseURL + "/big"), delegate: recorder)
+        run(loop)
+        XCTAssertEqual(recorder.response?.status, 200)
+        XCTAssertNil(recorder.result?.failure, recorder.result?.message ?? "")
+        XCTAssertEqual(recorder.result?.bodyBytes, Int64(body.count))
+        XCTAssertEqual(recorder.body.count, body.count)
+        XCTAssertTrue(recorder.body == body, "the bytes in order")
+        XCTAssertGreaterThan(deliveredAtResume, 0, "what was queued during the pause arrives at the resume")
+        // At most the limit and the chunk that crossed it (curl's buffer, 100 KiB), never the 6 MiB body.
+        XCTAssertLessThanOrEqual(deliveredAtResume, TransferLoops.queuedLimit + 100 * 1024)
+        XCTAssertGreaterThan(pausedAt.count, 3, "paused again and again")
+    }
+
+    /// A refused response and a refused chunk end their transfer as aborted; a cancelled transfer is never heard
+    /// from again while others go on; a request that cannot be made throws at `start`.
+    func testRefusalsCancelAndBadRequests() throws {
+        let body = Self.randomBytes(512 << 10, seed: 2)
+        let origin = try HostileOrigin { request in
+            request.path == "/forever"
+                ? .sendForever(
+                    Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".utf8),
+                    chunk: [UInt8](repeating: 7, count: 16384))
+                : .send(Self.reply(body))
+        }
+        defer { origin.stop() }
+        let loop = try EventLoop()
+        let loops = try TransferLoops(home: loop, count: 2)
+        defer { loops.close() }
+        let refusedAnswer = Recorder(), refusedChunk = Recorder(), cancelled = Recorder(), plain = Recorder()
+        refusedAnswer.accept = false
+        refusedChunk.decide = { _ in .abort }
+        var pending = 3
+        var settle: LoopTimer?
+        for recorder in [refusedAnswer, refusedChunk, plain] {
+            recorder.onEnd = {
+                pending -= 1
+                guard pending == 0 else { return }
+                // A while more for anything the cancelled transfer could still say.
+                settle = LoopTimer(loop: loop, delay: 0.3) { loop.stop() }
+                settle?.start()
+            }
+        }
+        var cancelTimer: LoopTimer?
+        cancelled.decide = { taken in
+            if taken == 2, cancelTimer == nil {
+                cancelTimer = LoopTimer(loop: loop, delay: 0) { loops.cancel(TransferID(3)) }
+                cancelTimer?.start()
+            }
+            return .consumed
+        }
+        try loops.start(TransferID(1), TransferRequest(url: origin.baseURL + "/a"), delegate: refusedAnswer)
+        try loops.start(TransferID(2), TransferRequest(url: origin.baseURL + "/b"), delegate: refusedChunk)
+        try loops.start(TransferID(3), TransferRequest(url: origin.baseURL + "/forever"), delegate: cancelled)
+        try loops.start(TransferID(4), TransferRequest(url: origin.baseURL + "/c"), delegate: plain)
+        var bad = TransferRequest(url: origin.baseURL + "/d")
+        bad.headers = [("X-Split", "one\r\nInjected: yes")]
+        XCTAssertThrowsError(try loops.start(TransferID(5), bad, delegate: Recorder()))
+        run(loop)
+        XCTAssertEqual(refusedAnswer.result?.failure, .aborted)
+        XCTAssertEqual(refusedAnswer.taken, 0)
+        XCTAssertEqual(refusedAnswer.result?.response?.status, 200)
+        XCTAssertEqual(refusedChunk.result?.failure, .aborted)
+        XCTAssertEqual(refusedChunk.taken, 0)
+        XCTAssertNotNil(cancelTimer, "the endless transfer delivered")
+        XCTAssertNil(cancelled.result, "a cancelled transfer's delegate hears nothing more")
+        XCTAssertTrue(plain.body == body)
+        XCTAssertFalse(origin.requests.contains { $0.path == "/d" }, "what cannot be made is never sent")
+    }
+
+    /// Hundreds of transfers at once over two loops, a third of them sharing one cookie jar (one curl share handle
+    /// without locks: they share a loop), the others spread over both: every body exact, every jar's request
+    /// sending its cookie.
+    func testManyTransfersOverTwoLoops() throws {
+        let count = 240
+        let bodies = (0..<count).map { Self.randomBytes(64 << 10, seed: UInt64($0) + 10) }
+        let origin = try HostileOrigin { request in
+            let index = Int(request.path.split(separator: "/").last ?? "") ?? 0
+            return .send(Self.reply(bodies[index % count]))
+        }
+        defer { origin.stop() }
+        let loop = try EventLoop()
+        let loops = try TransferLoops(home: loop, count: 2)
+        defer { loops.close() }
+        XCTAssertEqual(loops.loopCount, 2)
+        let jar = try XCTUnwrap(CookieJar(cookies: "session=kept", host: "127.0.0.1"))
+        var left = count
+        var recorders: [Recorder] = []
+        var placed: [Int?] = []
+        for index in 0..<count {
+            let recorder = Recorder()
+            recorder.onEnd = {
+                left -= 1
+                if left == 0 { loop.stop() }
+            }
+            recorders.append(recorder)
+            let path = index % 3 == 0 ? "/jar/\(index)" : "/plain/\(index)"
+            var request = TransferRequest(url: origin.baseURL + path)
+            if index % 3 == 0 { request.cookieJar = jar }
+            try loops.start(TransferID(index), request, delegate: recorder)
+            placed.append(loops.loopIndex(of: TransferID(index)))
+        }
+        let jarLoops = Set(placed.enumerated().filter { $0.offset % 3 == 0 }.map(\.element))
+        XCTAssertEqual(jarLoops.count, 1, "one jar, one loop")
+        let otherLoops = Set(placed.enumerated().filter { $0.offset % 3 != 0 }.map(\.element))
+        XCTAssertEqual(otherLoops, [0, 1], "the others on both loops")
+        run(loop, seconds: 60)
+        for (index, recorder) in recorders.enumerated() {
+            XCTAssertNil(recorder.result?.failure, "\(index): \(recorder.result?.message ?? "no end")")
+            XCTAssertTrue(recorder.body == bodies[index], "\(index): body exact")
+        }
+        let jarRequests = origin.requests.filter { $0.path.hasPrefix("/jar/") }
+        XCTAssertEqual(jarRequests.count, count / 3)
+        XCTAssertTrue(jarRequests.allSatisfy { $0.headers["cookie"] == "session=kept" })
+        XCTAssertFalse(origin.requests.contains { $0.path.hasPrefix("/plain/") && $0.headers["cookie"] != nil })
+    }
+}
