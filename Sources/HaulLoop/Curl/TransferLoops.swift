@@ -61,6 +61,18 @@ public final class TransferLoops: Fetcher {
         flush(id, relay)
     }
 
+    public var grantsWrites: Bool { true }
+
+    /// The transfer's loop writes its body from now on (the chunks it handed over already come as chunks).
+    public func grant(_ id: TransferID, _ grant: WriteGrant) -> Bool {
+        guard let relay = relays[id], relay.grant == nil else { return false }
+        relay.grant = grant
+        grant.firstIndex = relay.bodyBytes
+        let lane = lanes[relay.lane]
+        lane.thread.loop.post { lane.grant(id, grant) }
+        return true
+    }
+
     /// Stops every loop (each transfer ends; no delegate hears of it) and waits for their threads.
     public func close() {
         for lane in lanes {
@@ -81,6 +93,8 @@ public final class TransferLoops: Fetcher {
         let lane: Int
         /// Held so that its identity stays its own while its loop is chosen by it.
         let jar: CookieJar?
+        /// Revoked as the transfer ends, here, before the delegate or the canceller goes on.
+        var grant: WriteGrant?
         /// The reports not yet heard by the delegate: those after a chunk it paused.
         var queue: [TransferReport] = []
         var next = 0
@@ -108,8 +122,9 @@ public final class TransferLoops: Fetcher {
         return best
     }
 
-    /// Lets go of `relay`: the transfer no longer counts on its loop, nor for its jar's.
+    /// Lets go of `relay`: the transfer no longer counts on its loop, nor for its jar's, and writes nothing more.
     private func forget(_ id: TransferID, _ relay: Relay) {
+        relay.grant?.revoke()
         relays.removeValue(forKey: id)
         lanes[relay.lane].active -= 1
         if let jar = relay.jar {
@@ -160,6 +175,18 @@ public final class TransferLoops: Fetcher {
                     taken += bytes.count
                     return stop(id, relay)
                 }
+            case .wrote(let count):
+                switch relay.delegate.transfer(id, wrote: count) {
+                case .consumed:
+                    relay.next += 1
+                    relay.bodyBytes += Int64(count)
+                    taken += count
+                case .pause:
+                    relay.paused = true
+                case .abort:
+                    taken += count
+                    return stop(id, relay)
+                }
             case .ended(let result):
                 relay.next += 1
                 forget(id, relay)
@@ -193,6 +220,8 @@ struct TransferReport: Sendable {
     enum News: Sendable {
         case responded(TransferResponse)
         case data([UInt8])
+        /// Body bytes written into the file under the transfer's grant.
+        case wrote(Int)
         case ended(TransferResult)
     }
     let id: TransferID
@@ -217,6 +246,9 @@ final class TransferLane: @unchecked Sendable {
     private var queued: [TransferID: Int] = [:]
     /// Transfers held in curl until the home loop takes their bytes.
     private var parked: Set<TransferID> = []
+    /// On the transfer loop only: the grants its transfers write under, and the body bytes each has handed over.
+    private var grants: [TransferID: WriteGrant] = [:]
+    private var bodyBytes: [TransferID: Int64] = [:]
 
     init(name: String, home: EventLoop) throws {
         thread = try LoopThread(name: name)
@@ -240,6 +272,7 @@ final class TransferLane: @unchecked Sendable {
 
     func cancel(_ id: TransferID) {
         multi.cancel(id)
+        forget(id)
         lock.withLock {
             queued.removeValue(forKey: id)
             parked.remove(id)
@@ -247,6 +280,16 @@ final class TransferLane: @unchecked Sendable {
     }
 
     func unpark(_ id: TransferID) { multi.resume(id) }
+
+    func grant(_ id: TransferID, _ grant: WriteGrant) {
+        guard bodyBytes[id] != nil || multi.isRunning(id) else { return }
+        grants[id] = grant
+    }
+
+    private func forget(_ id: TransferID) {
+        grants.removeValue(forKey: id)
+        bodyBytes.removeValue(forKey: id)
+    }
 
     func close() {
         multi.close()
@@ -266,26 +309,39 @@ final class TransferLane: @unchecked Sendable {
         home.post { me.onReports?() }
     }
 
-    /// A chunk of `id`: queued, or held in curl while the home loop has enough of it.
+    /// A chunk of `id`: written under its grant, else queued; held in curl while the home loop has enough of it.
     fileprivate func received(_ id: TransferID, _ chunk: TransferChunk) -> ChunkDecision {
-        var bytes: [UInt8] = []
-        chunk.append(to: &bytes)
-        let wake: Bool? = lock.withLock {
-            let waiting = queued[id, default: 0]
-            guard waiting < TransferLoops.queuedLimit else {
+        let roomy = lock.withLock {
+            guard queued[id, default: 0] < TransferLoops.queuedLimit else {
                 parked.insert(id)
-                return nil
+                return false
             }
-            queued[id] = waiting + bytes.count
-            reports.append(TransferReport(id: id, news: .data(bytes)))
-            return reports.count == 1
+            return true
         }
-        guard let wake else { return .pause }
+        guard roomy else { return .pause }
+        let index = bodyBytes[id, default: 0]
+        bodyBytes[id] = index + Int64(chunk.count)
+        var written = 0
+        if let grant = grants[id] {
+            written = grant.write(chunk.bytes, index: index)
+            // Full, revoked or failed: the rest goes to the home loop as chunks, whose writes say what failed.
+            if written < chunk.count { grants.removeValue(forKey: id) }
+        }
+        var bytes: [UInt8] = []
+        if written < chunk.count { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk.bytes[written...])) }
+        let wake = lock.withLock {
+            let waiting = reports.count
+            queued[id, default: 0] += chunk.count
+            if written > 0 { reports.append(TransferReport(id: id, news: .wrote(written))) }
+            if !bytes.isEmpty { reports.append(TransferReport(id: id, news: .data(bytes))) }
+            return waiting == 0
+        }
         if wake { post() }
         return .consumed
     }
 
     fileprivate func ended(_ id: TransferID, _ result: TransferResult) {
+        forget(id)
         lock.withLock {
             queued.removeValue(forKey: id)
             parked.remove(id)
