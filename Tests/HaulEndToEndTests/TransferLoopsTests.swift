@@ -270,9 +270,17 @@ final class TransferLoopsTests: XCTestCase {
             do { try file.write(chunk, at: base + index) } catch { XCTFail("\(error)") }
         }
         recorder.onEnd = { loop.stop() }
-        // Granted from inside the response's callback, as the runner does (the loop may have queued chunks by then:
-        // at most a megabyte, so most of the grant's two are written there).
+        // Granted from inside the response's callback, as the runner does. The first chunk waits a while (a speed
+        // limit's pause): the loop holds the transfer once a megabyte is queued and sees the grant meanwhile, so
+        // the bytes after those are written there however fast curl reads (it may read the whole body at once).
         recorder.onResponse = { granted = loops.grant(id, grant) }
+        var held: LoopTimer?
+        recorder.decide = { _ in
+            guard held == nil else { return .consumed }
+            held = LoopTimer(loop: loop, delay: 0.3) { loops.resume(id) }
+            held?.start()
+            return .pause
+        }
         try loops.start(id, TransferRequest(url: origin.baseURL + "/g"), delegate: recorder)
         run(loop)
         XCTAssertTrue(granted)

@@ -38,8 +38,10 @@ extension DownloadRunner {
     /// from its next byte, where the machine says every byte goes as it comes; the bytes it writes are then told as
     /// `wrote`.
     func offerGrant(_ transfer: TransferID) {
+        // Not for the last megabyte or less: a transfer loop may have that much queued already, and a grant (a
+        // descriptor and a message to the loop) would cost a small file more than it saves.
         guard host.fetcher.grantsWrites, comparing[transfer] == nil, let file,
-            let window = host.writeWindow(id, transfer),
+            let window = host.writeWindow(id, transfer), window.end - window.start >= 1 << 20,
             let grant = try? file.writeGrant(base: window.start, end: window.end)
         else { return }
         guard host.fetcher.grant(transfer, grant) else { return grant.revoke() }
