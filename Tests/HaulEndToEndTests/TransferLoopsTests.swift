@@ -337,4 +337,47 @@ final class TransferLoopsTests: XCTestCase {
         XCTAssertEqual(sizeAfter, sizeAtCancel, "nothing written after the cancel")
         XCTAssertNil(recorder.result, "a cancelled transfer's delegate hears nothing more")
     }
+
+    /// A loop queues at most `loopQueuedLimit` bytes of all its transfers while the engine takes none: 24 held
+    /// transfers of 2 MiB hand over about 16 MiB, not 24, and every byte arrives once they are let go.
+    func testALoopQueuesAtMostItsLimitInAll() throws {
+        let body = Self.randomBytes(2 << 20, seed: 4)
+        let origin = try HostileOrigin { _ in .send(Self.reply(body)) }
+        defer { origin.stop() }
+        let loop = try EventLoop()
+        let loops = try TransferLoops(home: loop, count: 1)
+        defer { loops.close() }
+        let count = 24
+        var recorders: [Recorder] = []
+        var held = Set<Int>()
+        var left = count
+        var deliveredAtResume = 0
+        let release = LoopTimer(loop: loop, delay: 1.0) {
+            let before = recorders.reduce(0) { $0 + $1.body.count }
+            held.removeAll()
+            for index in 0..<count { loops.resume(TransferID(index)) }
+            deliveredAtResume = recorders.reduce(0) { $0 + $1.body.count } - before
+        }
+        release.start()
+        for index in 0..<count {
+            let recorder = Recorder()
+            held.insert(index)
+            // Held from the first chunk until the release.
+            recorder.decide = { _ in held.contains(index) ? .pause : .consumed }
+            recorder.onEnd = {
+                left -= 1
+                if left == 0 { loop.stop() }
+            }
+            recorders.append(recorder)
+            try loops.start(TransferID(index), TransferRequest(url: origin.baseURL + "/\(index)"), delegate: recorder)
+        }
+        run(loop, seconds: 60)
+        XCTAssertGreaterThan(deliveredAtResume, 0)
+        // The limit, and a chunk of curl's (100 KiB) that crossed it for each transfer.
+        XCTAssertLessThanOrEqual(deliveredAtResume, TransferLoops.loopQueuedLimit + count * 100 * 1024)
+        for (index, recorder) in recorders.enumerated() {
+            XCTAssertNil(recorder.result?.failure, "\(index): \(recorder.result?.message ?? "no end")")
+            XCTAssertTrue(recorder.body == body, "\(index): body exact")
+        }
+    }
 }

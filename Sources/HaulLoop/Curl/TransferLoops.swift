@@ -4,8 +4,9 @@
 /// it would give: a response, then body chunks until one is paused (held here, offered again at `resume`) or
 /// refused, then the end.
 ///
-/// A transfer loop never waits for the home loop: it hands over at most `queuedLimit` bytes a transfer, then holds
-/// the transfer in curl (whose reads stop, so TCP slows the sender) until the home loop has taken half of them.
+/// A transfer loop never waits for the home loop: it hands over at most `queuedLimit` bytes a transfer and
+/// `loopQueuedLimit` in all, then holds the transfer in curl (whose reads stop, so TCP slows the sender) until the
+/// home loop has taken half of them.
 /// A download's transfers share its cookie jar, one curl share handle without locks, so they share a loop.
 public final class TransferLoops: Fetcher {
     private let home: EventLoop
@@ -15,6 +16,9 @@ public final class TransferLoops: Fetcher {
     private var jarLanes: [ObjectIdentifier: (lane: Int, transfers: Int)] = [:]
     /// The most bytes of one transfer queued for the home loop before its loop holds it.
     public static let queuedLimit = 1 << 20
+    /// The most bytes of all its transfers one loop queues (a slow engine's turn must not cost a megabyte a
+    /// transfer).
+    public static let loopQueuedLimit = 16 << 20
 
     /// `count` loops, each on a thread of its own, handing their transfers' news to `home`.
     public init(home: EventLoop, count: Int) throws {
@@ -149,9 +153,7 @@ public final class TransferLoops: Fetcher {
         let lane = lanes[relay.lane]
         var taken = 0
         defer {
-            if taken > 0, lane.took(taken, of: id) {
-                lane.thread.loop.post { lane.unpark(id) }
-            }
+            if taken > 0 { lane.took(taken, of: id) }
         }
         while relay.next < relay.queue.count, !relay.paused, relays[id] === relay {
             let report = relay.queue[relay.next]
@@ -242,8 +244,9 @@ final class TransferLane: @unchecked Sendable {
 
     private let lock = Lock()
     private var reports: [TransferReport] = []
-    /// Bytes queued or held by the home loop, by transfer.
+    /// Bytes queued or held by the home loop, by transfer and in all.
     private var queued: [TransferID: Int] = [:]
+    private var queuedTotal = 0
     /// Transfers held in curl until the home loop takes their bytes.
     private var parked: Set<TransferID> = []
     /// On the transfer loop only: the grants its transfers write under, and the body bytes each has handed over.
@@ -272,14 +275,33 @@ final class TransferLane: @unchecked Sendable {
 
     func cancel(_ id: TransferID) {
         multi.cancel(id)
-        forget(id)
-        lock.withLock {
-            queued.removeValue(forKey: id)
-            parked.remove(id)
-        }
+        release(id)
     }
 
-    func unpark(_ id: TransferID) { multi.resume(id) }
+    func unpark(_ ids: [TransferID]) {
+        for id in ids { multi.resume(id) }
+    }
+
+    /// `id` is gone: what it had queued no longer counts, and what that held back may go on.
+    private func release(_ id: TransferID) {
+        forget(id)
+        let free = lock.withLock {
+            queuedTotal -= queued.removeValue(forKey: id) ?? 0
+            parked.remove(id)
+            return unparked()
+        }
+        // Not from inside a callback of the multi (an end is one): on the loop's next turn.
+        if !free.isEmpty { thread.loop.post { self.unpark(free) } }
+    }
+
+    /// Under the lock: the held transfers that may go on (each under half its limit, the loop under half its own),
+    /// taken out of `parked`.
+    private func unparked() -> [TransferID] {
+        guard !parked.isEmpty, queuedTotal <= TransferLoops.loopQueuedLimit / 2 else { return [] }
+        let free = parked.filter { queued[$0, default: 0] <= TransferLoops.queuedLimit / 2 }
+        parked.subtract(free)
+        return Array(free)
+    }
 
     func grant(_ id: TransferID, _ grant: WriteGrant) {
         guard bodyBytes[id] != nil || multi.isRunning(id) else { return }
@@ -312,7 +334,9 @@ final class TransferLane: @unchecked Sendable {
     /// A chunk of `id`: written under its grant, else queued; held in curl while the home loop has enough of it.
     fileprivate func received(_ id: TransferID, _ chunk: TransferChunk) -> ChunkDecision {
         let roomy = lock.withLock {
-            guard queued[id, default: 0] < TransferLoops.queuedLimit else {
+            guard queued[id, default: 0] < TransferLoops.queuedLimit,
+                queuedTotal < TransferLoops.loopQueuedLimit
+            else {
                 parked.insert(id)
                 return false
             }
@@ -332,6 +356,7 @@ final class TransferLane: @unchecked Sendable {
         let wake = lock.withLock {
             let waiting = reports.count
             queued[id, default: 0] += chunk.count
+            queuedTotal += chunk.count
             if written > 0 { reports.append(TransferReport(id: id, news: .wrote(written))) }
             if !bytes.isEmpty { reports.append(TransferReport(id: id, news: .data(bytes))) }
             return waiting == 0
@@ -341,11 +366,7 @@ final class TransferLane: @unchecked Sendable {
     }
 
     fileprivate func ended(_ id: TransferID, _ result: TransferResult) {
-        forget(id)
-        lock.withLock {
-            queued.removeValue(forKey: id)
-            parked.remove(id)
-        }
+        release(id)
         report(TransferReport(id: id, news: .ended(result)))
     }
 
@@ -363,16 +384,16 @@ final class TransferLane: @unchecked Sendable {
         }
     }
 
-    /// The home loop took `count` bytes of `id`: true when the transfer was held and may go on.
-    func took(_ count: Int, of id: TransferID) -> Bool {
-        lock.withLock {
-            guard let waiting = queued[id] else { return false }
-            let left = max(0, waiting - count)
-            queued[id] = left
-            guard left <= TransferLoops.queuedLimit / 2, parked.contains(id) else { return false }
-            parked.remove(id)
-            return true
+    /// The home loop took `count` bytes of `id`: the transfers held back that may go on do.
+    func took(_ count: Int, of id: TransferID) {
+        let free = lock.withLock {
+            guard let waiting = queued[id] else { return [TransferID]() }
+            let taken = min(waiting, count)
+            queued[id] = waiting - taken
+            queuedTotal -= taken
+            return unparked()
         }
+        if !free.isEmpty { thread.loop.post { self.unpark(free) } }
     }
 
     /// Hears the multi on the transfer loop.
