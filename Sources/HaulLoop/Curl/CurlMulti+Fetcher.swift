@@ -40,9 +40,6 @@ extension CurlMulti: Fetcher {
         byID[id]?.resume()
     }
 
-    /// Whether `id` was started here and has neither ended nor been cancelled.
-    func isRunning(_ id: TransferID) -> Bool { byID[id] != nil || checking[id] != nil }
-
     /// The host a URL's proxy is chosen by; parsed only when there is a proxy to choose.
     private static func proxyHost(_ url: String) -> String { URLParts(url)?.host ?? "" }
 

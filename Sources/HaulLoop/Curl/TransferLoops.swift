@@ -65,18 +65,6 @@ public final class TransferLoops: Fetcher {
         flush(id, relay)
     }
 
-    public var grantsWrites: Bool { true }
-
-    /// The transfer's loop writes its body from now on (the chunks it handed over already come as chunks).
-    public func grant(_ id: TransferID, _ grant: WriteGrant) -> Bool {
-        guard let relay = relays[id], relay.grant == nil else { return false }
-        relay.grant = grant
-        grant.firstIndex = relay.bodyBytes
-        let lane = lanes[relay.lane]
-        lane.thread.loop.post { lane.grant(id, grant) }
-        return true
-    }
-
     /// Stops every loop (each transfer ends; no delegate hears of it) and waits for their threads.
     public func close() {
         for lane in lanes {
@@ -97,8 +85,6 @@ public final class TransferLoops: Fetcher {
         let lane: Int
         /// Held so that its identity stays its own while its loop is chosen by it.
         let jar: CookieJar?
-        /// Revoked as the transfer ends, here, before the delegate or the canceller goes on.
-        var grant: WriteGrant?
         /// The reports not yet heard by the delegate: those after a chunk it paused.
         var queue: [TransferReport] = []
         var next = 0
@@ -126,9 +112,8 @@ public final class TransferLoops: Fetcher {
         return best
     }
 
-    /// Lets go of `relay`: the transfer no longer counts on its loop, nor for its jar's, and writes nothing more.
+    /// Lets go of `relay`: the transfer no longer counts on its loop, nor for its jar's.
     private func forget(_ id: TransferID, _ relay: Relay) {
-        relay.grant?.revoke()
         relays.removeValue(forKey: id)
         lanes[relay.lane].active -= 1
         if let jar = relay.jar {
@@ -177,18 +162,6 @@ public final class TransferLoops: Fetcher {
                     taken += bytes.count
                     return stop(id, relay)
                 }
-            case .wrote(let count):
-                switch relay.delegate.transfer(id, wrote: count) {
-                case .consumed:
-                    relay.next += 1
-                    relay.bodyBytes += Int64(count)
-                    taken += count
-                case .pause:
-                    relay.paused = true
-                case .abort:
-                    taken += count
-                    return stop(id, relay)
-                }
             case .ended(let result):
                 relay.next += 1
                 forget(id, relay)
@@ -222,8 +195,6 @@ struct TransferReport: Sendable {
     enum News: Sendable {
         case responded(TransferResponse)
         case data([UInt8])
-        /// Body bytes written into the file under the transfer's grant.
-        case wrote(Int)
         case ended(TransferResult)
     }
     let id: TransferID
@@ -249,9 +220,6 @@ final class TransferLane: @unchecked Sendable {
     private var queuedTotal = 0
     /// Transfers held in curl until the home loop takes their bytes.
     private var parked: Set<TransferID> = []
-    /// On the transfer loop only: the grants its transfers write under, and the body bytes each has handed over.
-    private var grants: [TransferID: WriteGrant] = [:]
-    private var bodyBytes: [TransferID: Int64] = [:]
 
     init(name: String, home: EventLoop) throws {
         thread = try LoopThread(name: name)
@@ -284,7 +252,6 @@ final class TransferLane: @unchecked Sendable {
 
     /// `id` is gone: what it had queued no longer counts, and what that held back may go on.
     private func release(_ id: TransferID) {
-        forget(id)
         let free = lock.withLock {
             queuedTotal -= queued.removeValue(forKey: id) ?? 0
             parked.remove(id)
@@ -301,16 +268,6 @@ final class TransferLane: @unchecked Sendable {
         let free = parked.filter { queued[$0, default: 0] <= TransferLoops.queuedLimit / 2 }
         parked.subtract(free)
         return Array(free)
-    }
-
-    func grant(_ id: TransferID, _ grant: WriteGrant) {
-        guard bodyBytes[id] != nil || multi.isRunning(id) else { return }
-        grants[id] = grant
-    }
-
-    private func forget(_ id: TransferID) {
-        grants.removeValue(forKey: id)
-        bodyBytes.removeValue(forKey: id)
     }
 
     func close() {
@@ -331,36 +288,23 @@ final class TransferLane: @unchecked Sendable {
         home.post { me.onReports?() }
     }
 
-    /// A chunk of `id`: written under its grant, else queued; held in curl while the home loop has enough of it.
+    /// A chunk of `id`: queued, or held in curl while the home loop has enough of it.
     fileprivate func received(_ id: TransferID, _ chunk: TransferChunk) -> ChunkDecision {
-        let roomy = lock.withLock {
+        var bytes: [UInt8] = []
+        chunk.append(to: &bytes)
+        let wake: Bool? = lock.withLock {
             guard queued[id, default: 0] < TransferLoops.queuedLimit,
                 queuedTotal < TransferLoops.loopQueuedLimit
             else {
                 parked.insert(id)
-                return false
+                return nil
             }
-            return true
+            queued[id, default: 0] += bytes.count
+            queuedTotal += bytes.count
+            reports.append(TransferReport(id: id, news: .data(bytes)))
+            return reports.count == 1
         }
-        guard roomy else { return .pause }
-        let index = bodyBytes[id, default: 0]
-        bodyBytes[id] = index + Int64(chunk.count)
-        var written = 0
-        if let grant = grants[id] {
-            written = grant.write(chunk.bytes, index: index)
-            // Full, revoked or failed: the rest goes to the home loop as chunks, whose writes say what failed.
-            if written < chunk.count { grants.removeValue(forKey: id) }
-        }
-        var bytes: [UInt8] = []
-        if written < chunk.count { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk.bytes[written...])) }
-        let wake = lock.withLock {
-            let waiting = reports.count
-            queued[id, default: 0] += chunk.count
-            queuedTotal += chunk.count
-            if written > 0 { reports.append(TransferReport(id: id, news: .wrote(written))) }
-            if !bytes.isEmpty { reports.append(TransferReport(id: id, news: .data(bytes))) }
-            return waiting == 0
-        }
+        guard let wake else { return .pause }
         if wake { post() }
         return .consumed
     }
