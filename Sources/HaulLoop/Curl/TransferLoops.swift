@@ -292,10 +292,13 @@ final class TransferLane: @unchecked Sendable {
     fileprivate func received(_ id: TransferID, _ chunk: TransferChunk) -> ChunkDecision {
         var bytes: [UInt8] = []
         chunk.append(to: &bytes)
+        let full = lock.withLock {
+            queued[id, default: 0] >= TransferLoops.queuedLimit || queuedTotal >= TransferLoops.loopQueuedLimit
+        }
+        // An HTTP/2 stream is never held (see `isMultiplexed`): its bytes queue here instead of in curl.
+        let hold = full && !multi.isMultiplexed(id)
         let wake: Bool? = lock.withLock {
-            guard queued[id, default: 0] < TransferLoops.queuedLimit,
-                queuedTotal < TransferLoops.loopQueuedLimit
-            else {
+            guard !hold else {
                 parked.insert(id)
                 return nil
             }
