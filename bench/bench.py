@@ -1442,8 +1442,21 @@ def scenario_d(args, report, work, disk):
                                                     "start_paused": True} for i in range(listed - 1)]})
     base = f"http://127.0.0.1:{haul.port}"
     status, listing = f"{base}/downloads/{target}", f"{base}/downloads?limit={listed}"
+
+    def script(name, method, params):
+        path = f"{work}/{name}.lua"
+        with open(path, "w") as f:
+            f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+                    f"wrk.body = '{json.dumps({'jsonrpc': '2.0', 'id': '1', 'method': method, 'params': params})}'\n")
+        return path
+    # The same download's status through Haul's aria2 front, by the call aria2 is measured with below.
+    waiting = haul.call("POST", "/jsonrpc", {"jsonrpc": "2.0", "id": "1", "method": "aria2.tellWaiting",
+                                             "params": [0, listed, ["gid", "files"]]})["result"]
+    haul_gid = next(d["gid"] for d in waiting if d["files"][0]["path"].endswith("/idle.bin"))
+    haul_tell, haul_rpc = script("haul-tellstatus", "aria2.tellStatus", [haul_gid]), f"{base}/jsonrpc"
     rows.append(["haul", "status", "idle", *fmt_wrk(wrk(status, seconds))])
     rows.append(["haul", f"list of {listed}", "idle", *fmt_wrk(wrk(listing, seconds))])
+    rows.append(["haul aria2 RPC", "tellStatus", "idle", *fmt_wrk(wrk(haul_rpc, seconds, haul_tell))])
     # One connection each, as aria2's default (--max-connection-per-server=1): busy for the whole minute.
     busy = [haul.call("POST", "/downloads", {"url": f"{origin}/d{i}.bin", "filename": f"busy{i}.bin",
                                              "connections": 1})["id"] for i in range(4)]
@@ -1452,6 +1465,7 @@ def scenario_d(args, report, work, disk):
     watched = time.monotonic()
     rows.append(["haul", "status", "4 downloads", *fmt_wrk(wrk(status, seconds))])
     rows.append(["haul", f"list of {listed}", "4 downloads", *fmt_wrk(wrk(listing, seconds))])
+    rows.append(["haul aria2 RPC", "tellStatus", "4 downloads", *fmt_wrk(wrk(haul_rpc, seconds, haul_tell))])
     events, gap = watch.stop()
     watched = time.monotonic() - watched
     haul.stop()
@@ -1466,13 +1480,6 @@ def scenario_d(args, report, work, disk):
     gid = rpc("aria2.addUri", [[origin + "/d0.bin"], {"pause": "true", "out": "idle.bin"}])
     for i in range(listed - 1):
         rpc("aria2.addUri", [[origin + "/d0.bin"], {"pause": "true", "out": f"p{i}.bin"}])
-
-    def script(name, method, params):
-        path = f"{work}/{name}.lua"
-        with open(path, "w") as f:
-            f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
-                    f"wrk.body = '{json.dumps({'jsonrpc': '2.0', 'id': '1', 'method': method, 'params': params})}'\n")
-        return path
     tell, waiting = script("tellstatus", "aria2.tellStatus", [gid]), script("tellwaiting", "aria2.tellWaiting",
                                                                              [0, listed])
     rpc_url = f"http://127.0.0.1:{port}/jsonrpc"
@@ -1487,13 +1494,15 @@ def scenario_d(args, report, work, disk):
 
     def rate(row):
         return float(row[3].replace(",", ""))
-    report.ratios.append(("D API busy vs aria2", rate(rows[6]) / rate(rows[2])))
-    report.ratios.append(("D list busy vs aria2", rate(rows[7]) / rate(rows[3])))
+    report.ratios.append(("D API busy vs aria2", rate(rows[8]) / rate(rows[3])))
+    report.ratios.append(("D list busy vs aria2", rate(rows[9]) / rate(rows[4])))
+    report.ratios.append(("D tellStatus busy vs aria2", rate(rows[8]) / rate(rows[5])))
     aria.terminate()
     aria.wait()
     nginx.terminate()
     report.section("D: API latency, wrk -t2 -c32 on one download's status and on a list",
-                   f"Haul: GET /downloads/{{id}} and GET /downloads?limit={listed} ({listed} downloads stored). "
+                   f"Haul: GET /downloads/{{id}} and GET /downloads?limit={listed} ({listed} downloads stored), and "
+                   "the same download by its aria2 front's aria2.tellStatus. "
                    f"aria2: POST aria2.tellStatus and aria2.tellWaiting(0, {listed}) (as many stored). Downloads "
                    f"throttled to 1 MiB/s, one connection each. Meanwhile an event-stream client following Haul's busy downloads got "
                    f"{events} progress events for one of them in {watched:.1f} s, the longest gap {gap * 1000:.0f} ms "

@@ -157,4 +157,31 @@ final class StatusBoardTests: XCTestCase {
         for index in 0...StatusBoard.capacity { XCTAssertTrue(board.putPage(answer("[]"), for: "/c\(index)")) }
         XCTAssertEqual(board.pageCount, 1, "past the number, cleared and the new one put up")
     }
+
+    /// Another front's answers about a download (aria2's status by GID) come down with its status answer, a key
+    /// already showing another download is not taken over, and a running download's are never put up.
+    func testAnotherFrontsAnswersComeDownWithTheDownloads() {
+        let board = openBoard()
+        let paused = box("p", .paused, board: board)
+        paused.publishFront("status of p", key: "gid-p")
+        paused.publishFront("status of p, keyed twice", key: "gid-p2")
+        XCTAssertEqual(board.frontAnswer(for: "gid-p") as? String, "status of p")
+        let other = box("q", .paused, board: board)
+        other.publishFront("status of q", key: "gid-p")
+        XCTAssertEqual(board.frontAnswer(for: "gid-p") as? String, "status of p", "the key shows p")
+        other.publishFront("status of q", key: "gid-q")
+        paused.machine.download.priority = 2
+        XCTAssertNil(board.frontAnswer(for: "gid-p"))
+        XCTAssertNil(board.frontAnswer(for: "gid-p2"))
+        XCTAssertEqual(board.frontAnswer(for: "gid-q") as? String, "status of q", "another download's stays")
+        other.isRemoved = true
+        XCTAssertNil(board.frontAnswer(for: "gid-q"))
+        // A box gone from the registry is never put up, even under a key free again.
+        other.publishFront("status of q", key: "gid-p")
+        XCTAssertNil(board.frontAnswer(for: "gid-p"))
+        let running = box("r", .queued, board: board)
+        running.machine.phase = .transferring
+        running.publishFront("running", key: "gid-r")
+        XCTAssertNil(board.frontAnswer(for: "gid-r"))
+    }
 }

@@ -10,7 +10,9 @@ final class ReadsBesideTests: HaulTestCase {
     var bearer: [String: String] { ["Authorization": "Bearer \(token)"] }
 
     override var serveArguments: [String] {
-        super.serveArguments + ["--threads", "2", "--token", token, "--cors-origin", "http://dash.example"]
+        super.serveArguments + [
+            "--threads", "2", "--token", token, "--cors-origin", "http://dash.example", "--qbittorrent-list-all",
+        ]
     }
 
     private func read(_ id: String, headers: [String: String] = [:]) throws -> Client.Reply {
@@ -146,6 +148,156 @@ final class ReadsBesideTests: HaulTestCase {
         let done = try XCTUnwrap(try page(all).downloads[running])
         XCTAssertEqual(int(done["received_bytes"]), 600_000)
         XCTAssertEqual(try sha256(try downloadedPath(done)), digest)
+    }
+
+    /// One aria2 call by POST: `params` after the token (`token` nil: none), with `headers`.
+    private func rpc(
+        _ method: String, _ params: [Any], id: Any = "t", token: String? = nil, headers: [String: String] = [:]
+    ) throws -> Client.Reply {
+        let given: [Any] = (token.map { ["token:\($0)"] } ?? []) + params
+        return try api.request(
+            "POST", "/jsonrpc", json: ["jsonrpc": "2.0", "id": id, "method": method, "params": given],
+            headers: headers)
+    }
+
+    /// aria2's `tellStatus` about a download at rest is answered beside from the second call, with the engine's
+    /// bytes and the call's own id and keys; each change is seen by the call right after its answer; a call the
+    /// gate must see (no token, a wrong one, an Origin, a batch) is the engine's, and a removed download's too.
+    func testAria2sTellStatusBesideIsTheEnginesAnswerAndNeverOlderThanAChange() throws {
+        let digest = try sandbox.makeRandomFile("www/rpc.bin", size: 600_000)
+        let source = originURL("rpc.bin", "rate=300000")
+        let added = try rpc("aria2.addUri", [[source], ["pause": "true"]], token: token)
+        let gid = try XCTUnwrap(added.json["result"] as? String, added.text)
+        func tell(
+            _ keys: [String]? = nil, id: Any = "t", token: String? = token, headers: [String: String] = [:]
+        )
+            throws -> Client.Reply
+        {
+            try rpc("aria2.tellStatus", [gid] + (keys.map { [$0] } ?? []), id: id, token: token, headers: headers)
+        }
+        func status(_ reply: Client.Reply) -> [String: Any] { reply.json["result"] as? [String: Any] ?? [:] }
+
+        let first = try tell()
+        XCTAssertEqual(first.status, 200, first.text)
+        XCTAssertEqual(status(first)["status"] as? String, "paused")
+        let before = try answeredBeside()
+        let again = try tell()
+        XCTAssertEqual(try answeredBeside(), before + 1, "the second call about a paused download is answered beside")
+        XCTAssertEqual(again.body, first.body)
+        XCTAssertEqual(again.header("Content-Type"), "application/json-rpc")
+        XCTAssertEqual(again.header("Referrer-Policy"), "no-referrer")
+        let some = try tell(["status", "gid", "nope", "totalLength"], id: 7)
+        XCTAssertEqual(try answeredBeside(), before + 2)
+        XCTAssertEqual(some.json["id"] as? Int, 7)
+        XCTAssertEqual(Set(status(some).keys), ["status", "gid", "totalLength"])
+        // The engine's answer to the same call (an Origin takes it there) has the same bytes.
+        let engines = try tell(
+            ["status", "gid", "nope", "totalLength"], id: 7, headers: ["Origin": "http://dash.example"])
+        XCTAssertEqual(try answeredBeside(), before + 2)
+        XCTAssertEqual(some.body, engines.body)
+
+        // What the gate must see goes to the engine, answered as before.
+        XCTAssertEqual(try tell(token: nil).json["error"].map { _ in 1 }, 1, "no token: Unauthorized")
+        XCTAssertEqual(try tell(token: "wrong").status, 400)
+        let cors = try tell(headers: ["Origin": "http://dash.example"])
+        XCTAssertEqual(status(cors)["gid"] as? String, gid)
+        XCTAssertEqual(cors.header("Access-Control-Allow-Origin"), "http://dash.example")
+        let batch = try api.request(
+            "POST", "/jsonrpc",
+            json: [["jsonrpc": "2.0", "id": 1, "method": "aria2.tellStatus", "params": ["token:\(token)", gid]]])
+        XCTAssertEqual(batch.status, 200)
+        XCTAssertEqual(try answeredBeside(), before + 2)
+
+        // Each change is seen by the call right after its answer: unpaused, it runs and completes.
+        XCTAssertEqual(try rpc("aria2.unpause", [gid], token: token).json["result"] as? String, gid)
+        XCTAssertNotEqual(status(try tell())["status"] as? String, "paused")
+        var seen: Set<String> = []
+        try waitFor("the download to complete", timeout: 30) {
+            let now = status(try tell())
+            seen.insert(now["completedLength"] as? String ?? "")
+            return now["status"] as? String == "complete"
+        }
+        XCTAssertGreaterThan(seen.count, 2, "the calls followed its progress: \(seen.sorted())")
+        let done = status(try tell())
+        XCTAssertEqual(done["completedLength"] as? String, "600000")
+        let files = try XCTUnwrap(done["files"] as? [[String: Any]])
+        XCTAssertEqual(try sha256(try XCTUnwrap(files.first?["path"] as? String)), digest)
+        let beside = try answeredBeside()
+        XCTAssertEqual(try tell().body, try tell().body)
+        XCTAssertGreaterThanOrEqual(try answeredBeside(), beside + 1, "a complete download is answered beside")
+
+        // Removed: the engine's answer, not the status put up.
+        XCTAssertEqual(try rpc("aria2.removeDownloadResult", [gid], token: token).json["result"] as? String, "OK")
+        let gone = try tell()
+        XCTAssertEqual(gone.status, 400)
+        XCTAssertEqual((gone.json["error"] as? [String: Any])?["message"] as? String, "GID \(gid) is not found")
+    }
+
+    /// qBittorrent's `torrents/info` from a session the server's token logged in (as Sonarr and Radarr call it)
+    /// is answered beside from its second GET while what it lists rests, with the engine's bytes, and keeps the
+    /// session alive; each change is seen by the GET right after its answer; a Referer, a wrong bearer, no
+    /// credentials or a logged-out session are the engine's to answer.
+    func testQBittorrentsTorrentsInfoBesideIsTheEnginesAnswerAndNeverOlderThanAChange() throws {
+        let login = try api.request(
+            "POST", "/api/v2/auth/login", body: Data("username=admin&password=\(token)".utf8),
+            headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        XCTAssertEqual(login.text, "Ok.")
+        let cookie = try XCTUnwrap(login.header("Set-Cookie")?.split(separator: ";").first.map(String.init))
+        let session = ["Cookie": cookie]
+        let digest = try sandbox.makeRandomFile("www/qbit.bin", size: 600_000)
+        let id = try add(["url": originURL("qbit.bin", "rate=300000"), "start_paused": true], bearer: bearer)
+        let target = "/api/v2/torrents/info?sort=name"
+        func info(_ headers: [String: String] = session) throws -> Client.Reply {
+            try api.request("GET", target, headers: headers)
+        }
+        func items(_ reply: Client.Reply) throws -> [[String: Any]] {
+            try XCTUnwrap(try JSONSerialization.jsonObject(with: reply.body) as? [[String: Any]], reply.text)
+        }
+
+        let first = try info()
+        XCTAssertEqual(first.status, 200, first.text)
+        XCTAssertEqual(try items(first).first?["state"] as? String, "pausedDL")
+        let before = try answeredBeside()
+        let again = try info()
+        XCTAssertEqual(try answeredBeside(), before + 1, "the second GET of a list at rest is answered beside")
+        XCTAssertEqual(again.body, first.body)
+        XCTAssertEqual(again.header("Content-Type"), "application/json")
+        XCTAssertEqual(try info(bearer).body, first.body)
+        XCTAssertEqual(try answeredBeside(), before + 2, "the server's token as a bearer, beside")
+
+        // What its CSRF check or the gate must see goes to the engine.
+        XCTAssertEqual(try info(session.merging(["Referer": "http://evil.example/"]) { $1 }).status, 401)
+        // (The test's client sends the session's cookie with any request: these go on a connection of their own.)
+        for fields in ["Authorization: Bearer wrong\r\n", "Cookie: SID=none\r\n", ""] {
+            let answer = RawConnection.exchange(
+                port: haul.port,
+                "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\(fields)\r\n")
+            XCTAssertTrue(answer.hasPrefix("HTTP/1.1 403"), answer)
+        }
+        XCTAssertEqual(try answeredBeside(), before + 2)
+
+        // Each change is seen by the GET right after its answer.
+        XCTAssertEqual(
+            try api.request("PATCH", "/downloads/\(id)", json: ["tags": "seen"], headers: bearer).status, 200)
+        for _ in 0..<2 { XCTAssertEqual(try items(try info()).first?["tags"] as? String, "seen") }
+        XCTAssertEqual(
+            try api.request("PATCH", "/downloads/\(id)", json: ["state": "queued"], headers: bearer).status, 200)
+        XCTAssertNotEqual(try items(try info()).first?["state"] as? String, "pausedDL")
+        var seen: Set<Int64> = []
+        try waitFor("the download to complete", timeout: 30) {
+            let now = try XCTUnwrap(try items(try info()).first)
+            seen.insert(int(now["completed"]))
+            return (now["progress"] as? Double) == 1
+        }
+        XCTAssertGreaterThan(seen.count, 2, "the GETs followed its progress: \(seen.sorted())")
+        XCTAssertEqual(try sha256(try downloadedPath(try read(id).json)), digest)
+        let besideDone = try answeredBeside()
+        XCTAssertEqual(try info().body, try info().body)
+        XCTAssertGreaterThanOrEqual(try answeredBeside(), besideDone + 1, "a list of a finished download, beside")
+
+        // Logged out, its session is the engine's to refuse.
+        XCTAssertEqual(try api.request("POST", "/api/v2/auth/logout", headers: session).status, 200)
+        XCTAssertEqual(try info().status, 403)
     }
 
     func testWhatTheGateMustSeeGoesToTheEngine() throws {

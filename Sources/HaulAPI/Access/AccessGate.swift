@@ -188,16 +188,27 @@ final class AccessGate {
     /// token from an address not blocked for wrong ones. Safe on any loop: it reads the policy, fixed at start, and
     /// the failures under their lock; it counts nothing, so anything else is left to `check`.
     func admitsServerOnAnyLoop(_ request: HTTPRequest, now: Double) -> Bool {
+        admitsPlainOnAnyLoop(request)
+            && admitsServerSecretOnAnyLoop(AccessGate.bearer(request.header("Authorization")), request.peer, now: now)
+    }
+
+    /// Whether `check` lets `request` through whatever its token: no Origin, a Host well-formed and allowed.
+    func admitsPlainOnAnyLoop(_ request: HTTPRequest) -> Bool {
         guard request.header("Origin") == nil, HostHeader.problem(in: request) == nil else { return false }
         if let allowed = policy.allowedHosts, let host = request.header("Host"),
             !allowed.contains(HostHeader(host)?.name ?? "")
         {
             return false
         }
+        return true
+    }
+
+    /// Whether `presented` (a bearer token, aria2's `token:`) is the server's token, from an address not blocked
+    /// for wrong ones, or the server has none (as `admitsSecret` admits any then). Safe on any loop, counting
+    /// nothing: a wrong or missing one is left to `admitsSecret` on the engine's loop.
+    func admitsServerSecretOnAnyLoop(_ presented: String?, _ address: String, now: Double) -> Bool {
         guard let tokenDigest else { return true }
-        guard let presented = AccessGate.bearer(request.header("Authorization")),
-            retryAfter(request.peer, now: now) == nil
-        else { return false }
+        guard let presented, retryAfter(address, now: now) == nil else { return false }
         return AccessGate.equalInConstantTime(Digest.sha256(Array(presented.utf8)), tokenDigest)
     }
 

@@ -27,7 +27,13 @@ extension Aria2RPC {
     }
 
     func status(of gid: String, keys: [String]?) throws(RPCError) -> JSONValue {
-        if let id = idOf(gid), let snapshot = try? operations.get(id) { return status(snapshot, keys: keys) }
+        if let id = idOf(gid), let snapshot = try? operations.get(id) {
+            let members = Aria2Status.json(
+                snapshot, gid: Aria2GIDs.gid(of: id), root: root, completedRoot: base.config.completedRoot)
+            // While it rests, the API's own loop answers the next such calls with it (`API.readsBeside`).
+            operations.publishFront(Aria2Beside.Status(members), key: Aria2Beside.key(gid), for: id)
+            return Aria2Status.select(members, keys: keys)
+        }
         if let gone = session.removedStatus(gid, seenBy: operations.caller) {
             return Aria2Status.select(gone, keys: keys)
         }

@@ -20,6 +20,8 @@ struct QBitMethod: Sendable {
 enum QBitAnswer {
     case text(String)
     case json(JSONValue)
+    /// A list of downloads (`torrents/info`), and the ids of those it may show.
+    case listing(JSONValue, showing: [String])
 
     static let done = QBitAnswer.text("")
 }

@@ -75,6 +75,7 @@ extension QBittorrentAPI {
             let wanted = Set(hashes.split(separator: "|").map { $0.lowercased() })
             list = list.filter { wanted.contains($0.hash) }
         }
+        let ids = list.map(\.download.id)
         var items = list.map { $0.info() }
         if let key = form["sort"] {
             items.sort { a, b in
@@ -87,7 +88,7 @@ extension QBittorrentAPI {
             items = Array(items[start...])
         }
         if let limit = try form.integer("limit"), limit > 0 { items = Array(items.prefix(Int(limit))) }
-        return .json(.array(items.map { .object($0) }))
+        return .listing(.array(items.map { .object($0) }), showing: ids)
     }
 
     /// Whether a torrent is in one of qBittorrent's filters (an unknown one matches all, as in qBittorrent).

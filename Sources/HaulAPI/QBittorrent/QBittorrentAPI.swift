@@ -35,6 +35,8 @@ final class QBittorrentAPI {
 
     /// Logged-in sessions by SID.
     private var sessions: [String: Session] = [:]
+    /// The server's own token's sessions, for the API's own loop (`QBitBeside`).
+    let serverSessions = QBitServerSessions()
     /// What callers without a session (a server without a token, or a bearer token) were last sent by
     /// `sync/maindata`, by who they are.
     private var anonymousSync: [String: QBitSync] = [:]
@@ -78,7 +80,10 @@ final class QBittorrentAPI {
         let sid = QBittorrentAPI.cookie("SID", in: request)
         guard let caller = caller(of: request, sid: sid, now: now) else { throw QBitError.forbidden }
         if path == "auth/logout" {
-            if let sid { sessions[sid] = nil }
+            if let sid {
+                sessions[sid] = nil
+                serverSessions.end(sid)
+            }
             return QBittorrentAPI.text(200, "")
         }
         if let needed = method.operation.scope, needed > caller.scope {
@@ -91,8 +96,12 @@ final class QBittorrentAPI {
         switch try method.answer(self, call) {
         case .text(let text): return QBittorrentAPI.text(200, text)
         case .json(let value):
-            return HTTPResponse(
-                status: 200, headers: [("Content-Type", "application/json")], body: value.serializedBytes())
+            return QBittorrentAPI.json(value)
+        case .listing(let value, let ids):
+            let response = QBittorrentAPI.json(value)
+            // While every download it lists rests, the API's own loop answers the same GET with it (`QBitBeside`).
+            if request.method == "GET" { call.operations.publishPage(response, for: request.target, showing: ids) }
+            return response
         }
     }
 
@@ -102,10 +111,11 @@ final class QBittorrentAPI {
         if let sid, let session = sessions[sid] {
             if now - session.lastUsed > QBittorrentAPI.sessionTimeout {
                 sessions[sid] = nil
+                serverSessions.end(sid)
             } else if let id = session.caller.token?.id, gate.byID?(id) == nil {
                 sessions[sid] = nil
             } else {
-                sessions[sid]?.lastUsed = now
+                used(sid, at: now)
                 return session.caller
             }
         }
@@ -136,12 +146,25 @@ final class QBittorrentAPI {
             {
                 sessions[oldest.key] = nil
             }
+            serverSessions.keep { sessions[$0] != nil }
         }
         let sid = QBittorrentAPI.newSID()
         sessions[sid] = Session(caller: caller, lastUsed: now)
+        if caller.token == nil { serverSessions.used(sid, at: now) }
         var response = QBittorrentAPI.text(200, "Ok.")
         response.headers.append(("Set-Cookie", "SID=\(sid); HttpOnly; path=/; SameSite=Strict"))
         return response
+    }
+
+    /// Marks session `sid` used `now`: by a call here, or by one the API's own loop answered (`QBitBeside`).
+    func used(_ sid: String, at now: Double) {
+        guard let caller = sessions[sid]?.caller else { return }
+        sessions[sid]?.lastUsed = now
+        if caller.token == nil { serverSessions.used(sid, at: now) }
+    }
+
+    static func json(_ value: JSONValue) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: value.serializedBytes())
     }
 
     /// Ends the sessions of token `id` (revoked or expired).

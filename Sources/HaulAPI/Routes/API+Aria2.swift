@@ -9,7 +9,7 @@ extension API {
     var aria2Routes: [Route] {
         [
             Route(
-                pattern: "/jsonrpc", access: .open,
+                pattern: API.rpcRoute, access: .open,
                 handlers: [
                     "POST": .write(.rpc) { [unowned self] c throws(Problem) in .response(self.rpcPost(c)) },
                     "GET": .read(.rpcRead, query: ["method", "id", "params", "jsoncallback", "token"]) {

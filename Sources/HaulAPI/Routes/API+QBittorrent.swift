@@ -11,7 +11,7 @@ extension API {
         }
         return [
             Route(
-                pattern: "/api/v2/{area}/{name}", access: .open, checksOriginItself: true,
+                pattern: API.qbittorrentRoute, access: .open, checksOriginItself: true,
                 handlers: [
                     // Any parameter: the front reads what each call takes, as qBittorrent does.
                     "GET": Route.Handler(operation: .qbittorrentRead, changesState: false, query: nil, run: run),

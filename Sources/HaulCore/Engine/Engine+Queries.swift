@@ -17,6 +17,12 @@ extension Engine {
     /// Puts up `response`, the status answer just worked out for `id` in this turn, if the download is at rest.
     public func publishStatus(_ response: HTTPResponse, for id: String) { machines[id]?.publish(response) }
 
+    /// Puts up `value`, another front's answer about `id` worked out in this turn, under `key`, if the download is
+    /// at rest.
+    public func publishFront(_ value: any Sendable, key: String, for id: String) {
+        machines[id]?.publishFront(value, key: key)
+    }
+
     /// Puts up `response`, a page of the list worked out in this turn for `target`, if every download it shows
     /// (`ids`) is at rest.
     public func publishPage(_ response: HTTPResponse, for target: String, showing ids: [String]) {

@@ -178,6 +178,12 @@ final class MachineBox {
         if board.put(response, for: id) { isPublished = true }
     }
 
+    /// Puts up `value`, another front's answer about the download, under `key` while it `rests`.
+    func publishFront(_ value: any Sendable, key: String) {
+        guard rests, let board = live.settings.statusBoard else { return }
+        if board.putFront(value, key: key, for: id) { isPublished = true }
+    }
+
     /// Takes down what the board shows of the download before it changes, or joins the list (added, or in place
     /// of another box): its status answer, and every page of the list.
     func changing() {

@@ -17,6 +17,11 @@ public final class StatusBoard: @unchecked Sendable {
     /// Pages by the request target they answer, as the client sent it (path and query).
     private var pages: [String: HTTPResponse] = [:]
     private var pageBytes = 0
+    /// Other fronts' answers about one download (aria2's `tellStatus`, by GID) under keys of their choosing, each
+    /// with the download it shows; put up and taken down with its status answer.
+    private var frontAnswers: [String: (id: String, value: any Sendable)] = [:]
+    /// The keys of `frontAnswers` by download.
+    private var frontKeys: [String: [String]] = [:]
     /// Whether any page is up. Read and written on the engine's thread only (which alone puts pages up and takes
     /// them down), so a change looks at it without the lock: a running download's every chunk does.
     private var pagesUp = false
@@ -53,8 +58,31 @@ public final class StatusBoard: @unchecked Sendable {
         }
     }
 
-    /// Takes down the answer for `id`.
-    func withdraw(_ id: String) { _ = lock.withLock { answers.removeValue(forKey: id) } }
+    /// Takes down the answers for `id`: its status answer and other fronts'.
+    func withdraw(_ id: String) {
+        lock.withLock {
+            answers.removeValue(forKey: id)
+            for key in frontKeys.removeValue(forKey: id) ?? [] { frontAnswers[key] = nil }
+        }
+    }
+
+    /// What another front put up under `key` (`putFront`), if anything.
+    public func frontAnswer(for key: String) -> (any Sendable)? { lock.withLock { frontAnswers[key]?.value } }
+
+    /// Puts up `value`, another front's answer about `id`, under `key`; false when the board is closed, or `key`
+    /// already shows another download (two downloads under one key are the engine's to tell apart).
+    func putFront(_ value: any Sendable, key: String, for id: String) -> Bool {
+        lock.withLock {
+            guard isOpen else { return false }
+            if let shown = frontAnswers[key]?.id, shown != id { return false }
+            if frontAnswers.count >= StatusBoard.capacity, frontAnswers[key] == nil {
+                frontAnswers.removeAll(keepingCapacity: true)
+                frontKeys.removeAll(keepingCapacity: true)
+            }
+            if frontAnswers.updateValue((id, value), forKey: key) == nil { frontKeys[id, default: []].append(key) }
+            return true
+        }
+    }
 
     /// The page up for `target` (a request's path and query, as sent), if any.
     public func page(for target: String) -> HTTPResponse? { lock.withLock { pages[target] } }

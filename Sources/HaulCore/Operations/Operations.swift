@@ -178,6 +178,13 @@ public struct Operations {
         engine.publishStatus(response, for: id)
     }
 
+    /// Puts up `value`, another front's answer to the server's own token about `id` (aria2's `tellStatus`), under
+    /// `key`, for the API's own loop to answer the next such calls with while the download rests.
+    public func publishFront(_ value: any Sendable, key: String, for id: String) {
+        guard caller.token == nil, caller.scope == .admin else { return }
+        engine.publishFront(value, key: key, for: id)
+    }
+
     /// Puts up `response`, the page of the list the server's own token asked by `target` (path and query), just
     /// worked out in this turn and showing `ids`, while every download in it rests (and no other change comes).
     public func publishPage(_ response: HTTPResponse, for target: String, showing ids: [String]) {

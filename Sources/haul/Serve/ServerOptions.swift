@@ -205,7 +205,8 @@ enum ServerOptions {
             name: "threads", placeholder: "N", kind: .integer(1...1024), defaultShown: "the number of cores",
             help: "event loops: 1 runs the API, the engine and the transfers on one thread; from 2, the API's "
                 + "connections are read and written on a loop of their own beside the engine's, which answers status "
-                + "reads and pages of downloads at rest itself, and transfers run on N - 1 loops of their own",
+                + "reads and pages of downloads at rest itself (REST's, aria2's tellStatus, qBittorrent's "
+                + "torrents/info), and transfers run on N - 1 loops of their own",
             sample: "1",
             apply: { given, config in config.threads = given.integer }, show: { $0.threads.map(String.init) }),
     ]
