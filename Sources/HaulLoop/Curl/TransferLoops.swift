@@ -290,15 +290,16 @@ final class TransferLane: @unchecked Sendable {
 
     /// A chunk of `id`: queued, or held in curl while the home loop has enough of it.
     fileprivate func received(_ id: TransferID, _ chunk: TransferChunk) -> ChunkDecision {
+        // Copied before the lock, which the home loop takes too (wasted only when the transfer is held).
         var bytes: [UInt8] = []
         chunk.append(to: &bytes)
-        let full = lock.withLock {
-            queued[id, default: 0] >= TransferLoops.queuedLimit || queuedTotal >= TransferLoops.loopQueuedLimit
-        }
-        // An HTTP/2 stream is never held (see `isMultiplexed`): its bytes queue here instead of in curl.
-        let hold = full && !multi.isMultiplexed(id)
+        // Whether it is held and its place among the held are settled under one hold of the lock: were the home
+        // loop to take its queue between the two, it would find nothing to free and the transfer would stay held.
         let wake: Bool? = lock.withLock {
-            guard !hold else {
+            let full =
+                queued[id, default: 0] >= TransferLoops.queuedLimit || queuedTotal >= TransferLoops.loopQueuedLimit
+            // An HTTP/2 stream is never held (see `isMultiplexed`): its bytes queue here instead of in curl.
+            if full, !multi.isMultiplexed(id) {
                 parked.insert(id)
                 return nil
             }
