@@ -184,4 +184,19 @@ final class StatusBoardTests: XCTestCase {
         running.publishFront("running", key: "gid-r")
         XCTAssertNil(board.frontAnswer(for: "gid-r"))
     }
+
+    /// A change of the settings or the categories takes everything down: answers, other fronts' and pages.
+    func testClearingAllTakesEverythingDown() {
+        let board = openBoard()
+        let paused = box("p", .paused, board: board)
+        paused.publish(answer("p"))
+        paused.publishFront("status of p", key: "gid-p")
+        XCTAssertTrue(board.putPage(answer("page"), for: "/api/v2/torrents/info"))
+        board.clearAll()
+        XCTAssertNil(board.answer(for: "p"))
+        XCTAssertNil(board.frontAnswer(for: "gid-p"))
+        XCTAssertNil(board.page(for: "/api/v2/torrents/info"))
+        paused.publishFront("status of p again", key: "gid-p")
+        XCTAssertEqual(board.frontAnswer(for: "gid-p") as? String, "status of p again")
+    }
 }

@@ -300,6 +300,27 @@ final class ReadsBesideTests: HaulTestCase {
         XCTAssertEqual(try info().status, 403)
     }
 
+    /// A change of the settings or of a category takes every answer down (a front may show what it works out with
+    /// them): the read right after it is the engine's, the next one beside again.
+    func testSettingsAndCategoriesTakeEveryAnswerDown() throws {
+        let id = try add(["url": originURL("settings.bin"), "start_paused": true], bearer: bearer)
+        XCTAssertEqual(try read(id).status, 200)
+        var before = try answeredBeside()
+        XCTAssertEqual(try read(id).status, 200)
+        XCTAssertEqual(try answeredBeside(), before + 1)
+        let changes: [(String, String, [String: Any])] = [
+            ("PATCH", "/settings", ["max_active": 3]), ("PUT", "/categories/films", ["directory": "films"]),
+        ]
+        for (method, path, body) in changes {
+            XCTAssertLessThan(try api.request(method, path, json: body, headers: bearer).status, 300, path)
+            before = try answeredBeside()
+            XCTAssertEqual(try read(id).status, 200)
+            XCTAssertEqual(try answeredBeside(), before, "the read after \(path) is the engine's")
+            XCTAssertEqual(try read(id).status, 200)
+            XCTAssertEqual(try answeredBeside(), before + 1)
+        }
+    }
+
     func testWhatTheGateMustSeeGoesToTheEngine() throws {
         let id = try add(["url": originURL("gate.bin"), "start_paused": true], bearer: bearer)
         XCTAssertEqual(try read(id).status, 200)

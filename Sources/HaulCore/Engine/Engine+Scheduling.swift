@@ -94,9 +94,14 @@ extension Engine: PersisterHost, WebhookHost, FinishingHost, RunnerHost, Tenancy
 
     func isRunning(_ id: String) -> Bool { pool[id] != nil }
 
-    func categoryLimitsChanged() { updateLimits() }
+    func categoryLimitsChanged() {
+        // What a front shows may be worked out with a category's (qBittorrent's seeding limits).
+        statusBoard.clearAll()
+        updateLimits()
+    }
 
     func settingsApplied() {
+        statusBoard.clearAll()
         updateLimits()
         schedule()
     }

@@ -117,6 +117,17 @@ public final class StatusBoard: @unchecked Sendable {
         }
     }
 
+    /// Takes everything down, the engine's thread only: the settings or the categories changed, which some
+    /// answers show worked out (qBittorrent's seeding limits are a download's own, its category's or the server's).
+    public func clearAll() {
+        lock.withLock {
+            answers.removeAll(keepingCapacity: true)
+            frontAnswers.removeAll(keepingCapacity: true)
+            frontKeys.removeAll(keepingCapacity: true)
+        }
+        clearPages()
+    }
+
     /// How many answers are up (for the tests).
     var count: Int { lock.withLock { answers.count } }
 
