@@ -159,6 +159,25 @@ final class CrashTests: HaulTestCase {
             XCTAssertEqual(gets, expected, dir)
         }
     }
+
+    /// Start-up reads the store through a map of its file and drops the map after: the file's pages are not the
+    /// process's memory while it runs, and what was stored is all there. (Rows enough that SQLite's page cache does
+    /// not hold them all, so the read goes through the map.)
+    func testAStartUpLeavesNoMapOfTheStoreAndEveryDownloadThere() throws {
+        let count = 12_000
+        for batch in 0..<(count / 1000) {
+            let items = (0..<1000).map { index in
+                ["url": originURL("mapped-\(batch)-\(index).bin"), "start_paused": true] as [String: Any]
+            }
+            XCTAssertEqual(try api.request("POST", "/downloads", json: ["downloads": items]).status, 200)
+        }
+        XCTAssertEqual(haul.stop(signal: SIGTERM), 0)
+        try startHaul()
+        XCTAssertEqual(int(try api.get("/stats").json["downloads"]), Int64(count))
+        let maps = try String(contentsOfFile: "/proc/\(haul.process.processIdentifier)/maps", encoding: .utf8)
+        let mapped = maps.split(separator: "\n").filter { $0.hasSuffix("/haul.sqlite") }
+        XCTAssertEqual(mapped, [], "the store's file is still mapped after start-up")
+    }
 }
 
 /// A full disk fails one download (insufficient_space when its size is known, disk_full when the disk fills while

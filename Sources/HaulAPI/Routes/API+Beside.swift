@@ -10,9 +10,9 @@ extension API {
     /// the answer to a plain `GET /downloads/{id}` of a download at rest, to a `GET /downloads?...` whose page the
     /// engine put up for that very target, to aria2's `tellStatus` about a download at rest (`Aria2Beside`), or to
     /// qBittorrent's `torrents/info` whose list the engine put up (`QBitBeside`), from the server's own token (or
-    /// on a server without one), or nil for the engine to answer. Everything else,
-    /// and anything the gate would have to count or refuse, goes to the engine's loop as before. The request is
-    /// counted in the metrics and logged there, a turn's reads in one post.
+    /// on a server without one), or nil for the engine to answer. Everything else, and anything the gate would have
+    /// to count or refuse, goes to the engine's loop as before. The request is counted in the metrics and logged
+    /// there, a turn's reads in one post.
     public func readsBeside(on here: EventLoop) -> (_ request: HTTPRequest, _ receivedAt: Double) -> HTTPResponse? {
         let board = serverOperations.statusBoard
         let sessions = qbittorrent.serverSessions

@@ -305,9 +305,17 @@ public final class DownloadStore {
         try forEachStoredOverlapped { try body($0.download) }
     }
 
+    /// The most of the database file start-up reads through a memory map (past it, by copies).
+    static let startUpMap = 1 << 30
+
     /// As `forEachOverlapped`, a download of the usual shape packed straight from its row (`StoredRowPacker`).
     func forEachStoredOverlapped(_ body: (StoredDownload) throws -> Void) throws {
         guard db.dialect == .sqlite else { return try read(id: nil, packing: true, body) }
+        // Read through a map of the file: SQLite steps through the pages in the kernel's cache instead of copying
+        // each out (at a million downloads, 2% of the start-up on a quiet machine). Unmapped
+        // after, so the file's pages (190 MiB at a million) are not counted in the process's memory while it runs.
+        try? db.execute("PRAGMA mmap_size=\(DownloadStore.startUpMap)")
+        defer { try? db.execute("PRAGMA mmap_size=0") }
         try Overlap.run(produce: { [self] yield in try read(id: nil, packing: true, yield) }, consume: body)
     }
 
