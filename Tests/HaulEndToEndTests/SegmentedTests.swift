@@ -251,4 +251,28 @@ final class LimitTests: HaulTestCase {
         XCTAssertTrue(done["max_speed"] is NSNull)
         XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
     }
+
+    /// With transfer loops (the default from two cores) a body flowing unlimited is written on its loop, under a
+    /// grant; a limit set while it flows revokes the grant, so the origin is held to the limit's pace again (what
+    /// it sends, not only what Haul counts), and lifting the limit lets the rest come whole.
+    func testALimitSetWhileATransferLoopWritesTheBodyHoldsTheOrigin() throws {
+        let hash = try sandbox.makeRandomFile("www/granted.bin", size: 64 << 20)
+        let id = try add(["url": originURL("granted.bin", "rate=32000000"), "connections": 1])
+        try waitFor("the body to flow") { int(try download(id)["received_bytes"]) > 4 << 20 }
+        XCTAssertEqual(try patch(id, ["max_speed": 200_000]).status, 200)
+        func sent() throws -> Int64 {
+            try originRequests().filter { ($0["path"] as? String) == "/files/granted.bin" }
+                .reduce(Int64(0)) { $0 + int($1["body_bytes"]) }
+        }
+        // The sockets' buffers fill first (megabytes on loopback); after that the origin sends what is read.
+        Thread.sleep(forTimeInterval: 1.5)
+        let before = try sent()
+        Thread.sleep(forTimeInterval: 2)
+        let during = try sent() - before
+        XCTAssertEqual(try download(id)["state"] as? String, "downloading")
+        XCTAssertLessThan(during, 4 << 20, "2 s at 200 kB/s; unheld, the rest of the 64 MiB at 32 MB/s")
+        XCTAssertEqual(try patch(id, ["max_speed": NSNull()]).status, 200)
+        let done = try waitForState(id, "completed")
+        XCTAssertEqual(try sha256(try downloadedPath(done)), hash)
+    }
 }

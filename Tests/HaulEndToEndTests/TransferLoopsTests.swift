@@ -18,6 +18,7 @@ final class TransferLoopsTests: XCTestCase {
         func transfer(_ id: TransferID, responded response: TransferResponse) -> Bool {
             XCTAssertNil(self.response, "one response")
             self.response = response
+            onResponse()
             return accept
         }
 
@@ -26,10 +27,26 @@ final class TransferLoopsTests: XCTestCase {
             XCTAssertNil(result, "no body byte after the end")
             let decision = decide(taken)
             if decision == .consumed {
+                onChunk(chunk, index)
                 chunk.append(to: &body)
                 taken += 1
             }
             return decision
+        }
+
+        /// Bytes the loop wrote under a grant, in calls.
+        var wroteBytes = 0
+        var wroteCalls = 0
+        /// Body bytes heard so far, written or not: the index of the next.
+        var index: Int64 { Int64(body.count + wroteBytes) }
+        var onChunk: (TransferChunk, Int64) -> Void = { _, _ in }
+        var onResponse: () -> Void = {}
+
+        func transfer(_ id: TransferID, wrote count: Int) -> ChunkDecision {
+            XCTAssertNotNil(response, "no body byte before the response")
+            wroteBytes += count
+            wroteCalls += 1
+            return .consumed
         }
 
         func transfer(_ id: TransferID, ended result: TransferResult) {
@@ -220,6 +237,108 @@ final class TransferLoopsTests: XCTestCase {
         XCTAssertEqual(jarRequests.count, count / 3)
         XCTAssertTrue(jarRequests.allSatisfy { $0.headers["cookie"] == "session=kept" })
         XCTAssertFalse(origin.requests.contains { $0.path.hasPrefix("/plain/") && $0.headers["cookie"] != nil })
+    }
+
+    /// A sandbox file to write into, and its bytes read back.
+    private func partFile(_ name: String) throws -> (PartFile, String) {
+        let root = NSTemporaryDirectory() + "haul-grant-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
+        let directory = try ConfinedDirectory(root: root, relative: "", create: false)
+        return (try PartFile(directory: directory, name: name, exclusive: true), root + "/" + name)
+    }
+
+    /// Under a grant the loop writes the body itself at the grant's offsets, as far as its end: the delegate hears
+    /// counts for those, chunks for what came before the grant and past its end, and the file holds every byte.
+    func testGrantedBodyIsWrittenOnItsLoopUpToTheGrantsEnd() throws {
+        let body = Self.randomBytes(3 << 20, seed: 3)
+        let origin = try HostileOrigin { _ in .send(Self.reply(body)) }
+        defer { origin.stop() }
+        let loop = try EventLoop()
+        let loops = try TransferLoops(home: loop, count: 2)
+        defer { loops.close() }
+        XCTAssertTrue(loops.grantsWrites)
+        let (file, path) = try partFile("granted.part")
+        let base: Int64 = 1000
+        let grant = try file.writeGrant(base: base, end: base + (2 << 20) - 1)
+        let recorder = Recorder()
+        let id = TransferID(7)
+        var granted = false
+        recorder.accept = true
+        recorder.onChunk = { chunk, index in
+            // What the engine does with a chunk: its own write, at the same place.
+            do { try file.write(chunk, at: base + index) } catch { XCTFail("\(error)") }
+        }
+        recorder.onEnd = { loop.stop() }
+        // Granted from inside the response's callback, as the runner does. The first chunk waits a while (a speed
+        // limit's pause): the loop holds the transfer once a megabyte is queued and sees the grant meanwhile, so
+        // the bytes after those are written there however fast curl reads (it may read the whole body at once).
+        recorder.onResponse = { granted = loops.grant(id, grant) }
+        var held: LoopTimer?
+        recorder.decide = { _ in
+            guard held == nil else { return .consumed }
+            held = LoopTimer(loop: loop, delay: 0.3) { loops.resume(id) }
+            held?.start()
+            return .pause
+        }
+        try loops.start(id, TransferRequest(url: origin.baseURL + "/g"), delegate: recorder)
+        run(loop)
+        XCTAssertTrue(granted)
+        XCTAssertNil(recorder.result?.failure, recorder.result?.message ?? "")
+        XCTAssertEqual(recorder.result?.bodyBytes, Int64(body.count))
+        XCTAssertGreaterThan(recorder.wroteBytes, 0, "the loop wrote under the grant")
+        XCTAssertLessThanOrEqual(recorder.wroteBytes, 2 << 20, "never past the grant's end")
+        // Told in batches (a megabyte, or what a few milliseconds wrote), not a call for each chunk curl read.
+        XCTAssertLessThanOrEqual(
+            recorder.wroteCalls, 16, "\(recorder.wroteBytes) bytes in \(recorder.wroteCalls) calls")
+        XCTAssertEqual(recorder.wroteBytes + recorder.body.count, body.count)
+        let written = try Data(contentsOf: URL(fileURLWithPath: path))
+        XCTAssertEqual(written.count, Int(base) + body.count)
+        XCTAssertTrue(Array(written.dropFirst(Int(base))) == body, "every byte in its place")
+        XCTAssertFalse(loops.grant(id, grant), "no grant for a transfer that ended")
+    }
+
+    /// Once `cancel` returns, the loop writes nothing more under the transfer's grant: the file may then be
+    /// truncated or removed.
+    func testNothingIsWrittenAfterCancelReturns() throws {
+        let origin = try HostileOrigin { _ in
+            .sendForever(
+                Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".utf8),
+                chunk: [UInt8](repeating: 9, count: 65536))
+        }
+        defer { origin.stop() }
+        let loop = try EventLoop()
+        let loops = try TransferLoops(home: loop, count: 1)
+        defer { loops.close() }
+        let (file, path) = try partFile("endless.part")
+        let grant = try file.writeGrant(base: 0, end: Int64.max - 1)
+        let recorder = Recorder()
+        let id = TransferID(8)
+        var sizeAtCancel = -1
+        var timers: [LoopTimer] = []
+        let watch = LoopTimer(loop: loop, delay: 0.001, repeating: true) {
+            if recorder.response != nil, timers.isEmpty {
+                XCTAssertTrue(loops.grant(id, grant))
+                let cancel = LoopTimer(loop: loop, delay: 0.3) {
+                    loops.cancel(id)
+                    sizeAtCancel = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -2
+                    let settle = LoopTimer(loop: loop, delay: 0.3) { loop.stop() }
+                    timers.append(settle)
+                    settle.start()
+                }
+                timers.append(cancel)
+                cancel.start()
+            }
+        }
+        watch.start()
+        try loops.start(id, TransferRequest(url: origin.baseURL + "/endless"), delegate: recorder)
+        run(loop)
+        watch.cancel()
+        XCTAssertGreaterThan(recorder.wroteBytes, 0)
+        XCTAssertGreaterThan(sizeAtCancel, 0)
+        let sizeAfter = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -3
+        XCTAssertEqual(sizeAfter, sizeAtCancel, "nothing written after the cancel")
+        XCTAssertNil(recorder.result, "a cancelled transfer's delegate hears nothing more")
     }
 
     /// A loop queues at most `loopQueuedLimit` bytes of all its transfers while the engine takes none: 24 held

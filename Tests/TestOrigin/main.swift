@@ -10,7 +10,7 @@ import HaulLoop
 //     ?nohead=1                 answer HEAD with 405
 //     ?nolength=1               no Content-Length (chunked body)
 //     ?novalidator=1            no ETag and no Last-Modified
-//     ?rate=BYTES               trickle the body at BYTES per second on each connection
+//     ?rate=BYTES               trickle the body at BYTES per second on each connection, no faster than read
 //     ?slowfrom=OFFSET&slowrate=BYTES  bodies starting at OFFSET or later trickle at BYTES per second
 //     ?cut=BYTES                close the connection after BYTES of body
 //     ?stall=BYTES              send BYTES of body, then nothing more, keeping the connection open
@@ -253,8 +253,11 @@ final class Stream {
     let rate: Int?
     let logIndex: Int
     var timer: LoopTimer?
-    var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+    var buffer: [UInt8]
     var finished = false
+    /// Paced: a tick's bytes still wait in the connection's buffer (the client reads slower than the pace), so the
+    /// next tick sends nothing. A real server's rate limit holds to what the socket takes, too.
+    var waiting = false
 
     init(
         origin: Origin, exchange: HTTPExchange, fd: Int32, offset: Int64, remaining: Int64, limit: Int64,
@@ -269,6 +272,7 @@ final class Stream {
         self.limit = limit
         self.rate = rate
         self.logIndex = logIndex
+        buffer = [UInt8](repeating: 0, count: max(256 * 1024, (rate ?? 0) / 20))
     }
 
     func begin(status: Int, headers: [(name: String, value: String)]) {
@@ -278,7 +282,7 @@ final class Stream {
         exchange.startStream(status: status, headers: headers)
         if let rate {
             timer = LoopTimer(loop: origin.loop, delay: 0.05, repeating: true) { [self] in
-                sendNext(max(1, rate / 20))
+                if !waiting { sendNext(max(1, rate / 20)) }
             }
             timer?.start()
         } else {
@@ -300,14 +304,11 @@ final class Stream {
         remaining -= Int64(got)
         origin.log[logIndex]["body_bytes"] = (origin.log[logIndex]["body_bytes"] as? Int64 ?? 0) + Int64(got)
         let paced = rate != nil
+        waiting = paced
         buffer.withUnsafeBytes { bytes in
-            exchange.send(
-                UnsafeRawBufferPointer(rebasing: bytes[0..<got]),
-                drained: paced
-                    ? nil
-                    : { [self] in
-                        sendNext(buffer.count)
-                    })
+            exchange.send(UnsafeRawBufferPointer(rebasing: bytes[0..<got])) { [self] in
+                if paced { waiting = false } else { sendNext(buffer.count) }
+            }
         }
     }
 

@@ -16,6 +16,11 @@ extension Engine {
         }
     }
 
+    func writeWindow(_ id: String, _ transfer: TransferID) -> (start: Int64, end: Int64)? {
+        guard cluster == nil else { return nil }
+        return machines[id]?.machine.writeWindow(for: transfer)
+    }
+
     /// One step of the machine of `id`: the event in, the actions out; and what changed is stored, indexed, logged
     /// and told. Body bytes (`received`, `wrote`) are the hot path: they change progress only.
     func step(_ id: String, _ event: MachineEvent) -> [MachineAction] {

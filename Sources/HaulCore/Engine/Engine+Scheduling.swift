@@ -31,7 +31,10 @@ extension Engine {
         bandwidth.connectionCap = max(1, config.maxConnectionsPerHost / share)
         bandwidth.setCategoryLimits(categories.limits.mapValues { max(1, $0 / Int64(share)) })
         let limit = settings.speedLimitNow().map { max(1, $0 / Int64(share)) }
-        guard bandwidth.setLimit(limit) else { return }
+        let changed = bandwidth.setLimit(limit)
+        // A transfer loop writing a body itself would run ahead of a limit that now holds it.
+        for runner in pool.runners.values { runner.revokeGrantsIfLimited() }
+        guard changed else { return }
         log.info("speed limit now", ["speed.limit": limit.map(String.init) ?? "none"])
     }
 }

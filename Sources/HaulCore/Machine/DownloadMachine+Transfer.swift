@@ -299,6 +299,19 @@ extension DownloadMachine {
         }
     }
 
+    /// Where the body of `id` goes from its next byte on, when every byte it brings is written as it comes: a
+    /// connection fetching a segment whose end is known, of a file of known size whose blocks are reserved (no
+    /// space or quota check on the way). nil when each chunk must be looked at first.
+    func writeWindow(for id: TransferID) -> (start: Int64, end: Int64)? {
+        guard reserved, download.totalBytes != nil, let index = connection(with: id),
+            case .fetching = connections[index].state,
+            download.segments.indices.contains(connections[index].segment)
+        else { return nil }
+        let segment = download.segments[connections[index].segment]
+        guard let end = segment.end, end >= segment.cursor else { return nil }
+        return (segment.cursor, end)
+    }
+
     /// A file whose blocks were not reserved grows into free space as it comes: the largest-file limit is checked
     /// on every chunk, free space every few MiB (`measureFreeSpace`, answered by `freeSpace`).
     mutating func unreservedRefusal(endingAt end: Int64, count: Int) -> DownloadError? {

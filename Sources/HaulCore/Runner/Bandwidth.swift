@@ -46,6 +46,12 @@ final class Bandwidth {
         for name in categories.keys where limits[name] == nil { categories.removeValue(forKey: name) }
     }
 
+    /// Whether any limit holds a download whose own bucket is `own`, in `category`: the global one (or the
+    /// schedule's), its category's, its own.
+    func limits(own: TokenBucket?, category: String?) -> Bool {
+        own != nil || global != nil || (category.map { categories[$0] != nil } ?? false)
+    }
+
     /// Seconds until `count` bytes fit the global limit, `category`'s and the download's `own`, spending them
     /// in all of them if they fit now; nil without a limit.
     func delay(for count: Int, own: inout TokenBucket?, category: String?) -> Double? {

@@ -28,13 +28,14 @@ final class DownloadRunner: FetchDelegate {
     /// Transfers held back by a speed limit, and the timers that let them go on.
     private var holds: [TransferID: ClockTimer] = [:]
     /// The download's own speed limit (`max_speed`).
-    private var bucket: TokenBucket?
+    private(set) var bucket: TokenBucket?
     var queue: [MachineEvent] = []
     private var dispatching = false
     /// The transfer whose callback is running, the chunk it delivered, and whether the machine stopped it.
-    private var inCallback: TransferID?
+    var inCallback: TransferID?
+    /// (nil in a callback of bytes already written under the transfer's grant)
     private var chunk: TransferChunk?
-    private var stopRequested = false
+    var stopRequested = false
     private(set) var done = false
     /// Another node took the download over: no action of its machine is carried out any more.
     private var abandoned = false
@@ -51,12 +52,14 @@ final class DownloadRunner: FetchDelegate {
     /// The first requests out (only those can turn out to be a playlist).
     var probes: Set<TransferID> = []
     /// First answers whose type says nothing, told to the machine with their first bytes (which may be a playlist's).
-    private var sniffing: [TransferID: TransferResponse] = [:]
+    var sniffing: [TransferID: TransferResponse] = [:]
     /// A torrent download's own (see DownloadRunner+Torrents).
     var torrent = TorrentRun()
     /// `compare` transfers: where the next byte goes in the part file, where they began, and the first that
     /// differed.
-    private var comparing: [TransferID: (next: Int64, start: Int64, differsAt: Int64?)] = [:]
+    var comparing: [TransferID: (next: Int64, start: Int64, differsAt: Int64?)] = [:]
+    /// Transfers whose fetcher writes their body itself, and the offset the machine's next write of each must be.
+    var grants: [TransferID: (grant: WriteGrant, next: Int64)] = [:]
 
     init(host: RunnerHost, id: String, url: String, maxSpeed: Int64?) {
         self.host = host
@@ -127,6 +130,7 @@ final class DownloadRunner: FetchDelegate {
         } else {
             bucket = nil
         }
+        revokeGrantsIfLimited()
     }
 
     // MARK: actions
@@ -222,21 +226,8 @@ final class DownloadRunner: FetchDelegate {
         return Outbound.fetch(kind, url: url, of: download, cookieJar: cookieJar, policy: policy)
     }
 
-    /// A chunk of a `compare` transfer against the part file's bytes at the same place: none is written.
-    private func compare(_ transfer: TransferID, _ chunk: TransferChunk) -> ChunkDecision {
-        guard var state = comparing[transfer] else { return .abort }
-        let stored = file?.read(chunk.count, at: state.next) ?? []
-        if let index = chunk.firstDifference(from: stored) {
-            state.differsAt = state.next + Int64(index)
-            comparing[transfer] = state
-            return .abort
-        }
-        state.next += Int64(chunk.count)
-        comparing[transfer] = state
-        return .consumed
-    }
-
     private func cancel(_ transfer: TransferID) {
+        grants.removeValue(forKey: transfer)?.grant.revoke()
         holds.removeValue(forKey: transfer)?.cancel()
         releaseHostConnection(transfer)
         guard transfers.remove(transfer) != nil else { return }
@@ -253,6 +244,7 @@ final class DownloadRunner: FetchDelegate {
     /// Ends a transfer the machine stopped from inside its callback if curl has not (see `.abort`).
     private func endIfStillRunning(_ transfer: TransferID) {
         guard transfers.contains(transfer), !cancelled.contains(transfer) else { return }
+        grants.removeValue(forKey: transfer)?.grant.revoke()
         holds.removeValue(forKey: transfer)?.cancel()
         releaseHostConnection(transfer)
         transfers.remove(transfer)
@@ -265,12 +257,13 @@ final class DownloadRunner: FetchDelegate {
     }
 
     private func write(_ transfer: TransferID, offset: Int64, count: Int) {
-        guard transfer == inCallback, let chunk, let file else {
+        guard transfer == inCallback, let file else {
             let error = FileError(call: "pwrite", path: "", code: EBADF)
             return queue.append(.writeFailed(transfer, error))
         }
         do {
-            try file.write(count == chunk.count ? chunk : chunk.prefix(count), at: offset)
+            try placed(transfer, offset: offset, count: count, written: chunk == nil, in: file)
+            if let chunk { try file.write(count == chunk.count ? chunk : chunk.prefix(count), at: offset) }
             host.bandwidth.received(Int64(count))
             queue.append(.wrote(transfer, count: count))
         } catch {
@@ -309,29 +302,7 @@ final class DownloadRunner: FetchDelegate {
 
     func transfer(_ transfer: TransferID, responded response: TransferResponse) -> Bool {
         guard transfers.contains(transfer), !cancelled.contains(transfer) else { return false }
-        if probes.remove(transfer) != nil, (200..<300).contains(response.status) {
-            if DownloadKind.isPlaylistType(response.header("content-type"))
-                || DownloadKind.pathNamesPlaylist(response.effectiveURL)
-            {
-                becomePlaylist(transfer)
-                return true
-            }
-            // A type that says nothing: the first bytes tell whether it is a playlist (`#EXTM3U`).
-            if DownloadKind.mayBePlaylist(response) {
-                sniffing[transfer] = response
-                return true
-            }
-        }
-        return tell(transfer, response)
-    }
-
-    /// Hands the machine the answer of `transfer`; false when it stopped the transfer.
-    private func tell(_ transfer: TransferID, _ response: TransferResponse) -> Bool {
-        inCallback = transfer
-        stopRequested = false
-        deliver(.responded(transfer, response))
-        inCallback = nil
-        return !stopRequested && !done
+        return answered(transfer, response)
     }
 
     func transfer(_ transfer: TransferID, received chunk: TransferChunk) -> ChunkDecision {
@@ -349,6 +320,16 @@ final class DownloadRunner: FetchDelegate {
             guard tell(transfer, response) else { return .abort }
         }
         if comparing[transfer] != nil { return compare(transfer, chunk) }
+        return take(transfer, chunk.count, chunk)
+    }
+
+    func transfer(_ transfer: TransferID, wrote count: Int) -> ChunkDecision {
+        guard transfers.contains(transfer), !cancelled.contains(transfer), !done else { return .abort }
+        return take(transfer, count, nil)
+    }
+
+    /// Body bytes of `transfer` to the machine (`chunk` nil: in the file already, under its grant).
+    private func take(_ transfer: TransferID, _ count: Int, _ chunk: TransferChunk?) -> ChunkDecision {
         // Not a byte into the file past the lease's deadline: the bytes wait in the transfer (curl offers them
         // again when it is resumed) until a renewal says this node still holds the download.
         checkLease()
@@ -356,7 +337,7 @@ final class DownloadRunner: FetchDelegate {
             heldForLease.insert(transfer)
             return .pause
         }
-        if let wait = limitDelay(chunk.count), wait > 0 {
+        if let wait = limitDelay(count), wait > 0 {
             // curl stops reading, so TCP slows the sender down; the same bytes come again after the wait.
             holds[transfer] = host.clock.after(wait) { [unowned self] in
                 guard self.holds.removeValue(forKey: transfer) != nil else { return }
@@ -364,16 +345,20 @@ final class DownloadRunner: FetchDelegate {
             }
             return .pause
         }
+        // A part file reserved since the answer (a first request's, whose answer told the size): the fetcher may
+        // write the rest itself.
+        if chunk != nil, grants[transfer] == nil { offerGrant(transfer) }
         inCallback = transfer
         self.chunk = chunk
         stopRequested = false
-        deliver(.received(transfer, count: chunk.count))
+        deliver(.received(transfer, count: count))
         inCallback = nil
         self.chunk = nil
         return stopRequested || done ? .abort : .consumed
     }
 
     func transfer(_ transfer: TransferID, ended result: TransferResult) {
+        grants.removeValue(forKey: transfer)?.grant.revoke()
         holds.removeValue(forKey: transfer)?.cancel()
         releaseHostConnection(transfer)
         cancelled.remove(transfer)

@@ -21,6 +21,10 @@ protocol RunnerHost: HostServices {
     func isClaimed(directory: String, name: String, except: String) -> Bool
     /// The most bytes `id` may hold under its token's quota (nil: no quota).
     func quotaAllowance(for id: String) -> Int64?
+    /// Where the body of `id`'s `transfer` may be written as it comes, by a fetcher that writes (`writeWindow`);
+    /// nil when each chunk must pass the machine first, or when this node shares its downloads with others (a lease
+    /// could run out between two writes).
+    func writeWindow(_ id: String, _ transfer: TransferID) -> (start: Int64, end: Int64)?
     /// One step of the machine of `id`: the event in, the actions to carry out back.
     func step(_ id: String, _ event: MachineEvent) -> [MachineAction]
     /// Stores the journal of `id` (what a sync vouched for).

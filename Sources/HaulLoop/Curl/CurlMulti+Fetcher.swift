@@ -50,6 +50,9 @@ extension CurlMulti: Fetcher {
         return version >= Int(CURL_HTTP_VERSION_2_0)
     }
 
+    /// Whether `id` was started here and has neither ended nor been cancelled.
+    func isRunning(_ id: TransferID) -> Bool { byID[id] != nil || checking[id] != nil }
+
     /// The host a URL's proxy is chosen by; parsed only when there is a proxy to choose.
     private static func proxyHost(_ url: String) -> String { URLParts(url)?.host ?? "" }
 

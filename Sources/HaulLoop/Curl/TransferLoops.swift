@@ -19,6 +19,10 @@ public final class TransferLoops: Fetcher {
     /// The most bytes of all its transfers one loop queues (a slow engine's turn must not cost a megabyte a
     /// transfer).
     public static let loopQueuedLimit = 16 << 20
+    /// Bytes a transfer loop writes under grants are told to the home loop in counts of at least this many, or
+    /// this long after the first not told (told a chunk at a time, they woke an idle engine's loop every 100 KiB).
+    static let reportEvery = 1 << 20
+    static let reportDelay = 0.005
 
     /// `count` loops, each on a thread of its own, handing their transfers' news to `home`.
     public init(home: EventLoop, count: Int) throws {
@@ -65,6 +69,18 @@ public final class TransferLoops: Fetcher {
         flush(id, relay)
     }
 
+    public var grantsWrites: Bool { true }
+
+    /// The transfer's loop writes its body from now on (the chunks it handed over already come as chunks).
+    public func grant(_ id: TransferID, _ grant: WriteGrant) -> Bool {
+        guard let relay = relays[id], relay.grant == nil else { return false }
+        relay.grant = grant
+        grant.firstIndex = relay.bodyBytes
+        let lane = lanes[relay.lane]
+        lane.thread.loop.post { lane.grant(id, grant) }
+        return true
+    }
+
     /// Stops every loop (each transfer ends; no delegate hears of it) and waits for their threads.
     public func close() {
         for lane in lanes {
@@ -85,6 +101,8 @@ public final class TransferLoops: Fetcher {
         let lane: Int
         /// Held so that its identity stays its own while its loop is chosen by it.
         let jar: CookieJar?
+        /// Revoked as the transfer ends, here, before the delegate or the canceller goes on.
+        var grant: WriteGrant?
         /// The reports not yet heard by the delegate: those after a chunk it paused.
         var queue: [TransferReport] = []
         var next = 0
@@ -112,8 +130,9 @@ public final class TransferLoops: Fetcher {
         return best
     }
 
-    /// Lets go of `relay`: the transfer no longer counts on its loop, nor for its jar's.
+    /// Lets go of `relay`: the transfer no longer counts on its loop, nor for its jar's, and writes nothing more.
     private func forget(_ id: TransferID, _ relay: Relay) {
+        relay.grant?.revoke()
         relays.removeValue(forKey: id)
         lanes[relay.lane].active -= 1
         if let jar = relay.jar {
@@ -162,6 +181,17 @@ public final class TransferLoops: Fetcher {
                     taken += bytes.count
                     return stop(id, relay)
                 }
+            case .wrote(let count):
+                // Bytes in the file already: none of them was queued.
+                switch relay.delegate.transfer(id, wrote: count) {
+                case .consumed:
+                    relay.next += 1
+                    relay.bodyBytes += Int64(count)
+                case .pause:
+                    relay.paused = true
+                case .abort:
+                    return stop(id, relay)
+                }
             case .ended(let result):
                 relay.next += 1
                 forget(id, relay)
@@ -195,6 +225,8 @@ struct TransferReport: Sendable {
     enum News: Sendable {
         case responded(TransferResponse)
         case data([UInt8])
+        /// Body bytes written into the file under the transfer's grant.
+        case wrote(Int)
         case ended(TransferResult)
     }
     let id: TransferID
@@ -220,6 +252,13 @@ final class TransferLane: @unchecked Sendable {
     private var queuedTotal = 0
     /// Transfers held in curl until the home loop takes their bytes.
     private var parked: Set<TransferID> = []
+    /// On the transfer loop only: the grants its transfers write under, and the body bytes each has handed over.
+    private var grants: [TransferID: WriteGrant] = [:]
+    private var bodyBytes: [TransferID: Int64] = [:]
+    /// On the transfer loop only: bytes written under grants whose count the home loop has not been told, and the
+    /// timer that tells it.
+    private var unreported: [TransferID: Int] = [:]
+    private var reportTimer: LoopTimer?
 
     init(name: String, home: EventLoop) throws {
         thread = try LoopThread(name: name)
@@ -252,6 +291,7 @@ final class TransferLane: @unchecked Sendable {
 
     /// `id` is gone: what it had queued no longer counts, and what that held back may go on.
     private func release(_ id: TransferID) {
+        forget(id)
         let free = lock.withLock {
             queuedTotal -= queued.removeValue(forKey: id) ?? 0
             parked.remove(id)
@@ -270,9 +310,22 @@ final class TransferLane: @unchecked Sendable {
         return Array(free)
     }
 
+    func grant(_ id: TransferID, _ grant: WriteGrant) {
+        guard bodyBytes[id] != nil || multi.isRunning(id) else { return }
+        grants[id] = grant
+    }
+
+    private func forget(_ id: TransferID) {
+        grants.removeValue(forKey: id)
+        bodyBytes.removeValue(forKey: id)
+        unreported.removeValue(forKey: id)
+    }
+
     func close() {
         multi.close()
         listener = nil
+        // Its event is freed while the loop's base still is.
+        reportTimer = nil
     }
 
     private func report(_ report: TransferReport) {
@@ -288,34 +341,91 @@ final class TransferLane: @unchecked Sendable {
         home.post { me.onReports?() }
     }
 
-    /// A chunk of `id`: queued, or held in curl while the home loop has enough of it.
+    /// A chunk of `id`: written under its grant (its count told in batches), else queued; held in curl while the
+    /// home loop has enough of it queued.
     fileprivate func received(_ id: TransferID, _ chunk: TransferChunk) -> ChunkDecision {
+        let index = bodyBytes[id, default: 0]
+        var written = 0
+        if let grant = grants[id] {
+            written = grant.write(chunk.bytes, index: index)
+            if written == chunk.count {
+                // In the file already: no memory held for it, so nothing counts against the queue; its count goes
+                // to the home loop once enough has gathered, or a moment after the first (`reportDelay`).
+                bodyBytes[id] = index + Int64(written)
+                let waiting = unreported[id, default: 0] + written
+                unreported[id] = waiting
+                if waiting >= TransferLoops.reportEvery { flushWritten() } else { armReport() }
+                return .consumed
+            }
+            // Full, revoked or failed: the rest goes to the home loop as chunks, whose writes say what failed.
+            grants.removeValue(forKey: id)
+        }
         // Copied before the lock, which the home loop takes too (wasted only when the transfer is held).
         var bytes: [UInt8] = []
-        chunk.append(to: &bytes)
+        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk.bytes[written...]))
+        let pending = (unreported.removeValue(forKey: id) ?? 0) + written
         // Whether it is held and its place among the held are settled under one hold of the lock: were the home
         // loop to take its queue between the two, it would find nothing to free and the transfer would stay held.
         let wake: Bool? = lock.withLock {
             let full =
                 queued[id, default: 0] >= TransferLoops.queuedLimit || queuedTotal >= TransferLoops.loopQueuedLimit
             // An HTTP/2 stream is never held (see `isMultiplexed`): its bytes queue here instead of in curl.
-            if full, !multi.isMultiplexed(id) {
+            // A chunk partly written is never held either: curl would offer the written part again.
+            if full, written == 0, !multi.isMultiplexed(id) {
                 parked.insert(id)
                 return nil
             }
+            let waiting = reports.count
+            // What was written of it before is told first: the home loop hears the body in order.
+            if pending > 0 { reports.append(TransferReport(id: id, news: .wrote(pending))) }
             queued[id, default: 0] += bytes.count
             queuedTotal += bytes.count
             reports.append(TransferReport(id: id, news: .data(bytes)))
-            return reports.count == 1
+            return waiting == 0
         }
-        guard let wake else { return .pause }
+        guard let wake else {
+            if pending > 0 { unreported[id] = pending }
+            return .pause
+        }
+        bodyBytes[id] = index + Int64(chunk.count)
         if wake { post() }
         return .consumed
     }
 
+    /// Tells the home loop every count written and not yet told, in one post.
+    private func flushWritten() {
+        guard !unreported.isEmpty else { return }
+        let counts = unreported
+        unreported.removeAll(keepingCapacity: true)
+        let wake = lock.withLock {
+            let waiting = reports.count
+            for (id, count) in counts { reports.append(TransferReport(id: id, news: .wrote(count))) }
+            return waiting == 0
+        }
+        if wake { post() }
+    }
+
+    /// Starts the timer that tells the counts written, unless it runs.
+    private func armReport() {
+        if reportTimer == nil {
+            reportTimer = LoopTimer(loop: thread.loop, delay: TransferLoops.reportDelay) { [unowned self] in
+                flushWritten()
+            }
+        }
+        if reportTimer?.isPending != true { reportTimer?.start() }
+    }
+
     fileprivate func ended(_ id: TransferID, _ result: TransferResult) {
+        // What it wrote and has not told goes first: the home loop hears every byte before the end.
+        let pending = unreported.removeValue(forKey: id) ?? 0
         release(id)
-        report(TransferReport(id: id, news: .ended(result)))
+        let wake = lock.withLock {
+            let waiting = reports.count
+            if pending > 0 { reports.append(TransferReport(id: id, news: .wrote(pending))) }
+            reports.append(TransferReport(id: id, news: .ended(result)))
+            return waiting == 0
+        }
+        if wake { post() }
     }
 
     fileprivate func responded(_ id: TransferID, _ response: TransferResponse) {

@@ -114,9 +114,13 @@ public final class PartFile {
     /// A second descriptor for syncing and hashing on a worker thread: closing or truncating this one on the loop
     /// thread meanwhile is then harmless.
     public func syncHandle() throws(FileError) -> SyncHandle {
+        SyncHandle(fd: try duplicateDescriptor(), path: path)
+    }
+
+    func duplicateDescriptor() throws(FileError) -> Int32 {
         let copy = dup(fd)
         guard copy >= 0 else { throw FileError(call: "dup", path: path, code: errno) }
-        return SyncHandle(fd: copy, path: path)
+        return copy
     }
 }
 
