@@ -37,6 +37,8 @@ final class TransferLoopsTests: XCTestCase {
         /// Bytes the loop wrote under a grant, in calls.
         var wroteBytes = 0
         var wroteCalls = 0
+        /// The index after the last body byte the loop wrote.
+        var writtenEnd: Int64 = 0
         /// Body bytes heard so far, written or not: the index of the next.
         var index: Int64 { Int64(body.count + wroteBytes) }
         var onChunk: (TransferChunk, Int64) -> Void = { _, _ in }
@@ -44,6 +46,7 @@ final class TransferLoopsTests: XCTestCase {
 
         func transfer(_ id: TransferID, wrote count: Int) -> ChunkDecision {
             XCTAssertNotNil(response, "no body byte before the response")
+            writtenEnd = index + Int64(count)
             wroteBytes += count
             wroteCalls += 1
             return .consumed
@@ -251,6 +254,26 @@ final class TransferLoopsTests: XCTestCase {
     /// Under a grant the loop writes the body itself at the grant's offsets, as far as its end: the delegate hears
     /// counts for those, chunks for what came before the grant and past its end, and the file holds every byte.
     func testGrantedBodyIsWrittenOnItsLoopUpToTheGrantsEnd() throws {
+        let recorder = try grantedTransfer(end: 2 << 20, narrowedTo: nil)
+        XCTAssertGreaterThan(recorder.wroteBytes, 0, "the loop wrote under the grant")
+        XCTAssertLessThanOrEqual(recorder.writtenEnd, 2 << 20, "never past the grant's end")
+        // Told in batches (a megabyte, or what a few milliseconds wrote), not a call for each chunk curl read.
+        XCTAssertLessThanOrEqual(
+            recorder.wroteCalls, 16, "\(recorder.wroteBytes) bytes in \(recorder.wroteCalls) calls")
+    }
+
+    /// A grant narrowed after it was given (the runner's, when the machine splits the connection's segment for
+    /// another) writes nothing past its new end: the rest comes as chunks.
+    func testANarrowedGrantWritesNothingPastItsNewEnd() throws {
+        let recorder = try grantedTransfer(end: 3 << 20, narrowedTo: 2 << 20)
+        XCTAssertGreaterThan(recorder.wroteBytes, 0, "the loop wrote under the grant")
+        XCTAssertLessThanOrEqual(recorder.writtenEnd, 2 << 20, "never past the narrowed end")
+    }
+
+    /// A 3 MiB body fetched with a grant for its bytes up to `end` (narrowed to `narrowedTo` as soon as it is
+    /// given), the chunks written by the delegate at their place, as the engine does: every byte must be heard
+    /// once and land in its place.
+    private func grantedTransfer(end: Int64, narrowedTo: Int64?) throws -> Recorder {
         let body = Self.randomBytes(3 << 20, seed: 3)
         let origin = try HostileOrigin { _ in .send(Self.reply(body)) }
         defer { origin.stop() }
@@ -260,7 +283,7 @@ final class TransferLoopsTests: XCTestCase {
         XCTAssertTrue(loops.grantsWrites)
         let (file, path) = try partFile("granted.part")
         let base: Int64 = 1000
-        let grant = try file.writeGrant(base: base, end: base + (2 << 20) - 1)
+        let grant = try file.writeGrant(base: base, end: base + end - 1)
         let recorder = Recorder()
         let id = TransferID(7)
         var granted = false
@@ -273,7 +296,10 @@ final class TransferLoopsTests: XCTestCase {
         // Granted from inside the response's callback, as the runner does. The first chunk waits a while (a speed
         // limit's pause): the loop holds the transfer once a megabyte is queued and sees the grant meanwhile, so
         // the bytes after those are written there however fast curl reads (it may read the whole body at once).
-        recorder.onResponse = { granted = loops.grant(id, grant) }
+        recorder.onResponse = {
+            granted = loops.grant(id, grant)
+            if let narrowedTo { grant.narrow(to: base + narrowedTo - 1) }
+        }
         var held: LoopTimer?
         recorder.decide = { _ in
             guard held == nil else { return .consumed }
@@ -286,16 +312,12 @@ final class TransferLoopsTests: XCTestCase {
         XCTAssertTrue(granted)
         XCTAssertNil(recorder.result?.failure, recorder.result?.message ?? "")
         XCTAssertEqual(recorder.result?.bodyBytes, Int64(body.count))
-        XCTAssertGreaterThan(recorder.wroteBytes, 0, "the loop wrote under the grant")
-        XCTAssertLessThanOrEqual(recorder.wroteBytes, 2 << 20, "never past the grant's end")
-        // Told in batches (a megabyte, or what a few milliseconds wrote), not a call for each chunk curl read.
-        XCTAssertLessThanOrEqual(
-            recorder.wroteCalls, 16, "\(recorder.wroteBytes) bytes in \(recorder.wroteCalls) calls")
         XCTAssertEqual(recorder.wroteBytes + recorder.body.count, body.count)
         let written = try Data(contentsOf: URL(fileURLWithPath: path))
         XCTAssertEqual(written.count, Int(base) + body.count)
         XCTAssertTrue(Array(written.dropFirst(Int(base))) == body, "every byte in its place")
         XCTAssertFalse(loops.grant(id, grant), "no grant for a transfer that ended")
+        return recorder
     }
 
     /// Once `cancel` returns, the loop writes nothing more under the transfer's grant: the file may then be

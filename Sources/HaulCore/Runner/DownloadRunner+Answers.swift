@@ -59,6 +59,20 @@ extension DownloadRunner {
         for granted in grants.values { granted.grant.revoke() }
     }
 
+    /// Holds each grant to its connection's window now: a segment split by work stealing or by a reader's seek
+    /// ends sooner, and its rest is another connection's to write (a loop writing past the split could land its
+    /// bytes after that connection's); one no longer fetching writes nothing more. Called after every turn of the
+    /// machine, before a connection it started can write anything.
+    func narrowGrants() {
+        for (transfer, granted) in grants {
+            if let window = host.writeWindow(id, transfer) {
+                if window.end < granted.grant.end { granted.grant.narrow(to: window.end) }
+            } else {
+                granted.grant.revoke()
+            }
+        }
+    }
+
     /// Checks a write of the machine against the grant of `transfer`: body byte k of a granted transfer goes at
     /// the grant's base + k, the bytes before the grant (written here) as those after it (`written` by the fetcher).
     func placed(

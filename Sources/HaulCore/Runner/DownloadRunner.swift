@@ -97,6 +97,7 @@ final class DownloadRunner: FetchDelegate {
             let next = queue.removeFirst()
             for action in host.step(id, next) { perform(action) }
         }
+        if !grants.isEmpty { narrowGrants() }
     }
 
     /// Suspends the runner once the lease may have run out, and asks the engine to renew it at once.

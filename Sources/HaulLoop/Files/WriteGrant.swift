@@ -9,8 +9,8 @@ public final class WriteGrant: @unchecked Sendable {
     private let lock = Lock()
     private var fd: Int32
     public let base: Int64
-    /// The last offset it may write (inclusive).
-    public let end: Int64
+    /// The last offset it may write (inclusive); lowered by `narrow`.
+    private var last: Int64
     /// The index in the body of the byte that goes to `base`: what the delegate had taken when it was granted (set
     /// by the fetcher before its loop sees the grant).
     var firstIndex: Int64 = 0
@@ -18,7 +18,7 @@ public final class WriteGrant: @unchecked Sendable {
     init(fd: Int32, base: Int64, end: Int64) {
         self.fd = fd
         self.base = base
-        self.end = end
+        last = end
     }
 
     deinit { revoke() }
@@ -28,8 +28,8 @@ public final class WriteGrant: @unchecked Sendable {
     public func write(_ bytes: UnsafeRawBufferPointer, index: Int64) -> Int {
         lock.withLock {
             let offset = base + index - firstIndex
-            guard fd >= 0, index >= firstIndex, offset <= end else { return 0 }
-            let count = Int(min(Int64(bytes.count), end - offset + 1))
+            guard fd >= 0, index >= firstIndex, offset <= last else { return 0 }
+            let count = Int(min(Int64(bytes.count), last - offset + 1))
             var done = 0
             while done < count {
                 let written = pwrite(fd, bytes.baseAddress! + done, count - done, off_t(offset) + off_t(done))
@@ -43,6 +43,14 @@ public final class WriteGrant: @unchecked Sendable {
             }
             return done
         }
+    }
+
+    /// The last offset it may write (inclusive).
+    public var end: Int64 { lock.withLock { last } }
+
+    /// Nothing is written past `end` once this returns (a segment split: another connection fetches the rest).
+    public func narrow(to end: Int64) {
+        lock.withLock { last = min(last, end) }
     }
 
     /// Nothing more is written once this returns.
