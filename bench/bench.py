@@ -1000,7 +1000,8 @@ def scenario_k(args, report, work, disk):
     """Lists: N URLs of one size added by batch, against aria2c -i and curl -Z on the same list."""
     counts = [int(c) for c in args.list_counts.split(",")] if args.list_counts else \
         ([20] if args.quick else [1000, 10000, 100000])
-    places = [("tmpfs", work), ("disk", disk)]
+    places = [(label, base) for label, base in (("tmpfs", work), ("disk", disk))
+              if label in args.list_places.split(",")]
     rows, per_file = [], {}
     for label, base in places:
         for size in (4096, 65536):
@@ -1787,6 +1788,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--scenarios", default="A,B,C,D,E,F,G,H,I,J,K,P,T,V,W")
     ap.add_argument("--list-counts", default=None, help="scenario K's list lengths (default 1000,10000,100000)")
+    ap.add_argument("--list-places", default="tmpfs,disk", help="where scenario K writes: tmpfs, disk or both")
     ap.add_argument("--stored", type=int, default=1_000_000, help="scenario M's stored downloads")
     ap.add_argument("--quick", action="store_true", help="tiny inputs: checks the harness, not speed")
     ap.add_argument("--out", default=None, help="Markdown report (default bench/results/latest.md; none if --quick)")
